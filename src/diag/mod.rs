@@ -1,0 +1,143 @@
+//! One diagnostic model for every phase, and its renderers.
+//!
+//! Each phase has its own typed error enum (`thiserror`): lowercase messages
+//! with the user's input in backticks, detail in a help line. They all become
+//! a [`Diagnostic`] with a span, so `policyc check`, the playground and the
+//! library report the same thing the same way.
+
+mod render;
+
+use serde::Serialize;
+
+pub use render::{render_human, render_json, to_json_records, JsonDiagnostic};
+
+use crate::source::Span;
+
+#[derive(Clone, Copy, Debug, Eq, PartialEq, Ord, PartialOrd, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    Warning,
+    Error,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        }
+    }
+}
+
+/// A secondary location, such as the requirement a policy line violates.
+#[derive(Clone, Debug, Eq, PartialEq)]
+pub struct Label {
+    pub span: Span,
+    pub message: String,
+}
+
+/// One error or warning, with its location.
+#[derive(Clone, Debug, Eq, PartialEq)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    /// A stable snake_case code (`unknown_statement`, `covered_rule`, ...).
+    pub code: &'static str,
+    pub message: String,
+    pub span: Span,
+    pub help: Option<String>,
+    pub labels: Vec<Label>,
+}
+
+impl Diagnostic {
+    pub fn error(code: &'static str, message: impl Into<String>, span: Span) -> Self {
+        Diagnostic { severity: Severity::Error, code, message: message.into(), span, help: None, labels: Vec::new() }
+    }
+    pub fn warning(code: &'static str, message: impl Into<String>, span: Span) -> Self {
+        Diagnostic { severity: Severity::Warning, code, message: message.into(), span, help: None, labels: Vec::new() }
+    }
+    pub fn with_help(mut self, help: Option<String>) -> Self {
+        self.help = help;
+        self
+    }
+    pub fn with_label(mut self, span: Span, message: impl Into<String>) -> Self {
+        self.labels.push(Label { span, message: message.into() });
+        self
+    }
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}
+
+/// Sorts diagnostics by file and position, errors first at the same place.
+pub fn sort(diags: &mut [Diagnostic]) {
+    diags.sort_by_key(|d| (d.span.file.0, d.span.start, std::cmp::Reverse(d.severity)));
+}
+
+/// "did you mean `x`?" for the candidate closest to `found`, if any is close.
+pub fn did_you_mean<'a>(found: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    suggest(found, candidates).map(|s| format!("did you mean `{s}`?"))
+}
+
+/// The candidate closest to `found` by edit distance, if it is close enough
+/// to be a plausible typo.
+pub fn suggest<'a>(found: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let lower = found.to_ascii_lowercase();
+    let limit = (found.chars().count() / 3).max(1) + usize::from(found.len() > 6);
+    candidates
+        .into_iter()
+        .map(|c| (edit_distance(&lower, c), c))
+        .filter(|(d, c)| *d <= limit && *d < c.len())
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// Levenshtein distance with adjacent transpositions counted as one edit.
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut prev2: Vec<usize> = vec![0; b.len() + 1];
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != cb);
+            let mut best = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+            if i > 0 && j > 0 && a.get(i - 1) == Some(cb) && b.get(j - 1) == Some(ca) {
+                best = best.min(prev2[j - 1] + 1);
+            }
+            cur[j + 1] = best;
+        }
+        prev2 = std::mem::replace(&mut prev, cur);
+    }
+    prev[b.len()]
+}
+
+/// "`a`, `b` or `c`".
+pub fn one_of(items: &[&str]) -> String {
+    let quoted: Vec<String> = items.iter().map(|s| format!("`{s}`")).collect();
+    match quoted.split_last() {
+        None => String::new(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggestions_catch_typos_but_not_noise() {
+        assert_eq!(suggest("dfault", ["default", "dns", "local"]), Some("default"));
+        assert_eq!(suggest("netwrok", ["network", "proxy"]), Some("network"));
+        assert_eq!(suggest("shell.exce", ["shell.exec", "files.read"]), Some("shell.exec"));
+        assert_eq!(suggest("zzz", ["default", "dns", "local"]), None);
+        assert_eq!(edit_distance("ab", "ba"), 1);
+    }
+
+    #[test]
+    fn one_of_reads_like_english() {
+        assert_eq!(one_of(&["a"]), "`a`");
+        assert_eq!(one_of(&["a", "b", "c"]), "`a`, `b` or `c`");
+    }
+}

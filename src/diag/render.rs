@@ -1,0 +1,134 @@
+//! Renderers: rustc-style text with a caret under the span, and JSON records.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::{Diagnostic, Severity};
+use crate::source::{SourceMap, Span};
+
+/// Renders diagnostics the way rustc does: message, location, the source
+/// line with a caret under the span, then help and related locations.
+pub fn render_human(diags: &[Diagnostic], sources: &SourceMap) -> String {
+    let mut out = String::new();
+    for d in diags {
+        let _ = writeln!(out, "{}[{}]: {}", d.severity.as_str(), d.code, d.message);
+        let gutter = snippet(&mut out, sources, d.span, "-->", None);
+        for label in &d.labels {
+            snippet(&mut out, sources, label.span, ":::", Some(&label.message));
+        }
+        if let Some(help) = &d.help {
+            let _ = writeln!(out, "{} = help: {help}", " ".repeat(gutter));
+        }
+        out.push('\n');
+    }
+    let errors = diags.iter().filter(|d| d.severity == Severity::Error).count();
+    let warnings = diags.len() - errors;
+    if errors > 0 || warnings > 0 {
+        let _ = writeln!(out, "{}", summary(errors, warnings));
+    }
+    out
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 { format!("1 {word}") } else { format!("{n} {word}s") }
+}
+
+fn summary(errors: usize, warnings: usize) -> String {
+    match (errors, warnings) {
+        (0, w) => plural(w, "warning"),
+        (e, 0) => plural(e, "error"),
+        (e, w) => format!("{}, {}", plural(e, "error"), plural(w, "warning")),
+    }
+}
+
+/// Writes one source snippet; returns the width of its line-number gutter.
+fn snippet(out: &mut String, sources: &SourceMap, span: Span, arrow: &str, label: Option<&str>) -> usize {
+    let Some(file) = sources.get(span.file) else {
+        return 1;
+    };
+    let start = file.line_col(span.start);
+    let end = file.line_col(span.end);
+    let line_text = file.line_text(start.line).replace('\t', " ");
+    let width = if end.line == start.line {
+        end.column.saturating_sub(start.column).max(1)
+    } else {
+        line_text.chars().count().saturating_sub(start.column - 1).max(1)
+    };
+    let gutter = start.line.to_string().len();
+    let pad = " ".repeat(gutter);
+    let _ = writeln!(out, "{pad}{arrow} {}:{}:{}", file.name, start.line, start.column);
+    let _ = writeln!(out, "{pad} |");
+    let _ = writeln!(out, "{} | {}", start.line, line_text);
+    let marker = if label.is_some() { "-" } else { "^" };
+    let _ = write!(out, "{pad} | {}{}", " ".repeat(start.column - 1), marker.repeat(width));
+    if let Some(l) = label {
+        let _ = write!(out, " {l}");
+    }
+    out.push('\n');
+    gutter
+}
+
+/// The JSON form of one diagnostic (interfaces §2).
+#[derive(Clone, Debug, Serialize)]
+pub struct JsonDiagnostic {
+    pub severity: Severity,
+    pub code: &'static str,
+    pub message: String,
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    pub end_line: usize,
+    pub end_column: usize,
+    pub help: Option<String>,
+    /// Secondary locations (for example the requirement a policy violates).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub related: Vec<JsonRelated>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct JsonRelated {
+    pub message: String,
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+}
+
+/// Diagnostics as JSON records with resolved positions.
+pub fn to_json_records(diags: &[Diagnostic], sources: &SourceMap) -> Vec<JsonDiagnostic> {
+    diags
+        .iter()
+        .map(|d| {
+            let (file, s, e) = match sources.get(d.span.file) {
+                Some(f) => (f.name.clone(), f.line_col(d.span.start), f.line_col(d.span.end)),
+                None => (String::new(), Default::default(), Default::default()),
+            };
+            let related = d
+                .labels
+                .iter()
+                .filter_map(|l| {
+                    let f = sources.get(l.span.file)?;
+                    let p = f.line_col(l.span.start);
+                    Some(JsonRelated { message: l.message.clone(), file: f.name.clone(), line: p.line, column: p.column })
+                })
+                .collect();
+            JsonDiagnostic {
+                severity: d.severity,
+                code: d.code,
+                message: d.message.clone(),
+                file,
+                line: s.line,
+                column: s.column,
+                end_line: e.line,
+                end_column: e.column,
+                help: d.help.clone(),
+                related,
+            }
+        })
+        .collect()
+}
+
+/// Diagnostics as one JSON array.
+pub fn render_json(diags: &[Diagnostic], sources: &SourceMap) -> String {
+    serde_json::to_string_pretty(&to_json_records(diags, sources)).unwrap_or_else(|_| "[]".to_string())
+}

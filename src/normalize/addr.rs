@@ -1,0 +1,133 @@
+//! Address classes (language spec §6) and the canonical form of an address.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// IPv4-mapped (`::ffff:a.b.c.d`) and IPv4-compatible (`::a.b.c.d`) IPv6
+/// addresses are their IPv4 address; `::` and `::1` stay themselves.
+pub fn canonical_ip(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => match embedded_v4(v6) {
+            Some(v4) => IpAddr::V4(v4),
+            None => ip,
+        },
+        v4 => v4,
+    }
+}
+
+fn embedded_v4(v6: Ipv6Addr) -> Option<Ipv4Addr> {
+    let s = v6.segments();
+    let low = Ipv4Addr::from((u32::from(s[6]) << 16) | u32::from(s[7]));
+    match s {
+        [0, 0, 0, 0, 0, 0xffff, _, _] => Some(low),
+        [0, 0, 0, 0, 0, 0, _, _] if u128::from(v6) > 1 => Some(low),
+        _ => None,
+    }
+}
+
+/// `(network, prefix length)` lists, checked with a mask: constant time,
+/// whatever the size of the policy.
+const V4_NON_PUBLIC: &[(u32, u8)] = &[
+    (0x0000_0000, 8),  // 0.0.0.0/8 "this network"
+    (0x0a00_0000, 8),  // 10.0.0.0/8
+    (0x6440_0000, 10), // 100.64.0.0/10 shared address space
+    (0x7f00_0000, 8),  // 127.0.0.0/8 loopback
+    (0xa9fe_0000, 16), // 169.254.0.0/16 link-local, cloud metadata
+    (0xac10_0000, 12), // 172.16.0.0/12
+    (0xc000_0000, 24), // 192.0.0.0/24 IETF protocol assignments (anycast included)
+    (0xc000_0200, 24), // 192.0.2.0/24 TEST-NET-1
+    (0xc058_6300, 24), // 192.88.99.0/24 6to4 relay anycast
+    (0xc0a8_0000, 16), // 192.168.0.0/16
+    (0xc612_0000, 15), // 198.18.0.0/15 benchmarking
+    (0xc633_6400, 24), // 198.51.100.0/24 TEST-NET-2
+    (0xcb00_7100, 24), // 203.0.113.0/24 TEST-NET-3
+    (0xe000_0000, 4),  // 224.0.0.0/4 multicast
+    (0xf000_0000, 4),  // 240.0.0.0/4 reserved, broadcast included
+];
+
+const V6_NON_PUBLIC_IN_GLOBAL: &[(u128, u8)] = &[
+    (0x2001_0000_0000_0000_0000_0000_0000_0000, 23), // IETF protocol assignments, Teredo included
+    (0x2001_0db8_0000_0000_0000_0000_0000_0000, 32), // documentation
+    (0x3fff_0000_0000_0000_0000_0000_0000_0000, 20), // documentation
+];
+
+fn in_v4(x: u32, net: u32, len: u8) -> bool {
+    let mask = if len == 0 { 0 } else { u32::MAX << (32 - u32::from(len)) };
+    x & mask == net
+}
+
+fn in_v6(x: u128, net: u128, len: u8) -> bool {
+    let mask = if len == 0 { 0 } else { u128::MAX << (128 - u32::from(len)) };
+    x & mask == net
+}
+
+/// Whether an address is not globally reachable unicast (language spec §6).
+/// Mapped and compatible forms are judged by their IPv4 address; NAT64
+/// (`64:ff9b::/96`) and 6to4 (`2002::/16`) by the IPv4 address they embed.
+pub fn is_non_public(ip: IpAddr) -> bool {
+    match canonical_ip(ip) {
+        IpAddr::V4(v4) => {
+            let x = u32::from(v4);
+            V4_NON_PUBLIC.iter().any(|&(n, l)| in_v4(x, n, l))
+        }
+        IpAddr::V6(v6) => {
+            let x = u128::from(v6);
+            if in_v6(x, 0x0064_ff9b_0000_0000_0000_0000_0000_0000, 96) {
+                return is_non_public(IpAddr::V4(Ipv4Addr::from(x as u32)));
+            }
+            if in_v6(x, 0x2002_0000_0000_0000_0000_0000_0000_0000, 16) {
+                return is_non_public(IpAddr::V4(Ipv4Addr::from((x >> 80) as u32)));
+            }
+            if !in_v6(x, 0x2000_0000_0000_0000_0000_0000_0000_0000, 3) {
+                return true; // everything outside 2000::/3, ::1 and fc00::/7 included
+            }
+            V6_NON_PUBLIC_IN_GLOBAL.iter().any(|&(n, l)| in_v6(x, n, l))
+        }
+    }
+}
+
+/// Loopback: `127.0.0.0/8` and `::1` (mapped forms included).
+pub fn is_loopback(ip: IpAddr) -> bool {
+    match canonical_ip(ip) {
+        IpAddr::V4(v4) => v4.is_loopback(),
+        IpAddr::V6(v6) => v6.is_loopback(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn np(s: &str) -> bool {
+        is_non_public(s.parse().unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)))
+    }
+
+    #[test]
+    fn the_spec_lists() {
+        for s in [
+            "0.1.2.3", "10.0.0.1", "100.64.0.1", "127.0.0.1", "169.254.169.254", "172.16.0.1", "172.31.255.255",
+            "192.0.0.9", "192.0.2.1", "192.88.99.1", "192.168.1.1", "198.18.0.1", "198.19.255.255", "198.51.100.7",
+            "203.0.113.9", "224.0.0.1", "239.1.1.1", "240.0.0.1", "255.255.255.255", "::", "::1", "::ffff:10.0.0.1",
+            "::10.0.0.1", "64:ff9b:1::1", "100::1", "2001::1", "2001:0:4136:e378::1", "2001:db8::1", "3fff::1",
+            "5f00::1", "fc00::1", "fd00:ec2::254", "fe80::1", "fec0::1", "ff02::1", "64:ff9b::a00:1", "2002:a00:1::1",
+            "2002:7f00:1::", "4000::1",
+        ] {
+            assert!(np(s), "{s} should be non-public");
+        }
+        for s in [
+            "1.1.1.1", "8.8.8.8", "93.184.215.14", "172.32.0.1", "100.128.0.1", "2606:4700::1111", "::ffff:8.8.8.8",
+            "64:ff9b::808:808", "2002:808:808::1", "2001:200::1",
+        ] {
+            assert!(!np(s), "{s} should be public");
+        }
+    }
+
+    #[test]
+    fn mapped_and_compatible_become_v4() {
+        let c = |s: &str| canonical_ip(s.parse().unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))).to_string();
+        assert_eq!(c("::ffff:10.1.2.3"), "10.1.2.3");
+        assert_eq!(c("::10.1.2.3"), "10.1.2.3");
+        assert_eq!(c("::1"), "::1");
+        assert_eq!(c("::"), "::");
+        assert_eq!(c("64:ff9b::a00:1"), "64:ff9b::a00:1");
+    }
+}

@@ -1,0 +1,11 @@
+//! Normalisation shared by the checker, the compiler and the engine: hosts
+//! (language spec §5), address classes (§6) and paths. Decide on the value the
+//! socket or resolver will actually use, and normalise it exactly once.
+
+pub mod addr;
+pub mod host;
+pub mod path;
+
+pub use addr::{canonical_ip, is_loopback, is_non_public};
+pub use host::{Host, HostBuf, HostError, normalize_host};
+pub use path::is_normal_absolute_path;

@@ -1,0 +1,142 @@
+//! Source files, byte spans and line/column lookup.
+//!
+//! Every AST node carries a [`Span`]. Spans never take part in equality: two
+//! ASTs that differ only in layout compare equal, which is what lets the
+//! formatter prove that it preserves meaning (`parse(fmt(x)) == parse(x)`).
+
+use serde::{Deserialize, Serialize};
+
+/// Index of a file in a [`SourceMap`].
+#[derive(Clone, Copy, Debug, Default, Eq, PartialEq, Hash, Serialize, Deserialize)]
+pub struct FileId(pub u32);
+
+/// A byte range in one source file.
+///
+/// `PartialEq` is deliberately always `true` (and `Hash` hashes nothing) so
+/// that spans never take part in AST equality. Compare [`Span::range`] when
+/// the location itself matters.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+pub struct Span {
+    pub file: FileId,
+    pub start: u32,
+    pub end: u32,
+}
+
+impl PartialEq for Span {
+    fn eq(&self, _other: &Self) -> bool {
+        true
+    }
+}
+impl Eq for Span {}
+impl std::hash::Hash for Span {
+    fn hash<H: std::hash::Hasher>(&self, _state: &mut H) {}
+}
+
+impl Span {
+    pub fn new(file: FileId, start: usize, end: usize) -> Self {
+        Span { file, start: clamp(start), end: clamp(end) }
+    }
+    /// The span's location, for comparisons that do care about it.
+    pub fn range(&self) -> (FileId, u32, u32) {
+        (self.file, self.start, self.end)
+    }
+    /// The smallest span covering both.
+    pub fn to(self, other: Span) -> Span {
+        Span { file: self.file, start: self.start.min(other.start), end: self.end.max(other.end) }
+    }
+}
+
+fn clamp(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// One loaded source file with its line index.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SourceFile {
+    pub name: String,
+    pub text: String,
+    line_starts: Vec<usize>,
+}
+
+/// A resolved position: 1-based line and column (columns count characters).
+#[derive(Clone, Copy, Debug, Default, Eq, PartialEq, Serialize, Deserialize)]
+pub struct LineCol {
+    pub line: usize,
+    pub column: usize,
+}
+
+impl SourceFile {
+    pub fn new(name: impl Into<String>, text: impl Into<String>) -> Self {
+        let text = text.into();
+        let mut line_starts = vec![0];
+        line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        SourceFile { name: name.into(), text, line_starts }
+    }
+
+    /// Line and column of a byte offset (clamped to the text).
+    pub fn line_col(&self, offset: u32) -> LineCol {
+        let offset = (offset as usize).min(self.text.len());
+        let line = self.line_starts.partition_point(|&s| s <= offset).saturating_sub(1);
+        let start = self.line_starts.get(line).copied().unwrap_or(0);
+        let column = self.text.get(start..offset).map_or(0, |s| s.chars().count()) + 1;
+        LineCol { line: line + 1, column }
+    }
+
+    /// The text of a 1-based line, without its line break.
+    pub fn line_text(&self, line: usize) -> &str {
+        let start = self.line_starts.get(line.wrapping_sub(1)).copied().unwrap_or(self.text.len());
+        let end = self.line_starts.get(line).copied().unwrap_or(self.text.len());
+        self.text.get(start..end).unwrap_or("").trim_end_matches(['\n', '\r'])
+    }
+
+    /// The source text under a span.
+    pub fn slice(&self, span: Span) -> &str {
+        self.text.get(span.start as usize..span.end as usize).unwrap_or("")
+    }
+}
+
+/// All files of one policy set.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct SourceMap {
+    files: Vec<SourceFile>,
+}
+
+impl SourceMap {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn add(&mut self, name: impl Into<String>, text: impl Into<String>) -> FileId {
+        self.files.push(SourceFile::new(name, text));
+        FileId(clamp(self.files.len() - 1))
+    }
+    pub fn get(&self, id: FileId) -> Option<&SourceFile> {
+        self.files.get(id.0 as usize)
+    }
+    pub fn files(&self) -> impl Iterator<Item = (FileId, &SourceFile)> {
+        self.files.iter().enumerate().map(|(i, f)| (FileId(clamp(i)), f))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_col_counts_characters() {
+        let f = SourceFile::new("x", "ab\nçd e\n");
+        assert_eq!(f.line_col(0), LineCol { line: 1, column: 1 });
+        assert_eq!(f.line_col(3), LineCol { line: 2, column: 1 });
+        // 'ç' is two bytes; 'd' is the second character.
+        assert_eq!(f.line_col(5), LineCol { line: 2, column: 2 });
+        assert_eq!(f.line_text(2), "çd e");
+        assert_eq!(f.line_text(9), "");
+    }
+
+    #[test]
+    fn spans_do_not_take_part_in_equality() {
+        let a = Span::new(FileId(0), 1, 2);
+        let b = Span::new(FileId(3), 7, 9);
+        assert_eq!(a, b);
+        assert_ne!(a.range(), b.range());
+    }
+}

@@ -1,0 +1,457 @@
+//! The typed AST. Every node carries a [`Span`]; spans never take part in
+//! equality (see [`crate::source::Span`]).
+//!
+//! The AST is faithful to what was written (a domain pattern keeps its
+//! spelling, an IPv4-mapped address stays mapped): meaning is assigned by the
+//! checker and the compiler, so that the formatter can print exactly what the
+//! user meant.
+
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+use serde::{Deserialize, Serialize};
+
+use crate::source::Span;
+
+/// Declares a keyword-valued enum with its spellings.
+macro_rules! keyword_enum {
+    ($(#[$m:meta])* $name:ident { $($variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, Eq, PartialEq, Hash, Ord, PartialOrd, Serialize, Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum $name { $($variant),+ }
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+            /// The spelling used in policy text.
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+            /// Every spelling, for "did you mean" suggestions.
+            pub fn spellings() -> Vec<&'static str> {
+                Self::ALL.iter().map(|v| v.as_str()).collect()
+            }
+            /// Parses the spelling used in policy text.
+            pub fn parse(s: &str) -> Option<Self> {
+                match s { $($text => Some($name::$variant),)+ _ => None }
+            }
+        }
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+keyword_enum!(
+    /// `allow` or `deny`.
+    Effect { Allow = "allow", Deny = "deny" }
+);
+keyword_enum!(
+    /// A switch value.
+    Switch { On = "on", Off = "off" }
+);
+keyword_enum!(
+    /// Tool permissions of the Zoo seed (language spec §7).
+    Permission {
+        ShellExec = "shell.exec",
+        ScreenRead = "screen.read",
+        InputControl = "input.control",
+        FilesRead = "files.read",
+        FilesWrite = "files.write",
+    }
+);
+keyword_enum!(
+    /// `proxy { listen ... }`.
+    ListenScope { Loopback = "loopback", Any = "any" }
+);
+keyword_enum!(
+    /// Sandbox modes, least to most permissive.
+    SandboxMode { ReadOnly = "read-only", WorkspaceWrite = "workspace-write", DangerFullAccess = "danger-full-access" }
+);
+keyword_enum!(
+    /// Approval policies.
+    ApprovalMode { Untrusted = "untrusted", OnRequest = "on-request", Never = "never", Granular = "granular" }
+);
+keyword_enum!(
+    /// Prompt categories of `approvals granular`.
+    PromptCategory {
+        SandboxApproval = "sandbox_approval",
+        Rules = "rules",
+        McpElicitations = "mcp_elicitations",
+        RequestPermissions = "request_permissions",
+        SkillApproval = "skill_approval",
+    }
+);
+keyword_enum!(
+    /// Who answers approval prompts.
+    Reviewer { User = "user", AutoReview = "auto_review" }
+);
+keyword_enum!(
+    /// Web search modes.
+    WebSearchMode { Cached = "cached", Disabled = "disabled", Live = "live", Indexed = "indexed" }
+);
+keyword_enum!(
+    /// MCP tool approval modes.
+    McpMode { Auto = "auto", Prompt = "prompt", Approve = "approve" }
+);
+keyword_enum!(
+    /// Effects of `commands` rules, least to most strict.
+    CommandEffect { Allow = "allow", Prompt = "prompt", Forbid = "forbid" }
+);
+keyword_enum!(
+    /// Risk levels of the guardian.
+    RiskLevel { Low = "low", Medium = "medium", High = "high", Critical = "critical" }
+);
+keyword_enum!(
+    /// User authorization levels of the guardian.
+    AuthLevel { Unknown = "unknown", Low = "low", Medium = "medium", High = "high" }
+);
+keyword_enum!(
+    /// Risk categories of the guardian.
+    RiskCategory {
+        Exfiltration = "exfiltration",
+        CredentialProbing = "credential_probing",
+        SecurityWeakening = "security_weakening",
+        Destructive = "destructive",
+    }
+);
+keyword_enum!(
+    /// Decision fields that a `log { mask ... }` statement may hide.
+    LogField {
+        ConnectHost = "connect.host",
+        DnsName = "dns.name",
+        ResolvedName = "resolved.name",
+        ResolvedAddrs = "resolved.addrs",
+        SocketPath = "socket.path",
+        AppProgram = "app.program",
+        WritePath = "write.path",
+        ExecArgv = "exec.argv",
+        McpTool = "mcp.tool",
+        ReviewAction = "review.action",
+    }
+);
+
+/// A value with the span it was written at.
+#[derive(Clone, Debug, Eq, PartialEq, Hash, Serialize, Deserialize)]
+pub struct Spanned<T> {
+    pub node: T,
+    pub span: Span,
+}
+
+impl<T> Spanned<T> {
+    pub fn new(node: T, span: Span) -> Self {
+        Spanned { node, span }
+    }
+}
+
+/// A string literal: its unescaped value, and whether it was written raw
+/// (`r"..."`), which the formatter keeps.
+#[derive(Clone, Debug, Eq, PartialEq, Hash, Serialize, Deserialize)]
+pub struct Str {
+    pub value: String,
+    pub raw: bool,
+    pub span: Span,
+}
+
+/// One parsed file.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct File {
+    pub items: Vec<Item>,
+    /// Comments, in source order; the formatter puts them back.
+    pub comments: Vec<Comment>,
+}
+
+/// Two files are equal when their items are; comments are layout.
+impl PartialEq for File {
+    fn eq(&self, other: &Self) -> bool {
+        self.items == other.items
+    }
+}
+
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
+pub struct Comment {
+    /// The text after `#`, without the line break.
+    pub text: String,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
+pub enum Item {
+    Policy(Block),
+    Requirements(Block),
+    Test(TestBlock),
+}
+
+impl Item {
+    pub fn span(&self) -> Span {
+        match self {
+            Item::Policy(b) | Item::Requirements(b) => b.span,
+            Item::Test(t) => t.span,
+        }
+    }
+}
+
+/// A `policy` or `requirements` block.
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
+pub struct Block {
+    pub name: Spanned<String>,
+    pub sections: Vec<Section>,
+    pub span: Span,
+}
+
+/// A section of a block, with the span of the whole section.
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
+pub struct Section {
+    pub kind: SectionKind,
+    pub span: Span,
+    /// The span of the section's keyword (for "duplicate section" messages).
+    pub keyword: Span,
+}
+
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
+pub enum SectionKind {
+    Network(Network),
+    Proxy(Vec<ProxyStmt>),
+    Permissions(Vec<PermStmt>),
+    Apps(Vec<AppsStmt>),
+    Sandbox(SandboxSection),
+    Approvals(ApprovalsSection),
+    Reviewer(Vec<Spanned<Reviewer>>),
+    WebSearch(Vec<Spanned<WebSearchMode>>),
+    Mcp(Vec<McpStmt>),
+    Commands(Vec<CommandRule>),
+    Guardian(Vec<GuardianStmt>),
+    Log(Vec<LogStmt>),
+}
+
+impl SectionKind {
+    /// The section's keyword.
+    pub fn keyword(&self) -> &'static str {
+        match self {
+            SectionKind::Network(_) => "network",
+            SectionKind::Proxy(_) => "proxy",
+            SectionKind::Permissions(_) => "permissions",
+            SectionKind::Apps(_) => "apps",
+            SectionKind::Sandbox(_) => "sandbox",
+            SectionKind::Approvals(_) => "approvals",
+            SectionKind::Reviewer(_) => "reviewer",
+            SectionKind::WebSearch(_) => "web_search",
+            SectionKind::Mcp(_) => "mcp",
+            SectionKind::Commands(_) => "commands",
+            SectionKind::Guardian(_) => "guardian",
+            SectionKind::Log(_) => "log",
+        }
+    }
+}
+
+/// Every section keyword, for suggestions.
+pub const SECTION_KEYWORDS: &[&str] = &[
+    "network", "proxy", "permissions", "apps", "sandbox", "approvals", "reviewer", "web_search", "mcp", "commands",
+    "guardian", "log",
+];
+
+// ------------------------------------------------------------------ network
+
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
+pub enum Network {
+    Off,
+    Unrestricted,
+    Block(Vec<NetStmt>),
+}
+
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
+pub enum NetStmt {
+    Default(Spanned<Effect>),
+    Dns(Spanned<Switch>),
+    Local(Spanned<Effect>),
+    Rule(NetRule),
+}
+
+/// `allow|deny domain|ip|cidr|socket TARGET [port PORTS]`.
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
+pub struct NetRule {
+    pub effect: Effect,
+    pub target: NetTarget,
+    /// `None` = every port.
+    pub ports: Option<Vec<PortRange>>,
+    pub span: Span,
+    /// The span of the target value.
+    pub target_span: Span,
+}
+
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
+pub enum NetTarget {
+    /// A domain pattern as written (normalised by the checker and compiler).
+    Domain(String),
+    Ip(IpAddr),
+    Cidr(IpNet),
+    Socket(SocketTarget),
+}
+
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
+pub enum SocketTarget {
+    /// `allow socket *`.
+    Any,
+    Path(String),
+}
+
+/// An inclusive port range (`443` is `443-443`).
+#[derive(Clone, Copy, Debug, Eq, PartialEq, Hash, Ord, PartialOrd, Serialize, Deserialize)]
+pub struct PortRange {
+    pub lo: u16,
+    pub hi: u16,
+}
+
+impl PortRange {
+    pub fn contains(&self, port: u16) -> bool {
+        self.lo <= port && port <= self.hi
+    }
+}
+
+// -------------------------------------------------------------------- proxy
+
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
+pub enum ProxyStmt {
+    Socks5(Spanned<Switch>),
+    Socks5Udp(Spanned<Switch>),
+    Upstream(Spanned<Switch>),
+    Listen(Spanned<ListenScope>),
+}
+
+impl ProxyStmt {
+    pub fn span(&self) -> Span {
+        match self {
+            ProxyStmt::Socks5(s) | ProxyStmt::Socks5Udp(s) | ProxyStmt::Upstream(s) => s.span,
+            ProxyStmt::Listen(s) => s.span,
+        }
+    }
+}
+
+// ------------------------------------------------------- permissions, apps
+
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
+pub enum PermStmt {
+    Default(Spanned<Effect>),
+    Rule { effect: Effect, permissions: Vec<Spanned<Permission>>, span: Span },
+}
+
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
+pub struct AppsStmt {
+    pub names: Vec<Spanned<String>>,
+    pub span: Span,
+}
+
+// ------------------------------------------------- sandbox and approvals
+
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
+pub struct SandboxSection {
+    /// One mode in a policy; the cap in requirements.
+    pub modes: Vec<Spanned<SandboxMode>>,
+    /// `Some` when a `{ ... }` block was written.
+    pub block: Option<Vec<SandboxStmt>>,
+}
+
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
+pub enum SandboxStmt {
+    Writable(Vec<Spanned<String>>, Span),
+    Protect(Vec<Spanned<String>>, Span),
+}
+
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalsSection {
+    /// One mode in a policy; the allowed list in requirements.
+    pub modes: Vec<Spanned<ApprovalMode>>,
+    /// The `granular { ... }` block, when written.
+    pub granular: Option<Vec<GranularStmt>>,
+}
+
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
+pub struct GranularStmt {
+    pub category: Spanned<PromptCategory>,
+    pub value: Spanned<Switch>,
+    pub span: Span,
+}
+
+// ---------------------------------------------------------------------- mcp
+
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
+pub enum McpStmt {
+    Server { server: Spanned<String>, mode: Spanned<McpMode>, span: Span },
+    Tool { server: String, tool: String, target: Span, mode: Spanned<McpMode>, span: Span },
+}
+
+// ----------------------------------------------------------------- commands
+
+/// One position of a command pattern: a literal or `[alternatives]`.
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
+pub struct CommandWord {
+    pub alternatives: Vec<String>,
+    /// Whether it was written with brackets (kept by the formatter).
+    pub bracketed: bool,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
+pub struct CommandRule {
+    pub effect: CommandEffect,
+    pub pattern: Vec<CommandWord>,
+    pub because: Option<Str>,
+    pub span: Span,
+}
+
+// ----------------------------------------------------------------- guardian
+
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
+pub enum Matcher {
+    CommandRegex(Str),
+    CommandPrefix(Vec<CommandWord>),
+    Path(Vec<Spanned<String>>),
+    Host(Vec<Spanned<String>>),
+    Tool(Vec<Spanned<String>>),
+}
+
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
+pub enum GuardianStmt {
+    Risk { level: Spanned<RiskLevel>, category: Spanned<RiskCategory>, matcher: Matcher, span: Span },
+    DenyCategory { category: Spanned<RiskCategory>, span: Span },
+    DenyAction { matcher: Matcher, span: Span },
+    Allow { levels: Vec<Spanned<RiskLevel>>, span: Span },
+    Authorize { level: Spanned<RiskLevel>, with: Spanned<AuthLevel>, span: Span },
+}
+
+// ---------------------------------------------------------------------- log
+
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
+pub struct LogStmt {
+    pub fields: Vec<Spanned<LogField>>,
+    pub span: Span,
+}
+
+// -------------------------------------------------------------------- tests
+
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
+pub struct TestBlock {
+    pub description: Str,
+    pub stmts: Vec<TestStmt>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
+pub enum TestStmt {
+    /// `policy NAME`: the policy the following expectations run against.
+    Policy(Spanned<String>),
+    Expect(Expectation),
+}
+
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
+pub struct Expectation {
+    /// The expected decision word (`allow`, `deny`, `ask`, ...).
+    pub decision: Spanned<String>,
+    pub query: crate::query::Query,
+    /// The query as written, for reports.
+    pub query_text: String,
+    pub because: Option<Spanned<String>>,
+    pub span: Span,
+}

@@ -1,0 +1,18 @@
+//! Syntax: source text → typed AST with spans.
+//!
+//! The pest grammar (`grammar/policy.pest`) is the one syntax definition; its
+//! types never leave this module. [`parse_file`] returns the AST together with
+//! every syntax diagnostic of the file (parsing recovers at statement level),
+//! and [`parse_query`] reads the text form of a query.
+
+pub mod ast;
+mod comments;
+mod error;
+mod parse;
+
+pub use error::SyntaxError;
+pub use parse::{parse_file, parse_query};
+
+#[derive(pest_derive::Parser)]
+#[grammar = "../grammar/policy.pest"]
+pub(crate) struct PolicyParser;
