@@ -5,6 +5,7 @@
 pub mod addr;
 pub mod host;
 pub mod path;
+pub mod pattern;
 
 pub use addr::{canonical_ip, is_loopback, is_non_public};
 pub use host::{Host, HostBuf, HostError, normalize_host};

@@ -12,6 +12,7 @@ mod parse;
 
 pub use error::SyntaxError;
 pub use parse::{parse_file, parse_query};
+pub(crate) use parse::split_host_port;
 
 #[derive(pest_derive::Parser)]
 #[grammar = "../grammar/policy.pest"]

@@ -904,7 +904,7 @@ impl Builder {
                 let mut port = None;
                 for c in it {
                     match c.as_rule() {
-                        Rule::bare => addrs.push(c.as_str().to_string()),
+                        Rule::answer => addrs.push(c.as_str().to_string()),
                         Rule::port_item => port = c.as_str().parse::<i64>().ok(),
                         _ => {}
                     }
@@ -912,7 +912,7 @@ impl Builder {
                 Query::Resolved { host, addrs, port }
             }
             Rule::q_socket => Query::Socket { path: self.value(it.next()?)?.0 },
-            Rule::q_listen => Query::Listen { addr: self.value(it.next()?)?.0 },
+            Rule::q_listen => Query::Listen { addr: it.next()?.as_str().to_string() },
             Rule::q_upstream => Query::Upstream,
             Rule::q_tool => Query::Tool { permission: it.next()?.as_str().to_string() },
             Rule::q_app => Query::App { program: self.value(it.next()?)?.0 },
@@ -1056,8 +1056,8 @@ impl Builder {
             let host = self.string(it.next()?)?.value;
             (host, it.next()?.as_str().to_string())
         } else {
-            let (text, _, quoted) = self.value(p)?;
-            if quoted {
+            let text = p.as_str().to_string();
+            if text.starts_with('"') {
                 self.err(
                     SyntaxError::InvalidQuery {
                         message: format!("`{text}` has no port"),

@@ -1,1 +1,68 @@
-fn main(){}
+//! `policyc`: check, evaluate, test and format gatehouse policies.
+//!
+//! `main` is thin: it picks the subcommand and turns its result into an exit
+//! code. Each subcommand lives in its own file.
+
+mod args;
+mod check;
+mod eval;
+mod fmt;
+mod load;
+mod test;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+usage:
+  policyc check [--format human|json] [--deny-warnings] PATH...
+  policyc eval  [--policy NAME] PATH... (--query TEXT | --queries FILE|-)
+  policyc test  PATH...
+  policyc fmt   [--check] PATH...
+
+PATH is a .policy file or a directory (read recursively for *.policy).";
+
+/// How a subcommand ended.
+pub enum Exit {
+    Ok,
+    /// Errors in the policies, or failed tests / unformatted files.
+    Failed,
+    /// Bad arguments.
+    Usage(String),
+    /// `eval`: some query lines could not be read.
+    BadQueries,
+}
+
+fn main() -> ExitCode {
+    let mut argv = std::env::args().skip(1);
+    let cmd = argv.next();
+    let rest: Vec<String> = argv.collect();
+    let result = match cmd.as_deref() {
+        Some("check") => check::run(&rest),
+        Some("eval") => eval::run(&rest),
+        Some("test") => test::run(&rest),
+        Some("fmt") => fmt::run(&rest),
+        Some("-h" | "--help" | "help") => {
+            println!("{USAGE}");
+            Exit::Ok
+        }
+        Some("--version" | "-V") => {
+            println!("policyc {}", env!("CARGO_PKG_VERSION"));
+            Exit::Ok
+        }
+        Some(other) => {
+            let known = ["check", "eval", "test", "fmt"];
+            let hint = gatehouse::diag::did_you_mean(other, known).map(|h| format!(" ({h})")).unwrap_or_default();
+            Exit::Usage(format!("unknown command `{other}`{hint}"))
+        }
+        None => Exit::Usage("no command given".into()),
+    };
+    match result {
+        Exit::Ok => ExitCode::SUCCESS,
+        Exit::Failed => ExitCode::from(1),
+        Exit::Usage(msg) => {
+            eprintln!("error: {msg}\n\n{USAGE}");
+            ExitCode::from(2)
+        }
+        Exit::BadQueries => ExitCode::from(3),
+    }
+}

@@ -1,0 +1,97 @@
+//! `policyc eval`: one JSON decision per query line, streaming.
+
+use std::io::{BufRead, BufWriter, Write};
+
+use gatehouse::query::Query;
+use gatehouse::{Policy, PolicySet};
+
+use crate::Exit;
+use crate::args::Args;
+
+pub fn run(args: &[String]) -> Exit {
+    let a = match Args::parse(args, &[], &["--policy", "--workspace", "--query", "--queries"]) {
+        Ok(a) => a,
+        Err(e) => return e,
+    };
+    if let Err(e) = a.need_paths() {
+        return e;
+    }
+    let queries = a.all("--query");
+    let file = a.value("--queries");
+    if queries.is_empty() == file.is_none() {
+        return Exit::Usage("give either `--query TEXT` (any number) or `--queries FILE|-`".into());
+    }
+    let sources = match crate::load::sources(&a.paths) {
+        Ok(s) => s,
+        Err(e) => return e,
+    };
+    let b = gatehouse::build(sources);
+    let Some(set) = b.set.as_ref().filter(|_| !b.has_errors()) else {
+        eprint!("{}", b.render());
+        return Exit::Failed;
+    };
+    let policy = match pick(set, a.value("--policy")) {
+        Ok(p) => p,
+        Err(e) => return e,
+    };
+    let stdout = std::io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let mut bad = false;
+    let mut line_out = |line: &str| -> std::io::Result<()> {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            return Ok(());
+        }
+        let text = answer(set, policy, line).unwrap_or_else(|e| {
+            bad = true;
+            serde_json::json!({ "error": e }).to_string()
+        });
+        writeln!(out, "{text}")
+    };
+    let io = match file {
+        None => queries.iter().try_for_each(|q| line_out(q)),
+        Some(path) => {
+            let reader: Box<dyn BufRead> = if path == "-" {
+                Box::new(std::io::stdin().lock())
+            } else {
+                match std::fs::File::open(path) {
+                    Ok(f) => Box::new(std::io::BufReader::new(f)),
+                    Err(e) => return Exit::Usage(format!("cannot read `{path}`: {e}")),
+                }
+            };
+            reader.lines().try_for_each(|l| l.and_then(|l| line_out(&l)))
+        }
+    };
+    if let Err(e) = io.and_then(|()| out.flush()) {
+        eprintln!("error: {e}");
+        return Exit::Failed;
+    }
+    drop(out);
+    if bad { Exit::BadQueries } else { Exit::Ok }
+}
+
+/// The policy to ask: `--policy NAME`, or the only one in the set.
+pub fn pick<'a>(set: &'a PolicySet, name: Option<&str>) -> Result<&'a Policy, Exit> {
+    match name {
+        Some(n) => set.policy(n).ok_or_else(|| {
+            let names: Vec<&str> = set.policies().map(Policy::name).collect();
+            let hint = gatehouse::diag::did_you_mean(n, names.iter().copied()).map(|h| format!(" ({h})")).unwrap_or_default();
+            Exit::Usage(format!("no policy named `{n}`{hint}"))
+        }),
+        None => set.single().ok_or_else(|| {
+            let names: Vec<&str> = set.policies().map(Policy::name).collect();
+            Exit::Usage(format!("the set holds {} policies ({}); pick one with `--policy NAME`", names.len(), names.join(", ")))
+        }),
+    }
+}
+
+/// One query line (text form or JSON object) → one JSON decision.
+fn answer(set: &PolicySet, policy: &Policy, line: &str) -> Result<String, String> {
+    let query = if line.starts_with('{') {
+        Query::from_json(line).map_err(|e| format!("invalid JSON query: {e}"))?
+    } else {
+        gatehouse::syntax::parse_query(line).map_err(|e| e.to_string())?
+    };
+    let d = policy.decide(&query).map_err(|e| e.to_string())?;
+    serde_json::to_string(&set.report(policy, &d)).map_err(|e| e.to_string())
+}

@@ -1,0 +1,41 @@
+//! Reads PATH arguments (files, or directories read recursively for
+//! `*.policy`) into a source map.
+
+use std::path::{Path, PathBuf};
+
+use gatehouse::source::SourceMap;
+
+use crate::Exit;
+
+fn collect(path: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    if path.is_dir() {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        entries.sort();
+        for e in entries {
+            if e.is_dir() || e.extension().is_some_and(|x| x == "policy") {
+                collect(&e, out)?;
+            }
+        }
+    } else {
+        out.push(path.to_path_buf());
+    }
+    Ok(())
+}
+
+/// Every file named by `paths`, read into a source map, in a stable order.
+pub fn sources(paths: &[String]) -> Result<SourceMap, Exit> {
+    let mut files = Vec::new();
+    for p in paths {
+        let path = Path::new(p);
+        if !path.exists() {
+            return Err(Exit::Usage(format!("`{p}` does not exist")));
+        }
+        collect(path, &mut files).map_err(|e| Exit::Usage(format!("cannot read `{p}`: {e}")))?;
+    }
+    let mut map = SourceMap::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).map_err(|e| Exit::Usage(format!("cannot read `{}`: {e}", f.display())))?;
+        map.add(f.display().to_string(), text);
+    }
+    Ok(map)
+}

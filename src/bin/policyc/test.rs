@@ -1,0 +1,68 @@
+//! `policyc test`: run every `test` block.
+
+use gatehouse::syntax::ast::{Item, TestStmt};
+use gatehouse::{Policy, PolicySet};
+
+use crate::Exit;
+use crate::args::Args;
+
+pub fn run(args: &[String]) -> Exit {
+    let a = match Args::parse(args, &[], &[]) {
+        Ok(a) => a,
+        Err(e) => return e,
+    };
+    if let Err(e) = a.need_paths() {
+        return e;
+    }
+    let sources = match crate::load::sources(&a.paths) {
+        Ok(s) => s,
+        Err(e) => return e,
+    };
+    let b = gatehouse::build(sources);
+    let Some(set) = b.set.as_ref().filter(|_| !b.has_errors()) else {
+        eprint!("{}", b.render());
+        return Exit::Failed;
+    };
+    let (mut passed, mut failed) = (0usize, 0usize);
+    for (file, (_, src)) in b.files.iter().zip(b.sources.files()) {
+        for item in &file.items {
+            let Item::Test(t) = item else { continue };
+            let mut policy: Option<&Policy> = set.single();
+            for s in &t.stmts {
+                match s {
+                    TestStmt::Policy(n) => policy = set.policy(&n.node),
+                    TestStmt::Expect(e) => {
+                        let at = src.line_col(e.span.start);
+                        let Some(p) = policy else { continue };
+                        match outcome(set, p, e) {
+                            Ok(()) => passed += 1,
+                            Err(why) => {
+                                failed += 1;
+                                println!("FAIL {}:{}:{} in test \"{}\"", src.name, at.line, at.column, t.description.value);
+                                println!("  expected: {} {}{}", e.decision.node, e.query_text,
+                                    e.because.as_ref().map(|b| format!(" because {}", b.node)).unwrap_or_default());
+                                println!("  {why}\n");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    if failed > 0 { Exit::Failed } else { Exit::Ok }
+}
+
+fn outcome(set: &PolicySet, p: &Policy, e: &gatehouse::syntax::ast::Expectation) -> Result<(), String> {
+    let d = p.decide(&e.query).map_err(|err| format!("actual:   error: {err}"))?;
+    let decision_ok = d.outcome.as_str() == e.decision.node;
+    let reason_ok = e.because.as_ref().is_none_or(|b| b.node == d.reason.as_str());
+    if decision_ok && reason_ok {
+        return Ok(());
+    }
+    let rule = match d.rule.and_then(|r| set.rule(r)) {
+        Some(r) => format!("{}:{}:{} `{}`", r.file, r.line, r.column, r.source),
+        None => "none (a default)".to_string(),
+    };
+    Err(format!("actual:   {} because {} (policy {}, rule: {rule})", d.outcome.as_str(), d.reason.as_str(), p.name()))
+}

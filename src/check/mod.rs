@@ -1,0 +1,291 @@
+//! Check: names, shapes and meaning, across every file of a set.
+//!
+//! Errors are everything the compiler would otherwise have to guess about;
+//! warnings are rules that can never decide anything. Every problem of every
+//! file is reported in one run.
+
+mod network;
+
+use std::collections::HashMap;
+
+use crate::diag::{Diagnostic, did_you_mean};
+use crate::source::Span;
+use crate::syntax::ast::*;
+
+/// Errors of the check phase.
+#[derive(Clone, Debug, Eq, PartialEq, thiserror::Error)]
+pub enum CheckError {
+    #[error("policy `{0}` is defined more than once")]
+    DuplicatePolicy(String),
+    #[error("section `{0}` appears more than once in this block")]
+    DuplicateSection(&'static str),
+    #[error("`{0}` is set more than once in this block")]
+    DuplicateSetting(&'static str),
+    #[error("`deny domain *` is not allowed")]
+    DenyDomainStar,
+    #[error("`deny socket *` is not allowed")]
+    DenySocketStar,
+    #[error("{0}")]
+    Pattern(crate::normalize::pattern::PatternError),
+    #[error("`{0}` is not an absolute, normal socket path")]
+    SocketPath(String),
+    #[error("a policy takes exactly one {0}")]
+    OneValue(&'static str),
+    #[error("`approvals granular` needs a `{{ ... }}` block")]
+    GranularBlockMissing,
+    #[error("a `{{ ... }}` block goes with `approvals granular` only")]
+    GranularBlockUnexpected,
+    #[error("`approvals granular` must set `{0}`")]
+    GranularMissing(&'static str),
+    #[error("`{0}` is set more than once in this block")]
+    GranularDuplicate(&'static str),
+    #[error("a `because` text must not be blank")]
+    BlankBecause,
+    #[error("`allow {0}` is not allowed in a guardian")]
+    GuardianAllowLevel(&'static str),
+    #[error("`requirements` blocks are not enforced by this version of gatehouse")]
+    RequirementsUnsupported,
+    #[error("no policy named `{0}`")]
+    UnknownPolicy(String),
+    #[error("this test does not say which policy it runs against")]
+    TestWithoutPolicy,
+}
+
+impl CheckError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            CheckError::DuplicatePolicy(_) => "duplicate_policy",
+            CheckError::DuplicateSection(_) => "duplicate_section",
+            CheckError::DuplicateSetting(_) | CheckError::GranularDuplicate(_) => "duplicate_setting",
+            CheckError::DenyDomainStar => "deny_domain_star",
+            CheckError::DenySocketStar => "deny_socket_star",
+            CheckError::Pattern(crate::normalize::pattern::PatternError::BadWildcard { .. }) => "bad_wildcard",
+            CheckError::Pattern(crate::normalize::pattern::PatternError::Address { .. }) => "address_as_domain",
+            CheckError::Pattern(_) => "invalid_pattern",
+            CheckError::SocketPath(_) => "invalid_socket_path",
+            CheckError::OneValue(_) => "one_value",
+            CheckError::GranularBlockMissing | CheckError::GranularBlockUnexpected => "granular_block",
+            CheckError::GranularMissing(_) => "granular_missing",
+            CheckError::BlankBecause => "blank_because",
+            CheckError::GuardianAllowLevel(_) => "guardian_allow_level",
+            CheckError::RequirementsUnsupported => "unsupported",
+            CheckError::UnknownPolicy(_) => "unknown_policy",
+            CheckError::TestWithoutPolicy => "test_without_policy",
+        }
+    }
+
+    pub fn help(&self) -> Option<String> {
+        use crate::normalize::pattern::PatternError as PE;
+        Some(match self {
+            CheckError::DuplicatePolicy(_) => "policy names are unique across every file of the set".into(),
+            CheckError::DuplicateSection(_) => "merge the two sections into one".into(),
+            CheckError::DuplicateSetting(s) | CheckError::GranularDuplicate(s) => format!("keep one `{s}` statement"),
+            CheckError::DenyDomainStar => {
+                "`default deny` already denies what no rule allows; deny specific domains instead".into()
+            }
+            CheckError::DenySocketStar => "sockets are denied unless allowed; remove this rule".into(),
+            CheckError::Pattern(PE::BadWildcard { suggestion: Some(s), .. }) => format!("did you mean {s}?"),
+            CheckError::Pattern(PE::BadWildcard { .. }) => {
+                "a wildcard may only be a leading `*.` or `**.`, or a lone `*`".into()
+            }
+            CheckError::Pattern(PE::Address { pattern, cidr: false }) => format!("write `ip {pattern}`"),
+            CheckError::Pattern(PE::Address { pattern, cidr: true }) => format!("write `cidr {pattern}`"),
+            CheckError::Pattern(PE::Invalid { why, .. }) => format!("{why}"),
+            CheckError::SocketPath(_) => {
+                "write an absolute path with no `.` or `..` segment, no `//` and no trailing `/`".into()
+            }
+            CheckError::OneValue(_) => "lists of allowed values belong in `requirements` blocks".into(),
+            CheckError::GranularBlockMissing => {
+                "write `approvals granular { sandbox_approval on; rules on; mcp_elicitations on }`".into()
+            }
+            CheckError::GranularBlockUnexpected => "remove the block, or write `approvals granular`".into(),
+            CheckError::GranularMissing(c) => format!("add `{c} on` or `{c} off`"),
+            CheckError::BlankBecause => "say why, or drop the `because` clause".into(),
+            CheckError::GuardianAllowLevel(_) => {
+                "`allow` names `low` and `medium`; high risk goes through `authorize high with LEVEL`, and critical is never approved"
+                    .into()
+            }
+            CheckError::RequirementsUnsupported => {
+                "requirements would be silently ignored, so they are refused; remove the block until requirements are supported"
+                    .into()
+            }
+            CheckError::UnknownPolicy(_) | CheckError::TestWithoutPolicy => return None,
+        })
+    }
+}
+
+pub(crate) fn error(e: CheckError, span: Span) -> Diagnostic {
+    let help = e.help();
+    Diagnostic::error(e.code(), e.to_string(), span).with_help(help)
+}
+
+/// Checks every file of a set; returns errors and warnings.
+pub fn check(files: &[File]) -> Vec<Diagnostic> {
+    let mut diags = Vec::new();
+    let mut policies: HashMap<&str, Span> = HashMap::new();
+    for file in files {
+        for item in &file.items {
+            match item {
+                Item::Policy(b) => {
+                    let name = b.name.node.as_str();
+                    if let Some(first) = policies.get(name) {
+                        diags.push(
+                            error(CheckError::DuplicatePolicy(name.to_string()), b.name.span)
+                                .with_label(*first, "first defined here"),
+                        );
+                    } else {
+                        policies.insert(name, b.name.span);
+                    }
+                    block(b, &mut diags);
+                }
+                Item::Requirements(b) => {
+                    diags.push(error(CheckError::RequirementsUnsupported, b.name.span));
+                }
+                Item::Test(_) => {}
+            }
+        }
+    }
+    let names: Vec<&str> = policies.keys().copied().collect();
+    for file in files {
+        for item in &file.items {
+            if let Item::Test(t) = item {
+                test_block(t, &names, &mut diags);
+            }
+        }
+    }
+    crate::diag::sort(&mut diags);
+    diags
+}
+
+fn test_block(t: &TestBlock, names: &[&str], diags: &mut Vec<Diagnostic>) {
+    let mut current = if names.len() == 1 { names.first().copied() } else { None };
+    for s in &t.stmts {
+        match s {
+            TestStmt::Policy(p) => {
+                if names.contains(&p.node.as_str()) {
+                    current = Some(p.node.as_str());
+                } else {
+                    let help = did_you_mean(&p.node, names.iter().copied());
+                    diags.push(error(CheckError::UnknownPolicy(p.node.clone()), p.span).with_help(help));
+                    current = Some("");
+                }
+            }
+            TestStmt::Expect(e) => {
+                if current.is_none() {
+                    diags.push(error(CheckError::TestWithoutPolicy, e.span).with_help(Some(
+                        "the set holds several policies; add `policy NAME` before the expectations".into(),
+                    )));
+                    current = Some("");
+                }
+            }
+        }
+    }
+}
+
+fn block(b: &Block, diags: &mut Vec<Diagnostic>) {
+    let mut seen: HashMap<&'static str, Span> = HashMap::new();
+    for s in &b.sections {
+        let kw = s.kind.keyword();
+        if let Some(first) = seen.get(kw) {
+            diags.push(error(CheckError::DuplicateSection(kw), s.keyword).with_label(*first, "first written here"));
+            continue;
+        }
+        seen.insert(kw, s.keyword);
+        match &s.kind {
+            SectionKind::Network(Network::Block(stmts)) => network::check(stmts, diags),
+            SectionKind::Network(_) => {}
+            SectionKind::Proxy(stmts) => {
+                let mut once = Once::default();
+                for st in stmts {
+                    let key = match st {
+                        ProxyStmt::Socks5(_) => "socks5",
+                        ProxyStmt::Socks5Udp(_) => "socks5_udp",
+                        ProxyStmt::Upstream(_) => "upstream",
+                        ProxyStmt::Listen(_) => "listen",
+                    };
+                    once.see(key, st.span(), diags);
+                }
+            }
+            SectionKind::Permissions(stmts) => {
+                let mut once = Once::default();
+                for st in stmts {
+                    if let PermStmt::Default(v) = st {
+                        once.see("default", v.span, diags);
+                    }
+                }
+            }
+            SectionKind::Sandbox(sb) => one_value(&sb.modes, "sandbox mode", s.span, diags),
+            SectionKind::Approvals(a) => {
+                one_value(&a.modes, "approval policy", s.span, diags);
+                approvals(a, s.span, diags);
+            }
+            SectionKind::Reviewer(r) => one_value(r, "reviewer", s.span, diags),
+            SectionKind::WebSearch(w) => one_value(w, "web search mode", s.span, diags),
+            SectionKind::Commands(rules) => {
+                for r in rules {
+                    if let Some(b) = &r.because {
+                        if b.value.trim().is_empty() {
+                            diags.push(error(CheckError::BlankBecause, b.span));
+                        }
+                    }
+                }
+            }
+            SectionKind::Guardian(stmts) => {
+                for st in stmts {
+                    if let GuardianStmt::Allow { levels, .. } = st {
+                        for l in levels {
+                            if matches!(l.node, RiskLevel::High | RiskLevel::Critical) {
+                                diags.push(error(CheckError::GuardianAllowLevel(l.node.as_str()), l.span));
+                            }
+                        }
+                    }
+                }
+            }
+            SectionKind::Apps(_) | SectionKind::Mcp(_) | SectionKind::Log(_) => {}
+        }
+    }
+}
+
+fn one_value<T>(values: &[Spanned<T>], what: &'static str, span: Span, diags: &mut Vec<Diagnostic>) {
+    if values.len() != 1 {
+        let at = values.get(1).map_or(span, |v| v.span);
+        diags.push(error(CheckError::OneValue(what), at));
+    }
+}
+
+fn approvals(a: &ApprovalsSection, span: Span, diags: &mut Vec<Diagnostic>) {
+    let granular = a.modes.first().is_some_and(|m| m.node == ApprovalMode::Granular);
+    match (&a.granular, granular) {
+        (None, true) => diags.push(error(CheckError::GranularBlockMissing, span)),
+        (Some(_), false) => diags.push(error(CheckError::GranularBlockUnexpected, span)),
+        (Some(stmts), true) => {
+            let mut once = Once::default();
+            for g in stmts {
+                once.see(g.category.node.as_str(), g.span, diags);
+            }
+            for required in [PromptCategory::SandboxApproval, PromptCategory::Rules, PromptCategory::McpElicitations] {
+                if !stmts.iter().any(|g| g.category.node == required) {
+                    diags.push(error(CheckError::GranularMissing(required.as_str()), span));
+                }
+            }
+        }
+        (None, false) => {}
+    }
+}
+
+/// Reports settings written twice.
+#[derive(Default)]
+struct Once(HashMap<&'static str, Span>);
+
+impl Once {
+    fn see(&mut self, key: &'static str, span: Span, diags: &mut Vec<Diagnostic>) {
+        match self.0.get(key) {
+            Some(first) => {
+                diags.push(error(CheckError::DuplicateSetting(key), span).with_label(*first, "first set here"))
+            }
+            None => {
+                self.0.insert(key, span);
+            }
+        }
+    }
+}

@@ -1,0 +1,266 @@
+//! Checks and lints of a `network { }` block.
+//!
+//! Lints look up covering rules by suffix (domains) and by supernet
+//! (addresses) in hash maps, so checking stays linear in the rule count.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+
+use super::{CheckError, Once, error};
+use crate::diag::Diagnostic;
+use crate::normalize::pattern::DomainPattern;
+use crate::normalize::{canonical_ip, is_non_public, is_normal_absolute_path};
+use crate::source::Span;
+use crate::syntax::ast::*;
+
+/// What a rule targets, normalised for comparison.
+#[derive(Clone, Debug, Eq, PartialEq, Hash)]
+enum Target {
+    Domain(DomainPattern),
+    /// An address or prefix; `exact` for `ip` rules.
+    Net(IpNet, bool),
+}
+
+struct R<'a> {
+    rule: &'a NetRule,
+    target: Target,
+}
+
+pub(super) fn check(stmts: &[NetStmt], diags: &mut Vec<Diagnostic>) {
+    let mut once = Once::default();
+    let mut default_allow = None;
+    let mut local_allow = false;
+    let mut rules: Vec<R<'_>> = Vec::new();
+    for s in stmts {
+        match s {
+            NetStmt::Default(v) => {
+                once.see("default", v.span, diags);
+                if v.node == Effect::Allow {
+                    default_allow = Some(v.span);
+                }
+            }
+            NetStmt::Dns(v) => once.see("dns", v.span, diags),
+            NetStmt::Local(v) => {
+                once.see("local", v.span, diags);
+                local_allow = v.node == Effect::Allow;
+            }
+            NetStmt::Rule(r) => match &r.target {
+                NetTarget::Domain(text) => match DomainPattern::parse(text) {
+                    Ok(DomainPattern::Any) if r.effect == Effect::Deny => {
+                        diags.push(error(CheckError::DenyDomainStar, r.span));
+                    }
+                    Ok(p) => rules.push(R { rule: r, target: Target::Domain(p) }),
+                    Err(e) => diags.push(error(CheckError::Pattern(e), r.target_span)),
+                },
+                NetTarget::Ip(ip) => {
+                    rules.push(R { rule: r, target: Target::Net(IpNet::from(canonical_ip(*ip)), true) })
+                }
+                NetTarget::Cidr(c) => rules.push(R { rule: r, target: Target::Net(*c, false) }),
+                NetTarget::Socket(SocketTarget::Any) if r.effect == Effect::Deny => {
+                    diags.push(error(CheckError::DenySocketStar, r.span));
+                }
+                NetTarget::Socket(SocketTarget::Any) => {}
+                NetTarget::Socket(SocketTarget::Path(p)) => {
+                    if !is_normal_absolute_path(p) {
+                        diags.push(error(CheckError::SocketPath(p.clone()), r.target_span));
+                    }
+                }
+            },
+        }
+    }
+    lints(&rules, default_allow, local_allow, diags);
+}
+
+/// An `allow` rule that can pass a local target under `local deny`: an
+/// `allow ip` for a non-public address, or an exact `allow domain` for a
+/// local name.
+fn is_local_exception(r: &R<'_>) -> bool {
+    r.rule.effect == Effect::Allow
+        && match &r.target {
+            Target::Net(n, true) => is_non_public(n.addr()),
+            Target::Domain(DomainPattern::Exact(n)) => n == "localhost" || n.ends_with(".localhost"),
+            _ => false,
+        }
+}
+
+fn lints(rules: &[R<'_>], default_allow: Option<Span>, local_allow: bool, diags: &mut Vec<Diagnostic>) {
+    let mut by_target: HashMap<&Target, Vec<usize>> = HashMap::new();
+    for (i, r) in rules.iter().enumerate() {
+        by_target.entry(&r.target).or_default().push(i);
+    }
+    for (i, r) in rules.iter().enumerate() {
+        let exception = !local_allow && is_local_exception(r);
+        let mut covered_by_same = None;
+        let mut covered_by_deny = None;
+        for cand in candidates(&r.target) {
+            for &j in by_target.get(&cand).map(Vec::as_slice).unwrap_or(&[]) {
+                let Some(o) = rules.get(j) else { continue };
+                if j == i || !covers(&o.target, &r.target) || !ports_cover(o.rule.ports.as_deref(), r.rule.ports.as_deref()) {
+                    continue;
+                }
+                let identical = o.target == r.target && o.rule.ports == r.rule.ports;
+                if o.rule.effect == r.rule.effect {
+                    // An exact local exception is only replaced by another
+                    // exact one: wildcards and CIDRs never count.
+                    let counts = !exception || identical;
+                    if counts && (!identical || j < i) && covered_by_same.is_none() {
+                        covered_by_same = Some(o);
+                    }
+                } else if r.rule.effect == Effect::Allow && covered_by_deny.is_none() {
+                    covered_by_deny = Some(o);
+                }
+            }
+        }
+        if let Some(d) = covered_by_deny {
+            diags.push(
+                Diagnostic::warning("dead_allow", "this allow rule can never allow anything", r.rule.span)
+                    .with_label(d.rule.span, "this deny rule matches everything it matches, and deny wins")
+                    .with_help(Some("remove the allow rule, or narrow the deny rule".into())),
+            );
+        } else if let Some(o) = covered_by_same {
+            diags.push(
+                Diagnostic::warning("covered_rule", "this rule never decides anything", r.rule.span)
+                    .with_label(o.rule.span, "this rule already matches everything it matches")
+                    .with_help(Some("remove one of the two rules".into())),
+            );
+        }
+        if r.rule.effect != Effect::Allow {
+            continue;
+        }
+        if let Some(d) = default_allow {
+            if !exception {
+                diags.push(
+                    Diagnostic::warning("allow_under_default_allow", "this allow rule has no effect under `default allow`", r.rule.span)
+                        .with_label(d, "everything not denied is already allowed here")
+                        .with_help(Some("remove it, or switch to `default deny`".into())),
+                );
+                continue;
+            }
+        }
+        if !local_allow {
+            let reaches_local = match &r.target {
+                Target::Net(n, false) => overlaps_non_public(*n),
+                Target::Domain(DomainPattern::Any) => true,
+                _ => false,
+            };
+            if reaches_local {
+                diags.push(
+                    Diagnostic::warning(
+                        "no_effect_on_local",
+                        "this rule does not reach local or private addresses under `local deny`",
+                        r.rule.span,
+                    )
+                    .with_help(Some(
+                        "wildcards and CIDRs are never local exceptions: add an exact `allow ip ADDRESS` for each local target, or write `local allow`"
+                            .into(),
+                    )),
+                );
+            }
+        }
+    }
+}
+
+/// Targets that could cover `t`: itself, its suffix patterns, its supernets.
+fn candidates(t: &Target) -> Vec<Target> {
+    let mut out = vec![t.clone(), Target::Domain(DomainPattern::Any)];
+    match t {
+        Target::Domain(p) => {
+            let name = match p {
+                DomainPattern::Exact(n) | DomainPattern::Sub(n) | DomainPattern::SelfAndSub(n) => n,
+                DomainPattern::Any => return out,
+            };
+            out.push(Target::Domain(DomainPattern::Sub(name.clone())));
+            out.push(Target::Domain(DomainPattern::SelfAndSub(name.clone())));
+            let mut rest = name.as_str();
+            while let Some((_, suffix)) = rest.split_once('.') {
+                out.push(Target::Domain(DomainPattern::Sub(suffix.to_string())));
+                out.push(Target::Domain(DomainPattern::SelfAndSub(suffix.to_string())));
+                rest = suffix;
+            }
+        }
+        Target::Net(n, _) => {
+            for len in 0..=n.prefix_len() {
+                if let Ok(s) = IpNet::new(n.addr(), len) {
+                    out.push(Target::Net(s.trunc(), false));
+                    if s.prefix_len() == s.max_prefix_len() {
+                        out.push(Target::Net(s.trunc(), true));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn covers(outer: &Target, inner: &Target) -> bool {
+    match (outer, inner) {
+        (Target::Domain(DomainPattern::Any), Target::Net(..)) => false,
+        (Target::Domain(o), Target::Domain(i)) => i.covered_by(o),
+        (Target::Net(o, _), Target::Net(i, _)) => o.contains(i),
+        _ => false,
+    }
+}
+
+/// Whether port list `outer` holds every port of `inner` (`None` = all).
+fn ports_cover(outer: Option<&[PortRange]>, inner: Option<&[PortRange]>) -> bool {
+    let Some(outer) = outer else { return true };
+    let all = [PortRange { lo: 1, hi: u16::MAX }];
+    let inner = inner.unwrap_or(&all);
+    let mut merged: Vec<PortRange> = outer.to_vec();
+    merged.sort();
+    inner.iter().all(|r| {
+        // Walk the merged outer ranges from r.lo.
+        let mut at = u32::from(r.lo);
+        for o in &merged {
+            if u32::from(o.lo) <= at && at <= u32::from(o.hi) {
+                at = u32::from(o.hi) + 1;
+            }
+        }
+        at > u32::from(r.hi)
+    })
+}
+
+/// Whether a prefix reaches any non-public address (language spec §6).
+fn overlaps_non_public(net: IpNet) -> bool {
+    const V4: &[&str] = &[
+        "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12", "192.0.0.0/24",
+        "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24",
+        "224.0.0.0/4", "240.0.0.0/4",
+    ];
+    const V6: &[&str] = &["2001::/23", "2001:db8::/32", "3fff::/20", "2002::/16", "64:ff9b::/96"];
+    let overlap = |a: IpNet, b: IpNet| a.contains(&b.network()) || b.contains(&a.network());
+    let (v4s, v6) = crate::compile::prefixes::canonical_prefixes(net);
+    let v4_hit = v4s.iter().any(|n| V4.iter().filter_map(|s| s.parse::<IpNet>().ok()).any(|p| overlap(IpNet::V4(*n), p)));
+    let v6_hit = v6.is_some_and(|n| {
+        let global: IpNet = "2000::/3".parse().unwrap_or(IpNet::V6(n));
+        !global.contains(&IpNet::V6(n))
+            || V6.iter().filter_map(|s| s.parse::<IpNet>().ok()).any(|p| overlap(IpNet::V6(n), p))
+    });
+    v4_hit || v6_hit || is_non_public(IpAddr::from(net.network()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn port_coverage() {
+        let p = |lo, hi| PortRange { lo, hi };
+        assert!(ports_cover(None, Some(&[p(443, 443)])));
+        assert!(!ports_cover(Some(&[p(443, 443)]), None));
+        assert!(ports_cover(Some(&[p(1, 100), p(101, 200)]), Some(&[p(50, 150)])));
+        assert!(!ports_cover(Some(&[p(1, 100), p(102, 200)]), Some(&[p(50, 150)])));
+    }
+
+    #[test]
+    fn non_public_overlap() {
+        let n = |s: &str| s.parse::<IpNet>().unwrap_or_else(|_| IpNet::V4(Default::default()));
+        assert!(overlaps_non_public(n("10.0.0.0/8")));
+        assert!(overlaps_non_public(n("0.0.0.0/0")));
+        assert!(!overlaps_non_public(n("8.8.8.0/24")));
+        assert!(overlaps_non_public(n("fd00::/8")));
+        assert!(!overlaps_non_public(n("2606:4700::/32")));
+    }
+}

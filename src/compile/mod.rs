@@ -1,0 +1,424 @@
+//! Compile: checked AST → an immutable [`PolicySet`].
+//!
+//! Everything that can be decided before a query arrives is decided here:
+//! patterns are normalised, deny-wins and port lists are merged into the
+//! domain automaton ([`domains`]) and the address intervals ([`prefixes`]),
+//! and sockets, permissions and apps become exact-match tables. The result is
+//! `Send + Sync`, cheap to clone (one `Arc`) and serialisable with serde.
+
+pub mod domains;
+pub mod ports;
+pub mod prefixes;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use self::domains::{DomainRule, DomainTrie};
+use self::prefixes::{Intervals, PrefixRule, rule_ranges};
+use crate::eval::decision::{RuleId, RuleRef};
+use crate::normalize::pattern::DomainPattern;
+use crate::source::{SourceMap, Span};
+use crate::syntax::ast::*;
+
+/// Errors of the compile phase. The checker reports every user mistake
+/// first, so these mean an internal inconsistency; the set is refused
+/// (fail closed).
+#[derive(Clone, Debug, Eq, PartialEq, thiserror::Error)]
+pub enum CompileError {
+    #[error("internal error while compiling policy `{policy}`: {what}")]
+    Internal { policy: String, what: String },
+    #[error("too many rules: {0} (at most {max})", max = u32::MAX - 1)]
+    TooManyRules(usize),
+}
+
+/// Network mode of a policy.
+#[derive(Clone, Copy, Debug, Eq, PartialEq, Serialize, Deserialize)]
+pub(crate) enum NetMode {
+    Off,
+    Unrestricted,
+    Constrained,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct SocketEntry {
+    pub deny: Option<RuleId>,
+    pub allow: Option<RuleId>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Net {
+    pub mode: NetMode,
+    /// The `network off|unrestricted` statement, when written.
+    pub mode_rule: Option<RuleId>,
+    pub default_allow: bool,
+    pub default_rule: Option<RuleId>,
+    /// `Some(rule)` when `dns off` is written.
+    pub dns_off: Option<RuleId>,
+    pub local_allow: bool,
+    pub domains: DomainTrie,
+    pub v4: Intervals,
+    pub v6: Intervals,
+    pub sockets: HashMap<String, SocketEntry>,
+    pub socket_any: Option<RuleId>,
+    /// Whether any socket is allowed (listeners then stay on loopback).
+    pub sockets_allowed: bool,
+}
+
+impl Net {
+    fn empty(mode: NetMode) -> Net {
+        Net {
+            mode,
+            mode_rule: None,
+            default_allow: false,
+            default_rule: None,
+            dns_off: None,
+            local_allow: false,
+            domains: DomainTrie::build(&[]),
+            v4: Intervals::default(),
+            v6: Intervals::default(),
+            sockets: HashMap::new(),
+            socket_any: None,
+            sockets_allowed: false,
+        }
+    }
+}
+
+/// A proxy switch: its value and the statement that set it, if written.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub(crate) struct SwitchSetting {
+    pub on: bool,
+    pub rule: Option<RuleId>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Proxy {
+    pub socks5: SwitchSetting,
+    pub socks5_udp: SwitchSetting,
+    pub upstream: SwitchSetting,
+    pub listen_any: SwitchSetting,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Perms {
+    /// Per permission (in [`Permission::ALL`] order): first deny, first allow.
+    pub rules: Vec<(Option<RuleId>, Option<RuleId>)>,
+    pub default_deny: bool,
+    pub default_rule: Option<RuleId>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Apps {
+    /// Lowercased names without `.app`/`.exe` → first rule.
+    pub denied: HashMap<String, RuleId>,
+    pub max_len: usize,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Agent {
+    pub sandbox: SandboxMode,
+    pub approvals: ApprovalMode,
+    /// Granular switches, in [`PromptCategory::ALL`] order.
+    pub granular: Vec<bool>,
+    pub reviewer: Reviewer,
+    pub web_search: Option<(WebSearchMode, RuleId)>,
+}
+
+/// One compiled policy. Decide with the methods in [`crate::eval`].
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Policy {
+    pub(crate) name: String,
+    pub(crate) net: Net,
+    pub(crate) proxy: Proxy,
+    pub(crate) perms: Perms,
+    pub(crate) apps: Apps,
+    pub(crate) agent: Agent,
+}
+
+impl Policy {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct SetInner {
+    policies: Vec<Policy>,
+    rules: Vec<RuleRef>,
+}
+
+/// An immutable, compiled set of policies. Cheap to clone; `Send + Sync`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PolicySet {
+    inner: Arc<SetInner>,
+}
+
+impl PolicySet {
+    /// The policy of that name.
+    pub fn policy(&self, name: &str) -> Option<&Policy> {
+        self.inner.policies.iter().find(|p| p.name == name)
+    }
+    /// Every policy, in source order.
+    pub fn policies(&self) -> impl Iterator<Item = &Policy> {
+        self.inner.policies.iter()
+    }
+    /// The only policy, when the set holds exactly one.
+    pub fn single(&self) -> Option<&Policy> {
+        match self.inner.policies.as_slice() {
+            [one] => Some(one),
+            _ => None,
+        }
+    }
+    /// Where a rule was written.
+    pub fn rule(&self, id: RuleId) -> Option<&RuleRef> {
+        self.inner.rules.get(id.0 as usize)
+    }
+}
+
+/// Compiles checked files. Call [`crate::check::check`] first: this function
+/// assumes the checker found no error, and refuses the set (never guesses)
+/// when something does not fit.
+pub fn compile(sources: &SourceMap, files: &[File]) -> Result<PolicySet, CompileError> {
+    let mut c = Compiler { sources, rules: Vec::new() };
+    let mut policies = Vec::new();
+    for file in files {
+        for item in &file.items {
+            if let Item::Policy(block) = item {
+                policies.push(c.policy(block)?);
+            }
+        }
+    }
+    if c.rules.len() >= u32::MAX as usize {
+        return Err(CompileError::TooManyRules(c.rules.len()));
+    }
+    Ok(PolicySet { inner: Arc::new(SetInner { policies, rules: c.rules }) })
+}
+
+struct Compiler<'s> {
+    sources: &'s SourceMap,
+    rules: Vec<RuleRef>,
+}
+
+impl Compiler<'_> {
+    /// Registers a statement as a rule that decisions can name.
+    fn rule(&mut self, span: Span) -> RuleId {
+        let (file, line, column, source) = match self.sources.get(span.file) {
+            Some(f) => {
+                let lc = f.line_col(span.start);
+                let text = f.slice(span).split_whitespace().collect::<Vec<_>>().join(" ");
+                (f.name.clone(), lc.line, lc.column, text)
+            }
+            None => (String::new(), 0, 0, String::new()),
+        };
+        let id = RuleId(self.rules.len() as u32);
+        self.rules.push(RuleRef { file, line, column, source });
+        id
+    }
+
+    fn policy(&mut self, block: &Block) -> Result<Policy, CompileError> {
+        let name = block.name.node.clone();
+        let internal = |what: &str| CompileError::Internal { policy: name.clone(), what: what.to_string() };
+        let mut net = None;
+        let mut proxy = Proxy {
+            socks5: SwitchSetting { on: true, rule: None },
+            socks5_udp: SwitchSetting { on: true, rule: None },
+            upstream: SwitchSetting { on: true, rule: None },
+            listen_any: SwitchSetting { on: false, rule: None },
+        };
+        let mut perms = Perms { rules: vec![(None, None); Permission::ALL.len()], default_deny: false, default_rule: None };
+        let mut apps = Apps { denied: HashMap::new(), max_len: 0 };
+        let mut agent = Agent {
+            sandbox: SandboxMode::WorkspaceWrite,
+            approvals: ApprovalMode::OnRequest,
+            granular: vec![false; PromptCategory::ALL.len()],
+            reviewer: Reviewer::User,
+            web_search: None,
+        };
+        for section in &block.sections {
+            match &section.kind {
+                SectionKind::Network(n) => net = Some(self.network(n, section.span).map_err(|w| internal(&w))?),
+                SectionKind::Proxy(stmts) => {
+                    for s in stmts {
+                        let rule = Some(self.rule(s.span()));
+                        match s {
+                            ProxyStmt::Socks5(v) => proxy.socks5 = SwitchSetting { on: v.node == Switch::On, rule },
+                            ProxyStmt::Socks5Udp(v) => {
+                                proxy.socks5_udp = SwitchSetting { on: v.node == Switch::On, rule }
+                            }
+                            ProxyStmt::Upstream(v) => proxy.upstream = SwitchSetting { on: v.node == Switch::On, rule },
+                            ProxyStmt::Listen(v) => {
+                                proxy.listen_any = SwitchSetting { on: v.node == ListenScope::Any, rule }
+                            }
+                        }
+                    }
+                }
+                SectionKind::Permissions(stmts) => {
+                    for s in stmts {
+                        match s {
+                            PermStmt::Default(v) => {
+                                perms.default_deny = v.node == Effect::Deny;
+                                perms.default_rule = Some(self.rule(v.span));
+                            }
+                            PermStmt::Rule { effect, permissions, span } => {
+                                let id = self.rule(*span);
+                                for p in permissions {
+                                    let i = Permission::ALL.iter().position(|x| *x == p.node).unwrap_or(0);
+                                    if let Some(slot) = perms.rules.get_mut(i) {
+                                        let target = if *effect == Effect::Deny { &mut slot.0 } else { &mut slot.1 };
+                                        target.get_or_insert(id);
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                SectionKind::Apps(stmts) => {
+                    for s in stmts {
+                        let id = self.rule(s.span);
+                        for n in &s.names {
+                            let key = app_key(&n.node);
+                            apps.max_len = apps.max_len.max(key.len());
+                            apps.denied.entry(key).or_insert(id);
+                        }
+                    }
+                }
+                SectionKind::Sandbox(s) => {
+                    if let Some(m) = s.modes.first() {
+                        agent.sandbox = m.node;
+                    }
+                }
+                SectionKind::Approvals(a) => {
+                    if let Some(m) = a.modes.first() {
+                        agent.approvals = m.node;
+                    }
+                    for g in a.granular.iter().flatten() {
+                        let i = PromptCategory::ALL.iter().position(|c| *c == g.category.node).unwrap_or(0);
+                        if let Some(v) = agent.granular.get_mut(i) {
+                            *v = g.value.node == Switch::On;
+                        }
+                    }
+                }
+                SectionKind::Reviewer(r) => {
+                    if let Some(m) = r.first() {
+                        agent.reviewer = m.node;
+                    }
+                }
+                SectionKind::WebSearch(w) => {
+                    if let Some(m) = w.first() {
+                        agent.web_search = Some((m.node, self.rule(section.span)));
+                    }
+                }
+                SectionKind::Mcp(_) | SectionKind::Commands(_) | SectionKind::Guardian(_) | SectionKind::Log(_) => {}
+            }
+        }
+        // No network section: `network off`, the language default.
+        let net = net.unwrap_or_else(|| Net::empty(NetMode::Off));
+        Ok(Policy { name, net, proxy, perms, apps, agent })
+    }
+
+    fn network(&mut self, n: &Network, span: Span) -> Result<Net, String> {
+        let mut net = Net::empty(NetMode::Constrained);
+        let stmts = match n {
+            Network::Off => {
+                net.mode = NetMode::Off;
+                net.mode_rule = Some(self.rule(span));
+                return Ok(net);
+            }
+            Network::Unrestricted => {
+                net.mode = NetMode::Unrestricted;
+                net.mode_rule = Some(self.rule(span));
+                return Ok(net);
+            }
+            Network::Block(stmts) => stmts,
+        };
+        let mut domain_rules = Vec::new();
+        let mut v4_rules = Vec::new();
+        let mut v6_rules = Vec::new();
+        for s in stmts {
+            match s {
+                NetStmt::Default(v) => {
+                    net.default_allow = v.node == Effect::Allow;
+                    net.default_rule = Some(self.rule(v.span));
+                }
+                NetStmt::Dns(v) => {
+                    let id = self.rule(v.span);
+                    net.dns_off = (v.node == Switch::Off).then_some(id);
+                }
+                NetStmt::Local(v) => {
+                    net.local_allow = v.node == Effect::Allow;
+                    self.rule(v.span);
+                }
+                NetStmt::Rule(r) => {
+                    let id = self.rule(r.span);
+                    let ports = r.ports.as_deref();
+                    match &r.target {
+                        NetTarget::Domain(text) => {
+                            let pattern = DomainPattern::parse(text).map_err(|e| e.to_string())?;
+                            if pattern == DomainPattern::Any && r.effect == Effect::Deny {
+                                return Err("`deny domain *` reached the compiler".into());
+                            }
+                            domain_rules.push(DomainRule { pattern, effect: r.effect, rule: id, ports });
+                        }
+                        NetTarget::Ip(ip) => {
+                            let net_ = ipnet::IpNet::from(*ip);
+                            push_ranges(&mut v4_rules, &mut v6_rules, net_, true, r.effect, id, ports);
+                        }
+                        NetTarget::Cidr(c) => push_ranges(&mut v4_rules, &mut v6_rules, *c, false, r.effect, id, ports),
+                        NetTarget::Socket(SocketTarget::Any) => {
+                            if r.effect == Effect::Allow {
+                                net.socket_any.get_or_insert(id);
+                                net.sockets_allowed = true;
+                            } else {
+                                return Err("`deny socket *` reached the compiler".into());
+                            }
+                        }
+                        NetTarget::Socket(SocketTarget::Path(p)) => {
+                            let e = net.sockets.entry(p.clone()).or_insert(SocketEntry { deny: None, allow: None });
+                            if r.effect == Effect::Deny {
+                                e.deny.get_or_insert(id);
+                            } else {
+                                e.allow.get_or_insert(id);
+                                net.sockets_allowed = true;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        net.domains = DomainTrie::build(&domain_rules);
+        net.v4 = Intervals::build(&v4_rules, u128::from(u32::MAX));
+        net.v6 = Intervals::build(&v6_rules, u128::MAX);
+        Ok(net)
+    }
+}
+
+fn push_ranges<'a>(
+    v4: &mut Vec<PrefixRule<'a>>,
+    v6: &mut Vec<PrefixRule<'a>>,
+    net: ipnet::IpNet,
+    exact: bool,
+    effect: Effect,
+    rule: RuleId,
+    ports: Option<&'a [PortRange]>,
+) {
+    let (r4, r6) = rule_ranges(net);
+    for (first, last) in r4 {
+        v4.push(PrefixRule { first, last, exact: exact && first == last, effect, rule, ports });
+    }
+    if let Some((first, last)) = r6 {
+        v6.push(PrefixRule { first, last, exact, effect, rule, ports });
+    }
+}
+
+/// The key an app name is compared by: lowercase, one trailing `.app` or
+/// `.exe` removed (language spec §8).
+pub(crate) fn app_key(name: &str) -> String {
+    let lower = name.to_lowercase();
+    for ext in [".app", ".exe"] {
+        if let Some(stem) = lower.strip_suffix(ext) {
+            return stem.to_string();
+        }
+    }
+    lower
+}

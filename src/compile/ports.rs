@@ -1,0 +1,152 @@
+//! Port lists resolved at compile time.
+//!
+//! A [`Group`] summarises every rule of one effect that applies to one
+//! target (a domain slot or an address interval): for each port, the first
+//! rule in source order whose port list holds it. Segments live in a shared
+//! arena so that a group is four integers.
+
+use serde::{Deserialize, Serialize};
+
+use crate::eval::decision::RuleId;
+use crate::syntax::ast::PortRange;
+
+const NONE: u32 = u32::MAX;
+
+/// A port segment `lo..=hi` decided by `rule`.
+#[derive(Clone, Copy, Debug, Eq, PartialEq, Serialize, Deserialize)]
+pub struct Seg {
+    pub lo: u16,
+    pub hi: u16,
+    pub rule: u32,
+}
+
+/// Segments of every group of one table.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct PortArena {
+    segs: Vec<Seg>,
+}
+
+/// How a query uses ports.
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub enum PortQ {
+    /// A connection to this port: rules apply when their list holds it.
+    Port(u16),
+    /// No port (a `dns` question, a `resolved` check without port): deny
+    /// rules apply only without a port list; allow rules with or without.
+    NoPort,
+}
+
+/// Rules of one effect for one target.
+#[derive(Clone, Copy, Debug, Eq, PartialEq, Hash, Serialize, Deserialize)]
+pub struct Group {
+    start: u32,
+    len: u32,
+    /// First rule without a port list.
+    portless: u32,
+    /// First rule, with or without a port list.
+    any: u32,
+}
+
+impl Default for Group {
+    fn default() -> Self {
+        Group { start: 0, len: 0, portless: NONE, any: NONE }
+    }
+}
+
+fn id(x: u32) -> Option<RuleId> {
+    (x != NONE).then_some(RuleId(x))
+}
+
+impl Group {
+    pub fn is_empty(&self) -> bool {
+        self.any == NONE
+    }
+
+    /// The first rule whose port list holds `port`.
+    pub fn at(&self, arena: &PortArena, port: u16) -> Option<RuleId> {
+        let segs = arena.segs.get(self.start as usize..(self.start as usize + self.len as usize))?;
+        let i = segs.partition_point(|s| s.hi < port);
+        segs.get(i).filter(|s| s.lo <= port).map(|s| RuleId(s.rule))
+    }
+
+    /// The deciding deny rule for a query.
+    pub fn deny(&self, arena: &PortArena, q: PortQ) -> Option<RuleId> {
+        match q {
+            PortQ::Port(p) => self.at(arena, p),
+            PortQ::NoPort => id(self.portless),
+        }
+    }
+
+    /// The deciding allow rule for a query.
+    pub fn allow(&self, arena: &PortArena, q: PortQ) -> Option<RuleId> {
+        match q {
+            PortQ::Port(p) => self.at(arena, p),
+            PortQ::NoPort => id(self.any),
+        }
+    }
+
+    /// Builds a group from `(rule, port list)` pairs (`None` = every port).
+    pub fn build(arena: &mut PortArena, rules: &[(RuleId, Option<&[PortRange]>)]) -> Group {
+        if rules.is_empty() {
+            return Group::default();
+        }
+        let all = [PortRange { lo: 1, hi: u16::MAX }];
+        let ranges = |p: Option<&[PortRange]>| -> Vec<PortRange> { p.map_or_else(|| all.to_vec(), <[_]>::to_vec) };
+        let portless = rules.iter().filter(|(_, p)| p.is_none()).map(|(r, _)| r.0).min().unwrap_or(NONE);
+        let any = rules.iter().map(|(r, _)| r.0).min().unwrap_or(NONE);
+        let mut cuts: Vec<u32> = Vec::new();
+        for (_, p) in rules {
+            for r in ranges(*p) {
+                cuts.push(u32::from(r.lo));
+                cuts.push(u32::from(r.hi) + 1);
+            }
+        }
+        cuts.sort_unstable();
+        cuts.dedup();
+        let start = arena.segs.len();
+        for w in cuts.windows(2) {
+            let (lo, next) = match w {
+                [a, b] => (*a, *b),
+                _ => continue,
+            };
+            let best = rules
+                .iter()
+                .filter(|(_, p)| ranges(*p).iter().any(|r| u32::from(r.lo) <= lo && lo <= u32::from(r.hi)))
+                .map(|(r, _)| r.0)
+                .min();
+            let (Some(rule), Ok(lo16), Ok(hi16)) = (best, u16::try_from(lo), u16::try_from(next - 1)) else {
+                continue;
+            };
+            let fresh = arena.segs.len() == start;
+            match arena.segs.last_mut() {
+                Some(last) if !fresh && last.rule == rule && u32::from(last.hi) + 1 == lo => {
+                    last.hi = hi16;
+                }
+                _ => arena.segs.push(Seg { lo: lo16, hi: hi16, rule }),
+            }
+        }
+        let len = arena.segs.len() - start;
+        Group { start: start as u32, len: len as u32, portless, any }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_rule_per_port() {
+        let mut a = PortArena::default();
+        let p443 = [PortRange { lo: 443, hi: 443 }];
+        let hi = [PortRange { lo: 400, hi: 500 }];
+        let g = Group::build(&mut a, &[(RuleId(3), Some(&p443)), (RuleId(5), Some(&hi)), (RuleId(9), None)]);
+        assert_eq!(g.at(&a, 443), Some(RuleId(3)));
+        assert_eq!(g.at(&a, 444), Some(RuleId(5)));
+        assert_eq!(g.at(&a, 80), Some(RuleId(9)));
+        assert_eq!(g.deny(&a, PortQ::NoPort), Some(RuleId(9)));
+        assert_eq!(g.allow(&a, PortQ::NoPort), Some(RuleId(3)));
+        let only_ports = Group::build(&mut a, &[(RuleId(1), Some(&p443))]);
+        assert_eq!(only_ports.deny(&a, PortQ::NoPort), None);
+        assert_eq!(only_ports.at(&a, 65535), None);
+    }
+}

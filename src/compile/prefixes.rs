@@ -1,0 +1,237 @@
+//! IP and CIDR rules as disjoint intervals.
+//!
+//! Deny wins whatever the prefix length, so instead of a longest-prefix
+//! match the compiler flattens every rule prefix of one family into sorted,
+//! disjoint intervals, each pointing at the merged rules that cover it. A
+//! lookup is one binary search (O(log n), no allocation).
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr};
+
+use ipnet::{IpNet, Ipv4Net, Ipv6Net};
+use serde::{Deserialize, Serialize};
+
+use super::ports::{Group, PortArena, PortQ};
+use crate::eval::decision::RuleId;
+use crate::syntax::ast::{Effect, PortRange};
+
+const NONE: u32 = u32::MAX;
+
+/// The rules covering one interval.
+#[derive(Clone, Copy, Debug, Default, Eq, PartialEq, Hash, Serialize, Deserialize)]
+pub struct IpSlot {
+    pub deny: Group,
+    /// `allow ip` and `allow cidr` rules.
+    pub allow: Group,
+    /// `allow ip` rules for this very address (exact local exceptions).
+    pub exact_allow: Group,
+}
+
+/// What the rules say about one address.
+#[derive(Clone, Copy, Debug, Default, Eq, PartialEq)]
+pub struct IpHit {
+    pub deny: Option<RuleId>,
+    pub allow: Option<RuleId>,
+    pub exact_allow: Option<RuleId>,
+}
+
+/// One family's intervals (IPv4 addresses are stored widened to `u128`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Intervals {
+    starts: Vec<u128>,
+    slots: Vec<u32>,
+    table: Vec<IpSlot>,
+    ports: PortArena,
+}
+
+/// One address rule as the compiler hands it over, in canonical form.
+pub struct PrefixRule<'a> {
+    pub first: u128,
+    pub last: u128,
+    /// An `ip` rule (an exact address), not a `cidr`.
+    pub exact: bool,
+    pub effect: Effect,
+    pub rule: RuleId,
+    pub ports: Option<&'a [PortRange]>,
+}
+
+impl Intervals {
+    pub fn build(rules: &[PrefixRule<'_>], max: u128) -> Intervals {
+        let mut out = Intervals::default();
+        let mut cuts: Vec<u128> = vec![0];
+        for r in rules {
+            cuts.push(r.first);
+            if r.last < max {
+                cuts.push(r.last + 1);
+            }
+        }
+        cuts.sort_unstable();
+        cuts.dedup();
+        let mut by_start: Vec<usize> = (0..rules.len()).collect();
+        by_start.sort_by_key(|&i| rules.get(i).map_or(0, |r| r.first));
+        let mut next = 0;
+        let mut active: Vec<usize> = Vec::new();
+        let mut dedup: HashMap<Vec<usize>, u32> = HashMap::new();
+        for &cut in &cuts {
+            while let Some(&i) = by_start.get(next) {
+                match rules.get(i) {
+                    Some(r) if r.first <= cut => {
+                        active.push(i);
+                        next += 1;
+                    }
+                    _ => break,
+                }
+            }
+            active.retain(|&i| rules.get(i).is_some_and(|r| r.last >= cut));
+            let slot = if active.is_empty() {
+                NONE
+            } else {
+                let mut key = active.clone();
+                key.sort_unstable();
+                match dedup.get(&key) {
+                    Some(&s) => s,
+                    None => {
+                        let s = out.table.len() as u32;
+                        let members: Vec<&PrefixRule<'_>> = key.iter().filter_map(|&i| rules.get(i)).collect();
+                        let pick = |f: &dyn Fn(&PrefixRule<'_>) -> bool| -> Vec<(RuleId, Option<&[PortRange]>)> {
+                            members.iter().filter(|r| f(r)).map(|r| (r.rule, r.ports)).collect()
+                        };
+                        let deny = pick(&|r| r.effect == Effect::Deny);
+                        let allow = pick(&|r| r.effect == Effect::Allow);
+                        let exact = pick(&|r| r.effect == Effect::Allow && r.exact);
+                        let slot = IpSlot {
+                            deny: Group::build(&mut out.ports, &deny),
+                            allow: Group::build(&mut out.ports, &allow),
+                            exact_allow: Group::build(&mut out.ports, &exact),
+                        };
+                        out.table.push(slot);
+                        dedup.insert(key, s);
+                        s
+                    }
+                }
+            };
+            // Merge with the previous interval when nothing changes.
+            if out.slots.last() != Some(&slot) {
+                out.starts.push(cut);
+                out.slots.push(slot);
+            }
+        }
+        out
+    }
+
+    /// What the rules say about one address (canonical form, widened).
+    pub fn lookup(&self, addr: u128, q: PortQ) -> IpHit {
+        let i = self.starts.partition_point(|&s| s <= addr);
+        let slot = i.checked_sub(1).and_then(|i| self.slots.get(i)).copied().unwrap_or(NONE);
+        match self.table.get(slot as usize) {
+            None => IpHit::default(),
+            Some(s) => IpHit {
+                deny: s.deny.deny(&self.ports, q),
+                allow: s.allow.allow(&self.ports, q),
+                exact_allow: s.exact_allow.allow(&self.ports, q),
+            },
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.starts.len()
+    }
+}
+
+/// `[first, last]` of a prefix, widened.
+fn bounds(net: IpNet) -> (u128, u128) {
+    match net {
+        IpNet::V4(n) => (u128::from(u32::from(n.network())), u128::from(u32::from(n.broadcast()))),
+        IpNet::V6(n) => (u128::from(n.network()), u128::from(n.broadcast())),
+    }
+}
+
+/// A rule prefix in canonical form: the IPv4 prefixes it means (through
+/// mapped `::ffff:0:0/96` and compatible `::/96` forms) and its IPv6 self.
+///
+/// A v6 prefix covers IPv4 address `a` when it covers `::ffff:a`, or when
+/// `a` is neither `0.0.0.0` nor `0.0.0.1` and it covers `::a` (`::` and
+/// `::1` are themselves, not compatible forms).
+pub fn canonical_prefixes(net: IpNet) -> (Vec<Ipv4Net>, Option<Ipv6Net>) {
+    let v6 = match net {
+        IpNet::V4(n) => return (vec![n], None),
+        IpNet::V6(n) => n,
+    };
+    let mut v4 = Vec::new();
+    let mapped = Ipv6Net::new(std::net::Ipv6Addr::new(0, 0, 0, 0, 0, 0xffff, 0, 0), 96).ok();
+    let compat = Ipv6Net::new(std::net::Ipv6Addr::UNSPECIFIED, 96).ok();
+    for (region, is_compat) in [(mapped, false), (compat, true)] {
+        let Some(region) = region else { continue };
+        let image = if v6.prefix_len() >= 96 && region.contains(&v6.network()) {
+            Ipv4Net::new(Ipv4Addr::from(u128::from(v6.network()) as u32), v6.prefix_len() - 96).ok()
+        } else if v6.contains(&region) {
+            Ipv4Net::new(Ipv4Addr::UNSPECIFIED, 0).ok()
+        } else {
+            None
+        };
+        let Some(image) = image else { continue };
+        if is_compat {
+            v4.extend(without_first_two(image));
+        } else {
+            v4.push(image);
+        }
+    }
+    (v4, Some(v6))
+}
+
+/// `net` minus `0.0.0.0/31`, as prefixes.
+fn without_first_two(net: Ipv4Net) -> Vec<Ipv4Net> {
+    if u32::from(net.network()) != 0 {
+        return vec![net];
+    }
+    ((net.prefix_len() + 1)..=31).filter_map(|len| Ipv4Net::new(Ipv4Addr::from(1u32 << (32 - len)), len).ok()).collect()
+}
+
+/// A rule's address or prefix, widened to `[first, last]`, per family.
+pub fn rule_ranges(net: IpNet) -> (Vec<(u128, u128)>, Option<(u128, u128)>) {
+    let (v4, v6) = canonical_prefixes(net);
+    (v4.into_iter().map(|n| bounds(IpNet::V4(n))).collect(), v6.map(|n| bounds(IpNet::V6(n))))
+}
+
+/// An address widened for lookup, and whether it is IPv4.
+pub fn widen(ip: IpAddr) -> (bool, u128) {
+    match ip {
+        IpAddr::V4(v4) => (true, u128::from(u32::from(v4))),
+        IpAddr::V6(v6) => (false, u128::from(v6)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn net(s: &str) -> IpNet {
+        s.parse().unwrap_or(IpNet::V4(Ipv4Net::default()))
+    }
+
+    #[test]
+    fn mapped_prefixes_mean_ipv4() {
+        let (v4, _) = canonical_prefixes(net("::ffff:10.0.0.0/104"));
+        assert_eq!(v4, vec!["10.0.0.0/8".parse::<Ipv4Net>().unwrap_or_default()]);
+        let (v4, _) = canonical_prefixes(net("::/0"));
+        assert!(v4.iter().any(|n| n.prefix_len() == 0));
+        let (v4, _) = canonical_prefixes(net("::1/128"));
+        assert!(v4.is_empty());
+        let (v4, _) = canonical_prefixes(net("::/96"));
+        assert_eq!(v4.len(), 31); // 0.0.0.0/0 minus 0.0.0.0/31
+        assert!(!v4.iter().any(|n| n.contains(&Ipv4Addr::new(0, 0, 0, 1))));
+        assert!(v4.iter().any(|n| n.contains(&Ipv4Addr::new(0, 0, 0, 2))));
+    }
+
+    #[test]
+    fn intervals_find_every_covering_rule() {
+        let r = |f: u128, l: u128, e, id, exact| PrefixRule { first: f, last: l, exact, effect: e, rule: RuleId(id), ports: None };
+        let rules = [r(0, 255, Effect::Allow, 0, false), r(10, 10, Effect::Deny, 1, true), r(10, 10, Effect::Allow, 2, true)];
+        let t = Intervals::build(&rules, u128::from(u32::MAX));
+        let h = t.lookup(10, PortQ::Port(80));
+        assert_eq!((h.deny, h.allow, h.exact_allow), (Some(RuleId(1)), Some(RuleId(0)), Some(RuleId(2))));
+        let h = t.lookup(11, PortQ::Port(80));
+        assert_eq!((h.deny, h.allow, h.exact_allow), (None, Some(RuleId(0)), None));
+        assert_eq!(t.lookup(256, PortQ::Port(80)), IpHit::default());
+    }
+}

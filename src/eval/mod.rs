@@ -1,0 +1,82 @@
+//! Evaluation: compiled policy + query → [`Decision`].
+//!
+//! The typed methods of [`Policy`] (`connect`, `dns`, `resolved`, `socket`,
+//! `listen`, `tool`, `app`, ...) are the hot path. [`Policy::decide`] takes an
+//! owned [`Query`] (the JSON and text forms) and never panics: an internal
+//! failure is a deny with reason `internal_error`.
+
+pub mod decision;
+mod network;
+mod tools;
+
+use serde::Serialize;
+
+pub use decision::{Decision, Escalation, Outcome, Reason, RuleId, RuleRef};
+
+use crate::compile::{Policy, PolicySet};
+use crate::query::Query;
+
+/// Errors of the evaluation phase: the query could not be decided at all.
+#[derive(Clone, Debug, Eq, PartialEq, thiserror::Error)]
+pub enum EvalError {
+    #[error("`{0}` queries are not supported yet")]
+    Unsupported(&'static str),
+}
+
+fn port_u16(p: i64) -> u16 {
+    // Out of range means invalid: port 0 is never a destination.
+    u16::try_from(p).unwrap_or(0)
+}
+
+impl Policy {
+    /// Decides an owned query.
+    pub fn decide(&self, query: &Query) -> Result<Decision, EvalError> {
+        let run = || self.decide_inner(query);
+        match std::panic::catch_unwind(run) {
+            Ok(r) => r,
+            Err(_) => Ok(Decision::deny(Reason::InternalError, None)),
+        }
+    }
+
+    fn decide_inner(&self, query: &Query) -> Result<Decision, EvalError> {
+        Ok(match query {
+            Query::Connect { host, port, via } => self.connect(host, port_u16(*port), *via),
+            Query::Dns { name } => self.dns(name),
+            Query::Resolved { host, addrs, port } => self.resolved(host, addrs, port.map(port_u16)),
+            Query::Socket { path } => self.socket(path),
+            Query::Listen { addr } => self.listen(addr),
+            Query::Upstream => self.upstream(),
+            Query::Tool { permission } => self.tool(permission),
+            Query::App { program } => self.app(program),
+            Query::WebSearch => self.web_search(),
+            other => return Err(EvalError::Unsupported(other.kind())),
+        })
+    }
+}
+
+/// A decision as reported in JSON (interfaces §2).
+#[derive(Clone, Debug, Serialize)]
+pub struct DecisionReport<'a> {
+    pub decision: &'static str,
+    pub reason: &'static str,
+    pub policy: &'a str,
+    pub rule: Option<&'a RuleRef>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub escalation: Option<Escalation>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+}
+
+impl PolicySet {
+    /// A decision with its deciding rule resolved, ready to print.
+    pub fn report<'a>(&'a self, policy: &'a Policy, d: &Decision) -> DecisionReport<'a> {
+        DecisionReport {
+            decision: d.outcome.as_str(),
+            reason: d.reason.as_str(),
+            policy: policy.name(),
+            rule: d.rule.and_then(|r| self.rule(r)),
+            escalation: d.escalation,
+            status: d.status,
+        }
+    }
+}

@@ -1,0 +1,284 @@
+//! Network decisions (language spec §3), in the spec's order, top to bottom:
+//! `connect`, `dns`, `resolved`, `socket`, `listen`, `upstream`.
+//!
+//! These are the hot path: inputs are borrowed, ASCII hosts are normalised
+//! into a stack buffer, and nothing allocates.
+
+use std::net::IpAddr;
+
+use super::decision::{Decision, Escalation, Outcome, Reason, RuleId};
+use crate::compile::prefixes::widen;
+use crate::compile::{NetMode, Policy};
+use crate::compile::ports::PortQ;
+use crate::normalize::{Host, HostBuf, HostError, is_loopback, is_non_public, is_normal_absolute_path, normalize_host};
+use crate::query::Via;
+use crate::syntax::ast::{ApprovalMode, PromptCategory, Reviewer, SandboxMode};
+
+fn host_error(e: HostError) -> Decision {
+    match e {
+        HostError::Invalid(_) => Decision::deny(Reason::InvalidHost, None),
+        HostError::AmbiguousIp => Decision::deny(Reason::AmbiguousIpLiteral, None),
+    }
+}
+
+/// `localhost` and every `*.localhost` name.
+fn is_local_name(name: &str) -> bool {
+    name == "localhost" || name.ends_with(".localhost")
+}
+
+fn first(a: Option<RuleId>, b: Option<RuleId>) -> Option<RuleId> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+/// What the rules say about one target.
+struct Hit {
+    deny: Option<RuleId>,
+    allow: Option<RuleId>,
+    exact_allow: Option<RuleId>,
+    local: bool,
+}
+
+impl Policy {
+    fn ip_hit(&self, ip: IpAddr, q: PortQ) -> Hit {
+        let (v4, key) = widen(ip);
+        let h = if v4 { self.net.v4.lookup(key, q) } else { self.net.v6.lookup(key, q) };
+        Hit {
+            deny: h.deny,
+            allow: first(h.allow, self.net.domains.star(q)),
+            exact_allow: h.exact_allow,
+            local: is_non_public(ip),
+        }
+    }
+
+    fn host_hit(&self, host: Host<'_>, q: PortQ) -> Hit {
+        match host {
+            Host::Name(n) => {
+                let h = self.net.domains.lookup(n, q);
+                Hit { deny: h.deny, allow: h.allow, exact_allow: h.exact_allow, local: is_local_name(n) }
+            }
+            Host::Ip(ip) => self.ip_hit(ip, q),
+        }
+    }
+
+    /// Steps 3–6 of the connect order: deny rules, local targets, allow
+    /// rules, default.
+    fn rules_decide(&self, hit: &Hit) -> Decision {
+        if let Some(r) = hit.deny {
+            return Decision::deny(Reason::DeniedByRule, Some(r));
+        }
+        if hit.local && !self.net.local_allow {
+            return match hit.exact_allow {
+                Some(r) => Decision::allow(Reason::AllowedByRule, Some(r)),
+                None => Decision::deny(Reason::LocalAddress, None),
+            };
+        }
+        if let Some(r) = hit.allow {
+            return Decision::allow(Reason::AllowedByRule, Some(r));
+        }
+        if self.net.default_allow {
+            return Decision::allow(Reason::DefaultAllow, self.net.default_rule);
+        }
+        Decision::deny(Reason::NotAllowed, None)
+    }
+
+    /// Step 2: the network mode, or `None` to go on.
+    fn mode_decides(&self) -> Option<Decision> {
+        match self.net.mode {
+            NetMode::Off => Some(Decision::deny(Reason::NetworkOff, self.net.mode_rule)),
+            NetMode::Unrestricted => Some(Decision::allow(Reason::Unrestricted, self.net.mode_rule)),
+            NetMode::Constrained => None,
+        }
+    }
+
+    /// Who would answer a `sandbox_approval` prompt for a blocked connect.
+    pub fn connect_escalation(&self) -> Escalation {
+        let a = &self.agent;
+        if a.sandbox == SandboxMode::DangerFullAccess {
+            return Escalation::None;
+        }
+        let category_on = |c: PromptCategory| {
+            PromptCategory::ALL.iter().position(|x| *x == c).and_then(|i| a.granular.get(i)).copied().unwrap_or(false)
+        };
+        match a.approvals {
+            ApprovalMode::Never => Escalation::None,
+            ApprovalMode::Granular if !category_on(PromptCategory::SandboxApproval) => Escalation::None,
+            ApprovalMode::OnRequest | ApprovalMode::Granular if a.reviewer == Reviewer::AutoReview => Escalation::Review,
+            _ => Escalation::Ask,
+        }
+    }
+
+    /// May the sandbox connect to `host:port` through `via`?
+    pub fn connect(&self, host: &str, port: u16, via: Via) -> Decision {
+        // 1. Validation.
+        let mut buf = HostBuf::new();
+        let host = match normalize_host(host, &mut buf) {
+            Ok(h) => h,
+            Err(e) => return host_error(e),
+        };
+        if port == 0 {
+            return Decision::deny(Reason::InvalidPort, None);
+        }
+        // 2. Mode, then the proxy's protocol switches.
+        if let Some(d) = self.mode_decides() {
+            return d;
+        }
+        let p = &self.proxy;
+        match via {
+            Via::Socks5 | Via::Socks5Udp if !p.socks5.on => {
+                return Decision::deny(Reason::ProtocolDisabled, p.socks5.rule);
+            }
+            Via::Socks5Udp if !p.socks5_udp.on => {
+                return Decision::deny(Reason::ProtocolDisabled, p.socks5_udp.rule);
+            }
+            _ => {}
+        }
+        // 3.–6. Rules.
+        let mut d = self.rules_decide(&self.host_hit(host, PortQ::Port(port)));
+        if d.reason == Reason::NotAllowed {
+            d.escalation = Some(self.connect_escalation());
+        }
+        d
+    }
+
+    /// May the filtering resolver answer `name`?
+    pub fn dns(&self, name: &str) -> Decision {
+        let mut buf = HostBuf::new();
+        let name = match normalize_host(name, &mut buf) {
+            Ok(Host::Name(n)) => n,
+            Ok(Host::Ip(_)) | Err(HostError::AmbiguousIp) => return Decision::deny(Reason::InvalidHost, None),
+            Err(e) => return host_error(e),
+        };
+        if let Some(d) = self.mode_decides() {
+            return d;
+        }
+        if let Some(r) = self.net.dns_off {
+            return Decision::deny(Reason::DnsOff, Some(r));
+        }
+        self.rules_decide(&self.host_hit(Host::Name(name), PortQ::NoPort))
+    }
+
+    /// May the proxy use these resolved addresses for `name` (the DNS
+    /// rebinding check)? `addrs` are the resolver's answers as text; `port`
+    /// the port about to be dialled, if known.
+    pub fn resolved<S: AsRef<str>>(&self, name: &str, addrs: &[S], port: Option<u16>) -> Decision {
+        // 1. Validation: the name, the list, every address, the port.
+        let mut buf = HostBuf::new();
+        let name = match normalize_host(name, &mut buf) {
+            Ok(Host::Name(n)) => n,
+            Ok(Host::Ip(_)) | Err(HostError::AmbiguousIp) => return Decision::deny(Reason::InvalidHost, None),
+            Err(e) => return host_error(e),
+        };
+        if addrs.is_empty() {
+            return Decision::deny(Reason::LookupFailed, None);
+        }
+        if addrs.iter().any(|a| a.as_ref().parse::<IpAddr>().is_err()) {
+            return Decision::deny(Reason::InvalidAddress, None);
+        }
+        if port == Some(0) {
+            return Decision::deny(Reason::InvalidPort, None);
+        }
+        // 2. Mode.
+        if let Some(d) = self.mode_decides() {
+            return d;
+        }
+        // 3. The name.
+        let q = port.map_or(PortQ::NoPort, PortQ::Port);
+        let by_name = self.rules_decide(&self.host_hit(Host::Name(name), q));
+        if !by_name.is_allow() {
+            return by_name;
+        }
+        // 4. Every address; one bad address denies the whole answer.
+        for a in addrs {
+            let Ok(ip) = a.as_ref().parse::<IpAddr>() else {
+                return Decision::deny(Reason::InvalidAddress, None);
+            };
+            let ip = crate::normalize::canonical_ip(ip);
+            let hit = self.ip_hit(ip, q);
+            if let Some(r) = hit.deny {
+                return Decision::deny(Reason::DeniedByRule, Some(r));
+            }
+            if hit.local && !self.net.local_allow && hit.exact_allow.is_none() {
+                return Decision::deny(Reason::NonPublicResolution, None);
+            }
+        }
+        // 5. The name's reason.
+        by_name
+    }
+
+    /// May the sandbox connect to the unix socket at `path`?
+    pub fn socket(&self, path: &str) -> Decision {
+        if !is_normal_absolute_path(path) {
+            return Decision::deny(Reason::InvalidPath, None);
+        }
+        if let Some(d) = self.mode_decides() {
+            return d;
+        }
+        let entry = self.net.sockets.get(path);
+        if let Some(r) = entry.and_then(|e| e.deny) {
+            return Decision::deny(Reason::DeniedByRule, Some(r));
+        }
+        match entry.and_then(|e| e.allow).or(self.net.socket_any) {
+            Some(r) => Decision::allow(Reason::AllowedByRule, Some(r)),
+            None => Decision::deny(Reason::NotAllowed, None),
+        }
+    }
+
+    /// May the proxy listen on `addr` (`IP:PORT`, IPv6 in brackets)?
+    pub fn listen(&self, addr: &str) -> Decision {
+        let Ok((host, port)) = crate::syntax::split_host_port(addr) else {
+            return Decision::deny(Reason::InvalidAddress, None);
+        };
+        let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+        let Ok(ip) = host.parse::<IpAddr>() else {
+            return Decision::deny(Reason::InvalidAddress, None);
+        };
+        let Ok(port) = port.parse::<u16>() else {
+            return Decision::deny(Reason::InvalidPort, None);
+        };
+        self.listen_on(ip, port)
+    }
+
+    /// [`Policy::listen`] for a parsed address. Port 0 (an ephemeral port)
+    /// is accepted: it is the address that matters.
+    pub fn listen_on(&self, ip: IpAddr, _port: u16) -> Decision {
+        if is_loopback(ip) {
+            return Decision::allow(Reason::Loopback, None);
+        }
+        let any = self.proxy.listen_any;
+        if any.on && !self.net.sockets_allowed {
+            return Decision::allow(Reason::AllowedByRule, any.rule);
+        }
+        Decision::deny(Reason::NonLoopbackListener, any.rule)
+    }
+
+    /// May the proxy honour an upstream proxy from the environment?
+    pub fn upstream(&self) -> Decision {
+        let u = self.proxy.upstream;
+        match (u.on, u.rule) {
+            (true, Some(r)) => Decision::allow(Reason::AllowedByRule, Some(r)),
+            (false, r) => Decision::deny(Reason::DeniedByRule, r),
+            (true, None) => Decision::allow(Reason::DefaultAllow, None),
+        }
+    }
+
+    /// The web search mode (language spec §9).
+    pub fn web_search(&self) -> Decision {
+        use crate::syntax::ast::WebSearchMode;
+        let (mode, reason, rule) = match self.agent.web_search {
+            Some((m, r)) => (m, Reason::Configured, Some(r)),
+            None if self.agent.sandbox == SandboxMode::DangerFullAccess => (WebSearchMode::Live, Reason::Default, None),
+            None => (WebSearchMode::Cached, Reason::Default, None),
+        };
+        let outcome = match mode {
+            WebSearchMode::Cached => Outcome::Cached,
+            WebSearchMode::Disabled => Outcome::Disabled,
+            WebSearchMode::Live => Outcome::Live,
+            WebSearchMode::Indexed => Outcome::Indexed,
+        };
+        Decision::new(outcome, reason, rule)
+    }
+}

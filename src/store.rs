@@ -1,0 +1,45 @@
+//! Live updates: an [`arc_swap`] handle that readers load without locks and
+//! a writer replaces atomically.
+//!
+//! A reader that calls [`PolicyStore::load`] holds one whole compiled set for
+//! as long as it keeps the guard: it never sees half of an update. A set that
+//! fails to compile is refused and the old one stays in force.
+
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+
+use crate::build::Error;
+use crate::compile::PolicySet;
+use crate::source::SourceMap;
+
+/// The live policy of a running program.
+#[derive(Debug)]
+pub struct PolicyStore {
+    current: ArcSwap<PolicySet>,
+}
+
+impl PolicyStore {
+    pub fn new(set: PolicySet) -> Self {
+        PolicyStore { current: ArcSwap::from_pointee(set) }
+    }
+
+    /// The current set, lock-free. Keep the guard for the duration of one
+    /// decision (or one batch that must be consistent).
+    pub fn load(&self) -> arc_swap::Guard<Arc<PolicySet>> {
+        self.current.load()
+    }
+
+    /// Installs an already compiled set.
+    pub fn replace(&self, set: PolicySet) {
+        self.current.store(Arc::new(set));
+    }
+
+    /// Compiles `sources` and installs the result; on any error the old set
+    /// stays in force and the error is returned.
+    pub fn update(&self, sources: SourceMap) -> Result<(), Error> {
+        let set = PolicySet::from_sources(sources)?;
+        self.replace(set);
+        Ok(())
+    }
+}
