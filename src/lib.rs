@@ -1,4 +1,5 @@
 //! gatehouse: an embedded policy-evaluation engine for the sandboxes that run AI agents.
+#![forbid(unsafe_code)]
 pub mod build;
 pub mod check;
 pub mod compile;

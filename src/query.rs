@@ -200,7 +200,9 @@ pub(crate) fn quote_string(s: &str) -> String {
 }
 
 fn host_port(host: &str, port: i64) -> String {
-    if host.contains(':') && !host.starts_with('[') {
+    if host.starts_with('[') && host.ends_with(']') && !host.contains(char::is_whitespace) {
+        format!("{host}:{port}")
+    } else if host.contains(':') {
         format!("[{host}]:{port}")
     } else {
         format!("{}:{port}", quote_word(host))

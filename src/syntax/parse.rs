@@ -118,9 +118,20 @@ struct Builder {
 }
 
 impl Builder {
+    /// The span of a pair, without the blanks and comment that pest's
+    /// implicit skip leaves at its end (an optional part that did not match
+    /// does not give them back).
     fn span(&self, p: &P<'_>) -> Span {
         let s = p.as_span();
-        Span::new(self.file, self.base + s.start(), self.base + s.end())
+        let text = p.as_str();
+        let last_line = text.rfind('\n').map_or(0, |i| i + 1);
+        let cut = comments::scan(self.file, text)
+            .iter()
+            .map(|c| c.span.start as usize)
+            .find(|&c| c >= last_line)
+            .unwrap_or(text.len());
+        let len = text.get(..cut).map_or(cut, |t| t.trim_end_matches([' ', '\t']).len());
+        Span::new(self.file, self.base + s.start(), self.base + s.start() + len)
     }
 
     fn err(&mut self, e: SyntaxError, span: Span) {
