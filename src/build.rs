@@ -39,13 +39,19 @@ pub fn build(sources: SourceMap) -> Build {
     }
     diagnostics.extend(crate::check::check(&files));
     crate::diag::sort(&mut diagnostics);
-    let mut b = Build { sources, files, diagnostics, set: None };
+    let mut b = Build {
+        sources,
+        files,
+        diagnostics,
+        set: None,
+    };
     if !b.has_errors() {
         match compile(&b.sources, &b.files) {
             Ok(set) => b.set = Some(set),
             Err(e) => {
                 let span = crate::source::Span::default();
-                b.diagnostics.push(Diagnostic::error("internal", e.to_string(), span));
+                b.diagnostics
+                    .push(Diagnostic::error("internal", e.to_string(), span));
             }
         }
     }
@@ -57,7 +63,10 @@ pub fn build(sources: SourceMap) -> Build {
 pub enum Error {
     /// The sources have errors; `rendered` shows them as `policyc check` does.
     #[error("the policy set has errors:\n{rendered}")]
-    Invalid { diagnostics: Vec<Diagnostic>, rendered: String },
+    Invalid {
+        diagnostics: Vec<Diagnostic>,
+        rendered: String,
+    },
     #[error(transparent)]
     Compile(#[from] CompileError),
 }
@@ -75,7 +84,10 @@ impl PolicySet {
         let b = build(sources);
         match b.set {
             Some(set) if !b.has_errors() => Ok(set),
-            _ => Err(Error::Invalid { rendered: b.render(), diagnostics: b.diagnostics }),
+            _ => Err(Error::Invalid {
+                rendered: b.render(),
+                diagnostics: b.diagnostics,
+            }),
         }
     }
 }

@@ -13,7 +13,14 @@ use crate::syntax::ast::*;
 
 /// Formats one parsed file. `src` must be the text `file` was parsed from.
 pub fn format_file(file: &File, src: &SourceFile) -> String {
-    let mut p = Printer { src, comments: &file.comments, used: vec![false; file.comments.len()], out: String::new(), indent: 0, last_line: 0 };
+    let mut p = Printer {
+        src,
+        comments: &file.comments,
+        used: vec![false; file.comments.len()],
+        out: String::new(),
+        indent: 0,
+        last_line: 0,
+    };
     for (i, item) in file.items.iter().enumerate() {
         if i > 0 {
             p.out.push('\n');
@@ -36,25 +43,44 @@ struct Printer<'a> {
 
 fn name(n: &str) -> String {
     let ident = n.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
-        && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    if ident { n.to_string() } else { quote_string(n) }
+        && n.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if ident {
+        n.to_string()
+    } else {
+        quote_string(n)
+    }
 }
 
 fn pattern(p: &str) -> String {
-    let bare = !p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '*' | '-' | '_'));
+    let bare = !p.is_empty()
+        && p.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '*' | '-' | '_'));
     if bare { p.to_string() } else { quote_string(p) }
 }
 
 fn string(s: &Str) -> String {
-    if s.raw { format!("r\"{}\"", s.value) } else { quote_string(&s.value) }
+    if s.raw {
+        format!("r\"{}\"", s.value)
+    } else {
+        quote_string(&s.value)
+    }
 }
 
 fn ports(p: &Option<Vec<PortRange>>) -> String {
     match p {
         None => String::new(),
         Some(list) => {
-            let items: Vec<String> =
-                list.iter().map(|r| if r.lo == r.hi { r.lo.to_string() } else { format!("{}-{}", r.lo, r.hi) }).collect();
+            let items: Vec<String> = list
+                .iter()
+                .map(|r| {
+                    if r.lo == r.hi {
+                        r.lo.to_string()
+                    } else {
+                        format!("{}-{}", r.lo, r.hi)
+                    }
+                })
+                .collect();
             format!(" port {}", items.join(","))
         }
     }
@@ -64,7 +90,11 @@ fn words(ws: &[CommandWord]) -> String {
     ws.iter()
         .map(|w| {
             let alts: Vec<String> = w.alternatives.iter().map(|a| quote_word(a)).collect();
-            if w.bracketed { format!("[{}]", alts.join(" ")) } else { alts.join(" ") }
+            if w.bracketed {
+                format!("[{}]", alts.join(" "))
+            } else {
+                alts.join(" ")
+            }
         })
         .collect::<Vec<_>>()
         .join(" ")
@@ -85,7 +115,10 @@ fn matcher(m: &Matcher) -> String {
 }
 
 fn joined<T: std::fmt::Display>(vs: &[Spanned<T>]) -> String {
-    vs.iter().map(|v| v.node.to_string()).collect::<Vec<_>>().join(" ")
+    vs.iter()
+        .map(|v| v.node.to_string())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 impl Printer<'_> {
@@ -94,10 +127,14 @@ impl Printer<'_> {
     }
 
     fn blank_before(&mut self, line: usize) {
-        if self.last_line > 0 && line > self.last_line + 1 && self.src.line_text(line - 1).trim().is_empty() {
-            if !self.out.ends_with("{\n") && !self.out.ends_with("\n\n") && !self.out.is_empty() {
-                self.out.push('\n');
-            }
+        if self.last_line > 0
+            && line > self.last_line + 1
+            && self.src.line_text(line - 1).trim().is_empty()
+            && !self.out.ends_with("{\n")
+            && !self.out.ends_with("\n\n")
+            && !self.out.is_empty()
+        {
+            self.out.push('\n');
         }
     }
 
@@ -156,14 +193,20 @@ impl Printer<'_> {
             self.emit(&format!("{header} {{}}"), span);
             return;
         }
-        let open = Span { end: span.start + 1, ..span };
+        let open = Span {
+            end: span.start + 1,
+            ..span
+        };
         self.emit(&format!("{header} {{"), open);
         self.indent += 1;
         body(self);
         let close_line = self.line_of(span.end.saturating_sub(1));
         self.flush_before(close_line);
         self.indent -= 1;
-        let close = Span { start: span.end.saturating_sub(1), ..span };
+        let close = Span {
+            start: span.end.saturating_sub(1),
+            ..span
+        };
         let before = self.last_line;
         self.out.push_str(&"  ".repeat(self.indent));
         self.out.push('}');
@@ -175,7 +218,9 @@ impl Printer<'_> {
     }
 
     fn has_comments_inside(&self, span: Span) -> bool {
-        self.comments.iter().any(|c| c.span.start > span.start && c.span.start < span.end)
+        self.comments
+            .iter()
+            .any(|c| c.span.start > span.start && c.span.start < span.end)
     }
 
     fn item(&mut self, item: &Item) {
@@ -187,7 +232,9 @@ impl Printer<'_> {
                 self.block(&header, t.span, t.stmts.is_empty(), |p| {
                     for s in &t.stmts {
                         match s {
-                            TestStmt::Policy(n) => p.emit(&format!("policy {}", name(&n.node)), n.span),
+                            TestStmt::Policy(n) => {
+                                p.emit(&format!("policy {}", name(&n.node)), n.span)
+                            }
                             TestStmt::Expect(e) => {
                                 let mut text = format!("expect {} {}", e.decision.node, e.query);
                                 if let Some(b) = &e.because {
@@ -216,26 +263,30 @@ impl Printer<'_> {
         match &s.kind {
             SectionKind::Network(Network::Off) => self.emit("network off", span),
             SectionKind::Network(Network::Unrestricted) => self.emit("network unrestricted", span),
-            SectionKind::Network(Network::Block(stmts)) => self.block("network", span, stmts.is_empty(), |p| {
-                for st in stmts {
-                    let (text, sp) = match st {
-                        NetStmt::Default(v) => (format!("default {}", v.node), v.span),
-                        NetStmt::Dns(v) => (format!("dns {}", v.node), v.span),
-                        NetStmt::Local(v) => (format!("local {}", v.node), v.span),
-                        NetStmt::Rule(r) => {
-                            let target = match &r.target {
-                                NetTarget::Domain(d) => format!("domain {}", pattern(d)),
-                                NetTarget::Ip(ip) => format!("ip {ip}"),
-                                NetTarget::Cidr(c) => format!("cidr {c}"),
-                                NetTarget::Socket(SocketTarget::Any) => "socket *".to_string(),
-                                NetTarget::Socket(SocketTarget::Path(path)) => format!("socket {}", quote_string(path)),
-                            };
-                            (format!("{} {target}{}", r.effect, ports(&r.ports)), r.span)
-                        }
-                    };
-                    p.emit(&text, sp);
-                }
-            }),
+            SectionKind::Network(Network::Block(stmts)) => {
+                self.block("network", span, stmts.is_empty(), |p| {
+                    for st in stmts {
+                        let (text, sp) = match st {
+                            NetStmt::Default(v) => (format!("default {}", v.node), v.span),
+                            NetStmt::Dns(v) => (format!("dns {}", v.node), v.span),
+                            NetStmt::Local(v) => (format!("local {}", v.node), v.span),
+                            NetStmt::Rule(r) => {
+                                let target = match &r.target {
+                                    NetTarget::Domain(d) => format!("domain {}", pattern(d)),
+                                    NetTarget::Ip(ip) => format!("ip {ip}"),
+                                    NetTarget::Cidr(c) => format!("cidr {c}"),
+                                    NetTarget::Socket(SocketTarget::Any) => "socket *".to_string(),
+                                    NetTarget::Socket(SocketTarget::Path(path)) => {
+                                        format!("socket {}", quote_string(path))
+                                    }
+                                };
+                                (format!("{} {target}{}", r.effect, ports(&r.ports)), r.span)
+                            }
+                        };
+                        p.emit(&text, sp);
+                    }
+                })
+            }
             SectionKind::Proxy(stmts) => self.block("proxy", span, stmts.is_empty(), |p| {
                 for st in stmts {
                     let text = match st {
@@ -247,16 +298,20 @@ impl Printer<'_> {
                     p.emit(&text, st.span());
                 }
             }),
-            SectionKind::Permissions(stmts) => self.block("permissions", span, stmts.is_empty(), |p| {
-                for st in stmts {
-                    match st {
-                        PermStmt::Default(v) => p.emit(&format!("default {}", v.node), v.span),
-                        PermStmt::Rule { effect, permissions, span } => {
-                            p.emit(&format!("{effect} {}", joined(permissions)), *span)
+            SectionKind::Permissions(stmts) => {
+                self.block("permissions", span, stmts.is_empty(), |p| {
+                    for st in stmts {
+                        match st {
+                            PermStmt::Default(v) => p.emit(&format!("default {}", v.node), v.span),
+                            PermStmt::Rule {
+                                effect,
+                                permissions,
+                                span,
+                            } => p.emit(&format!("{effect} {}", joined(permissions)), *span),
                         }
                     }
-                }
-            }),
+                })
+            }
             SectionKind::Apps(stmts) => self.block("apps", span, stmts.is_empty(), |p| {
                 for st in stmts {
                     p.emit(&format!("deny {}", values(&st.names, quote_word)), st.span);
@@ -269,8 +324,12 @@ impl Printer<'_> {
                     Some(stmts) => self.block(&header, span, stmts.is_empty(), |p| {
                         for st in stmts {
                             match st {
-                                SandboxStmt::Writable(v, sp) => p.emit(&format!("writable {}", values(v, quote_string)), *sp),
-                                SandboxStmt::Protect(v, sp) => p.emit(&format!("protect {}", values(v, quote_string)), *sp),
+                                SandboxStmt::Writable(v, sp) => {
+                                    p.emit(&format!("writable {}", values(v, quote_string)), *sp)
+                                }
+                                SandboxStmt::Protect(v, sp) => {
+                                    p.emit(&format!("protect {}", values(v, quote_string)), *sp)
+                                }
                             }
                         }
                     }),
@@ -292,12 +351,17 @@ impl Printer<'_> {
             SectionKind::Mcp(stmts) => self.block("mcp", span, stmts.is_empty(), |p| {
                 for st in stmts {
                     match st {
-                        McpStmt::Server { server, mode, span } => {
-                            p.emit(&format!("server {} {}", name(&server.node), mode.node), *span)
-                        }
-                        McpStmt::Tool { server, tool, mode, span, .. } => {
-                            p.emit(&format!("tool {server}/{tool} {}", mode.node), *span)
-                        }
+                        McpStmt::Server { server, mode, span } => p.emit(
+                            &format!("server {} {}", name(&server.node), mode.node),
+                            *span,
+                        ),
+                        McpStmt::Tool {
+                            server,
+                            tool,
+                            mode,
+                            span,
+                            ..
+                        } => p.emit(&format!("tool {server}/{tool} {}", mode.node), *span),
                     }
                 }
             }),
@@ -313,15 +377,28 @@ impl Printer<'_> {
             SectionKind::Guardian(stmts) => self.block("guardian", span, stmts.is_empty(), |p| {
                 for st in stmts {
                     let (text, sp) = match st {
-                        GuardianStmt::Risk { level, category, matcher: m, span } => {
-                            (format!("risk {} {} {}", level.node, category.node, matcher(m)), *span)
+                        GuardianStmt::Risk {
+                            level,
+                            category,
+                            matcher: m,
+                            span,
+                        } => (
+                            format!("risk {} {} {}", level.node, category.node, matcher(m)),
+                            *span,
+                        ),
+                        GuardianStmt::DenyCategory { category, span } => {
+                            (format!("deny category {}", category.node), *span)
                         }
-                        GuardianStmt::DenyCategory { category, span } => (format!("deny category {}", category.node), *span),
-                        GuardianStmt::DenyAction { matcher: m, span } => (format!("deny {}", matcher(m)), *span),
-                        GuardianStmt::Allow { levels, span } => (format!("allow {}", joined(levels)), *span),
-                        GuardianStmt::Authorize { level, with, span } => {
-                            (format!("authorize {} with {}", level.node, with.node), *span)
+                        GuardianStmt::DenyAction { matcher: m, span } => {
+                            (format!("deny {}", matcher(m)), *span)
                         }
+                        GuardianStmt::Allow { levels, span } => {
+                            (format!("allow {}", joined(levels)), *span)
+                        }
+                        GuardianStmt::Authorize { level, with, span } => (
+                            format!("authorize {} with {}", level.node, with.node),
+                            *span,
+                        ),
                     };
                     p.emit(&text, sp);
                 }

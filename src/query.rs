@@ -176,7 +176,10 @@ impl Query {
 /// Quotes a word for the text form when it is not a plain bare word.
 pub(crate) fn quote_word(w: &str) -> String {
     let bare = !w.is_empty()
-        && w.chars().all(|c| c.is_ascii_graphic() && !matches!(c, '"' | '#' | ';' | '{' | '}' | ',' | '[' | ']' | '\\'))
+        && w.chars().all(|c| {
+            c.is_ascii_graphic()
+                && !matches!(c, '"' | '#' | ';' | '{' | '}' | ',' | '[' | ']' | '\\')
+        })
         && !matches!(w, "because" | "with" | "escalate" | "in");
     if bare { w.to_string() } else { quote_string(w) }
 }
@@ -252,7 +255,11 @@ impl fmt::Display for Query {
                 }
                 Ok(())
             }
-            Query::Mcp { server, tool, annotations } => {
+            Query::Mcp {
+                server,
+                tool,
+                annotations,
+            } => {
                 write!(f, "mcp {server}/{tool}")?;
                 for (k, v) in [
                     ("destructive", annotations.destructive_hint),
@@ -278,7 +285,15 @@ impl fmt::Display for Query {
                     write!(f, " auth={a}")?;
                 }
                 if let Some(o) = assessment.outcome {
-                    write!(f, " outcome={}", if o == ReviewOutcome::Allow { "allow" } else { "deny" })?;
+                    write!(
+                        f,
+                        " outcome={}",
+                        if o == ReviewOutcome::Allow {
+                            "allow"
+                        } else {
+                            "deny"
+                        }
+                    )?;
                 }
                 if let Some(s) = assessment.status {
                     let s = match s {

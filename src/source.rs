@@ -34,7 +34,11 @@ impl std::hash::Hash for Span {
 
 impl Span {
     pub fn new(file: FileId, start: usize, end: usize) -> Self {
-        Span { file, start: clamp(start), end: clamp(end) }
+        Span {
+            file,
+            start: clamp(start),
+            end: clamp(end),
+        }
     }
     /// The span's location, for comparisons that do care about it.
     pub fn range(&self) -> (FileId, u32, u32) {
@@ -42,7 +46,11 @@ impl Span {
     }
     /// The smallest span covering both.
     pub fn to(self, other: Span) -> Span {
-        Span { file: self.file, start: self.start.min(other.start), end: self.end.max(other.end) }
+        Span {
+            file: self.file,
+            start: self.start.min(other.start),
+            end: self.end.max(other.end),
+        }
     }
 }
 
@@ -70,28 +78,55 @@ impl SourceFile {
         let text = text.into();
         let mut line_starts = vec![0];
         line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
-        SourceFile { name: name.into(), text, line_starts }
+        SourceFile {
+            name: name.into(),
+            text,
+            line_starts,
+        }
     }
 
     /// Line and column of a byte offset (clamped to the text).
     pub fn line_col(&self, offset: u32) -> LineCol {
         let offset = (offset as usize).min(self.text.len());
-        let line = self.line_starts.partition_point(|&s| s <= offset).saturating_sub(1);
+        let line = self
+            .line_starts
+            .partition_point(|&s| s <= offset)
+            .saturating_sub(1);
         let start = self.line_starts.get(line).copied().unwrap_or(0);
-        let column = self.text.get(start..offset).map_or(0, |s| s.chars().count()) + 1;
-        LineCol { line: line + 1, column }
+        let column = self
+            .text
+            .get(start..offset)
+            .map_or(0, |s| s.chars().count())
+            + 1;
+        LineCol {
+            line: line + 1,
+            column,
+        }
     }
 
     /// The text of a 1-based line, without its line break.
     pub fn line_text(&self, line: usize) -> &str {
-        let start = self.line_starts.get(line.wrapping_sub(1)).copied().unwrap_or(self.text.len());
-        let end = self.line_starts.get(line).copied().unwrap_or(self.text.len());
-        self.text.get(start..end).unwrap_or("").trim_end_matches(['\n', '\r'])
+        let start = self
+            .line_starts
+            .get(line.wrapping_sub(1))
+            .copied()
+            .unwrap_or(self.text.len());
+        let end = self
+            .line_starts
+            .get(line)
+            .copied()
+            .unwrap_or(self.text.len());
+        self.text
+            .get(start..end)
+            .unwrap_or("")
+            .trim_end_matches(['\n', '\r'])
     }
 
     /// The source text under a span.
     pub fn slice(&self, span: Span) -> &str {
-        self.text.get(span.start as usize..span.end as usize).unwrap_or("")
+        self.text
+            .get(span.start as usize..span.end as usize)
+            .unwrap_or("")
     }
 }
 
@@ -113,7 +148,10 @@ impl SourceMap {
         self.files.get(id.0 as usize)
     }
     pub fn files(&self) -> impl Iterator<Item = (FileId, &SourceFile)> {
-        self.files.iter().enumerate().map(|(i, f)| (FileId(clamp(i)), f))
+        self.files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (FileId(clamp(i)), f))
     }
 }
 

@@ -21,7 +21,9 @@ pub struct PolicyStore {
 
 impl PolicyStore {
     pub fn new(set: PolicySet) -> Self {
-        PolicyStore { current: ArcSwap::from_pointee(set) }
+        PolicyStore {
+            current: ArcSwap::from_pointee(set),
+        }
     }
 
     /// The current set, lock-free. Keep the guard for the duration of one

@@ -1,12 +1,21 @@
 //! `policyc` as a user runs it: exit codes, JSON decisions, golden
 //! diagnostics. Set `BLESS=1` to rewrite the golden files.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
 
 use std::process::{Command, Output};
 
 fn policyc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_policyc")).args(args).current_dir(env!("CARGO_MANIFEST_DIR")).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_policyc"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap()
 }
 
 /// The shipped valid policies (`policies/invalid/` holds files that must fail).
@@ -39,27 +48,95 @@ fn golden(name: &str, actual: &str) {
         std::fs::write(&path, actual).unwrap();
     }
     let want = std::fs::read_to_string(&path).unwrap_or_default();
-    assert_eq!(actual, want, "golden file {name} differs (BLESS=1 rewrites it)");
+    assert_eq!(
+        actual, want,
+        "golden file {name} differs (BLESS=1 rewrites it)"
+    );
 }
 
 /// Spec §15 (network, tool and app rows), plus more of §3–§8.
 const ROWS: &[(&str, &str, &str, &str)] = &[
-    ("coding-agent", "connect github.com:443", "allow", "allowed_by_rule"),
-    ("coding-agent", "connect api.github.com:443", "deny", "not_allowed"),
-    ("coding-agent", "connect GitHub.COM.:443", "allow", "allowed_by_rule"),
-    ("research", "connect 169.254.169.254:80", "deny", "local_address"),
-    ("research", "connect 2130706433:80", "deny", "ambiguous_ip_literal"),
-    ("research", "connect [::ffff:10.1.2.3]:443", "deny", "denied_by_rule"),
-    ("research", "resolved anything.example -> 93.184.215.14, 10.0.0.7", "deny", "denied_by_rule"),
-    ("research", "resolved rebind.example -> 127.0.0.1", "deny", "non_public_resolution"),
-    ("research", "dns competitor.example.com", "deny", "denied_by_rule"),
+    (
+        "coding-agent",
+        "connect github.com:443",
+        "allow",
+        "allowed_by_rule",
+    ),
+    (
+        "coding-agent",
+        "connect api.github.com:443",
+        "deny",
+        "not_allowed",
+    ),
+    (
+        "coding-agent",
+        "connect GitHub.COM.:443",
+        "allow",
+        "allowed_by_rule",
+    ),
+    (
+        "research",
+        "connect 169.254.169.254:80",
+        "deny",
+        "local_address",
+    ),
+    (
+        "research",
+        "connect 2130706433:80",
+        "deny",
+        "ambiguous_ip_literal",
+    ),
+    (
+        "research",
+        "connect [::ffff:10.1.2.3]:443",
+        "deny",
+        "denied_by_rule",
+    ),
+    (
+        "research",
+        "resolved anything.example -> 93.184.215.14, 10.0.0.7",
+        "deny",
+        "denied_by_rule",
+    ),
+    (
+        "research",
+        "resolved rebind.example -> 127.0.0.1",
+        "deny",
+        "non_public_resolution",
+    ),
+    (
+        "research",
+        "dns competitor.example.com",
+        "deny",
+        "denied_by_rule",
+    ),
     ("observer", "tool input.control", "deny", "denied_by_rule"),
     ("observer", "tool screen.read", "allow", "default_allow"),
-    ("coding-agent", "dns exfil.attacker.example", "deny", "not_allowed"),
-    ("coding-agent", "connect 169.254.169.254:80", "deny", "local_address"),
-    ("auto", "connect api.zerotwo.ai:443", "allow", "allowed_by_rule"),
+    (
+        "coding-agent",
+        "dns exfil.attacker.example",
+        "deny",
+        "not_allowed",
+    ),
+    (
+        "coding-agent",
+        "connect 169.254.169.254:80",
+        "deny",
+        "local_address",
+    ),
+    (
+        "auto",
+        "connect api.zerotwo.ai:443",
+        "allow",
+        "allowed_by_rule",
+    ),
     ("auto", "connect example.com:443", "deny", "denied_by_rule"),
-    ("kiosk", "app \"C:\\\\Program Files\\\\Mozilla Firefox\\\\firefox.exe\"", "deny", "denied_by_rule"),
+    (
+        "kiosk",
+        "app \"C:\\\\Program Files\\\\Mozilla Firefox\\\\firefox.exe\"",
+        "deny",
+        "denied_by_rule",
+    ),
     ("kiosk", "app /usr/bin/vim", "allow", "default_allow"),
 ];
 
@@ -67,9 +144,18 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
 fn spec_rows_hold_in_the_text_form() {
     for (policy, query, decision, reason) in ROWS {
         let o = eval_valid(&["--policy", policy, "--query", query]);
-        assert_eq!(o.status.code(), Some(0), "{query}: {}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{query}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
-        assert_eq!((v["decision"].as_str(), v["reason"].as_str()), (Some(*decision), Some(*reason)), "{policy}: {query}");
+        assert_eq!(
+            (v["decision"].as_str(), v["reason"].as_str()),
+            (Some(*decision), Some(*reason)),
+            "{policy}: {query}"
+        );
         assert_eq!(v["policy"], *policy);
     }
 }
@@ -81,7 +167,11 @@ fn spec_rows_hold_in_the_json_form() {
         let json = serde_json::to_string(&q).unwrap();
         let o = eval_valid(&["--policy", policy, "--query", &json]);
         let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
-        assert_eq!((v["decision"].as_str(), v["reason"].as_str()), (Some(*decision), Some(*reason)), "{policy}: {json}");
+        assert_eq!(
+            (v["decision"].as_str(), v["reason"].as_str()),
+            (Some(*decision), Some(*reason)),
+            "{policy}: {json}"
+        );
     }
 }
 
@@ -103,7 +193,16 @@ fn eval_streams_one_decision_per_line_and_names_the_rule() {
 
 #[test]
 fn a_malformed_query_line_is_an_error_line_and_exit_3() {
-    let o = policyc(&["eval", "policies/coding-agent.policy", "--query", "conect x:1", "--query", "connect github.com:443", "--query", "{\"kind\":\"connect\"}"]);
+    let o = policyc(&[
+        "eval",
+        "policies/coding-agent.policy",
+        "--query",
+        "conect x:1",
+        "--query",
+        "connect github.com:443",
+        "--query",
+        "{\"kind\":\"connect\"}",
+    ]);
     let lines: Vec<&str> = std::str::from_utf8(&o.stdout).unwrap().lines().collect();
     assert_eq!(lines.len(), 3);
     assert!(lines[0].starts_with("{\"error\":"));
@@ -125,13 +224,28 @@ fn check_reports_all_six_mistakes_with_carets_and_help() {
 
 #[test]
 fn check_json_has_the_documented_fields() {
-    let o = policyc(&["check", "--format", "json", "policies/invalid/many-mistakes.policy"]);
+    let o = policyc(&[
+        "check",
+        "--format",
+        "json",
+        "policies/invalid/many-mistakes.policy",
+    ]);
     assert_eq!(o.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     let arr = v.as_array().unwrap();
     assert_eq!(arr.len(), 6);
     for d in arr {
-        for f in ["severity", "code", "message", "file", "line", "column", "end_line", "end_column", "help"] {
+        for f in [
+            "severity",
+            "code",
+            "message",
+            "file",
+            "line",
+            "column",
+            "end_line",
+            "end_column",
+            "help",
+        ] {
             assert!(d.get(f).is_some(), "missing {f} in {d}");
         }
     }
@@ -142,12 +256,34 @@ fn check_json_has_the_documented_fields() {
 
 #[test]
 fn clean_policies_check_test_and_format_cleanly() {
-    let o = policyc(&["check", "--deny-warnings", "policies/coding-agent.policy", "policies/research.policy", "policies/observer.policy", "policies/zerocode-auto.policy", "policies/zerocode-proxy.policy", "policies/apps.policy"]);
+    let o = policyc(&[
+        "check",
+        "--deny-warnings",
+        "policies/coding-agent.policy",
+        "policies/research.policy",
+        "policies/observer.policy",
+        "policies/zerocode-auto.policy",
+        "policies/zerocode-proxy.policy",
+        "policies/apps.policy",
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
-    let o = policyc(&["test", "policies/coding-agent.policy", "policies/research.policy", "policies/observer.policy", "policies/zerocode-auto.policy", "policies/zerocode-proxy.policy", "policies/apps.policy"]);
+    let o = policyc(&[
+        "test",
+        "policies/coding-agent.policy",
+        "policies/research.policy",
+        "policies/observer.policy",
+        "policies/zerocode-auto.policy",
+        "policies/zerocode-proxy.policy",
+        "policies/apps.policy",
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
     assert!(stdout(&o).contains(" passed, 0 failed"));
-    let o = policyc(&["fmt", "--check", "policies/coding-agent.policy", "policies/zerocode-proxy.policy"]);
+    let o = policyc(&[
+        "fmt",
+        "--check",
+        "policies/coding-agent.policy",
+        "policies/zerocode-proxy.policy",
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
 }
 
@@ -160,8 +296,14 @@ fn a_failing_expectation_shows_expected_actual_and_rule() {
     let o = policyc(&["test", f.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
     let out = stdout(&o);
-    assert!(out.contains("expected: allow connect x.example:443"), "{out}");
-    assert!(out.contains("actual:   deny because denied_by_rule"), "{out}");
+    assert!(
+        out.contains("expected: allow connect x.example:443"),
+        "{out}"
+    );
+    assert!(
+        out.contains("actual:   deny because denied_by_rule"),
+        "{out}"
+    );
     assert!(out.contains("deny domain x.example"), "{out}");
     assert!(out.contains("0 passed, 1 failed"), "{out}");
 }
@@ -171,5 +313,10 @@ fn usage_errors_exit_2() {
     assert_eq!(policyc(&[]).status.code(), Some(2));
     assert_eq!(policyc(&["chek", "policies"]).status.code(), Some(2));
     assert_eq!(eval_valid(&["--query", "upstream"]).status.code(), Some(2)); // several policies
-    assert_eq!(policyc(&["check", "--formt", "json", "policies"]).status.code(), Some(2));
+    assert_eq!(
+        policyc(&["check", "--formt", "json", "policies"])
+            .status
+            .code(),
+        Some(2)
+    );
 }

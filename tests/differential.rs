@@ -1,7 +1,12 @@
 //! The compiled engine against the reference evaluator, and algebraic
 //! properties of decisions. 11 000 generated cases in all.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
 
 mod reference;
 
@@ -12,15 +17,44 @@ use gatehouse::source::SourceMap;
 use gatehouse::syntax::ast::Item;
 use proptest::prelude::*;
 
-const NAMES: &[&str] =
-    &["example.com", "a.example.com", "b.a.example.com", "example.org", "localhost", "x.localhost", "com", "github.com", "api.github.com", "bücher.example"];
+const NAMES: &[&str] = &[
+    "example.com",
+    "a.example.com",
+    "b.a.example.com",
+    "example.org",
+    "localhost",
+    "x.localhost",
+    "com",
+    "github.com",
+    "api.github.com",
+    "bücher.example",
+];
 const IPS: &[&str] = &[
-    "10.0.0.1", "10.0.0.5", "127.0.0.1", "169.254.169.254", "8.8.8.8", "93.184.215.14", "::1", "fd00::1", "2606:4700::1",
-    "::ffff:8.8.8.8", "192.168.1.1", "64:ff9b::a00:1", "2002:808:808::1",
+    "10.0.0.1",
+    "10.0.0.5",
+    "127.0.0.1",
+    "169.254.169.254",
+    "8.8.8.8",
+    "93.184.215.14",
+    "::1",
+    "fd00::1",
+    "2606:4700::1",
+    "::ffff:8.8.8.8",
+    "192.168.1.1",
+    "64:ff9b::a00:1",
+    "2002:808:808::1",
 ];
 const CIDRS: &[&str] = &[
-    "10.0.0.0/8", "127.0.0.0/8", "8.8.8.0/24", "0.0.0.0/0", "fd00::/8", "2606:4700::/32", "::ffff:10.0.0.0/104", "::/0",
-    "192.168.0.0/16", "8.0.0.0/7",
+    "10.0.0.0/8",
+    "127.0.0.0/8",
+    "8.8.8.0/24",
+    "0.0.0.0/0",
+    "fd00::/8",
+    "2606:4700::/32",
+    "::ffff:10.0.0.0/104",
+    "::/0",
+    "192.168.0.0/16",
+    "8.0.0.0/7",
 ];
 const PORTS: &[&str] = &["", " port 443", " port 80,443", " port 8000-8999"];
 
@@ -115,10 +149,24 @@ fn policy() -> impl Strategy<Value = Gen> {
         v
     });
     let perms = prop::collection::vec(
-        (prop_oneof![Just("allow"), Just("deny"), Just("default")], 0..5usize).prop_map(|(e, i)| {
-            let p = ["shell.exec", "screen.read", "input.control", "files.read", "files.write"][i];
-            if e == "default" { format!("default {}", if i % 2 == 0 { "deny" } else { "allow" }) } else { format!("{e} {p}") }
-        }),
+        (
+            prop_oneof![Just("allow"), Just("deny"), Just("default")],
+            0..5usize,
+        )
+            .prop_map(|(e, i)| {
+                let p = [
+                    "shell.exec",
+                    "screen.read",
+                    "input.control",
+                    "files.read",
+                    "files.write",
+                ][i];
+                if e == "default" {
+                    format!("default {}", if i % 2 == 0 { "deny" } else { "allow" })
+                } else {
+                    format!("{e} {p}")
+                }
+            }),
         0..3,
     )
     .prop_map(|mut v| {
@@ -127,18 +175,42 @@ fn policy() -> impl Strategy<Value = Gen> {
         v.retain(|s| !s.starts_with("default") || !std::mem::replace(&mut seen, true));
         v
     });
-    let apps = prop::collection::vec(prop_oneof![Just("firefox"), Just("\"Google Chrome\""), Just("Terminal.app")], 0..2);
-    (0..8u8, settings, prop::collection::vec(rule(), 0..8), star(), proxy, perms, apps).prop_map(
-        |(mode, settings, mut rules, star, proxy, perms, apps)| {
-            rules.extend(star);
-            Gen { mode, settings, rules, proxy, perms, apps: apps.into_iter().map(String::from).collect() }
-        },
+    let apps = prop::collection::vec(
+        prop_oneof![
+            Just("firefox"),
+            Just("\"Google Chrome\""),
+            Just("Terminal.app")
+        ],
+        0..2,
+    );
+    (
+        0..8u8,
+        settings,
+        prop::collection::vec(rule(), 0..8),
+        star(),
+        proxy,
+        perms,
+        apps,
     )
+        .prop_map(|(mode, settings, mut rules, star, proxy, perms, apps)| {
+            rules.extend(star);
+            Gen {
+                mode,
+                settings,
+                rules,
+                proxy,
+                perms,
+                apps: apps.into_iter().map(String::from).collect(),
+            }
+        })
 }
 
 /// Adversarial spellings of a host.
 fn host() -> impl Strategy<Value = String> {
-    let base = prop_oneof![(0..NAMES.len()).prop_map(|i| NAMES[i].to_string()), (0..IPS.len()).prop_map(|i| IPS[i].to_string())];
+    let base = prop_oneof![
+        (0..NAMES.len()).prop_map(|i| NAMES[i].to_string()),
+        (0..IPS.len()).prop_map(|i| IPS[i].to_string())
+    ];
     let junk = prop_oneof![
         Just("a..b".to_string()),
         Just("user@github.com".to_string()),
@@ -170,11 +242,24 @@ fn host() -> impl Strategy<Value = String> {
 }
 
 fn port() -> impl Strategy<Value = i64> {
-    prop_oneof![Just(443), Just(80), Just(8080), Just(8500), Just(22), Just(0), Just(70000)]
+    prop_oneof![
+        Just(443),
+        Just(80),
+        Just(8080),
+        Just(8500),
+        Just(22),
+        Just(0),
+        Just(70000)
+    ]
 }
 
 fn query() -> impl Strategy<Value = Query> {
-    let via = prop_oneof![Just(Via::Https), Just(Via::Http), Just(Via::Socks5), Just(Via::Socks5Udp)];
+    let via = prop_oneof![
+        Just(Via::Https),
+        Just(Via::Http),
+        Just(Via::Socks5),
+        Just(Via::Socks5Udp)
+    ];
     let addr = prop_oneof![5 => (0..IPS.len()).prop_map(|i| IPS[i].to_string()), 1 => Just("0177.0.0.1".to_string())];
     prop_oneof![
         4 => (host(), port(), via).prop_map(|(host, port, via)| Query::Connect { host, port, via }),
@@ -210,12 +295,21 @@ fn build(text: &str) -> Option<Both> {
 fn engine(b: &Both, q: &Query) -> (String, String, Option<(usize, usize)>) {
     let p = b.set.single().unwrap();
     let d = p.decide(q).unwrap();
-    let rule = d.rule.and_then(|r| b.set.rule(r)).map(|r| (r.line, r.column));
-    (d.outcome.as_str().to_string(), d.reason.as_str().to_string(), rule)
+    let rule = d
+        .rule
+        .and_then(|r| b.set.rule(r))
+        .map(|r| (r.line, r.column));
+    (
+        d.outcome.as_str().to_string(),
+        d.reason.as_str().to_string(),
+        rule,
+    )
 }
 
 fn oracle(b: &Both, q: &Query) -> (String, String, Option<(usize, usize)>) {
-    let Item::Policy(block) = &b.file.items[0] else { panic!("no policy") };
+    let Item::Policy(block) = &b.file.items[0] else {
+        panic!("no policy")
+    };
     let r = reference::RefPolicy { block }.decide(q).unwrap();
     let f = b.sources.get(gatehouse::source::FileId(0)).unwrap();
     let rule = r.rule_at.map(|at| {

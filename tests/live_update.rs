@@ -1,7 +1,12 @@
 //! Live updates: readers never block and never see a mixture of two
 //! policies; a set that fails to compile is refused.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -66,7 +71,9 @@ fn readers_see_one_whole_policy_or_the_other() {
     }
     // A broken update is refused, and the last good set stays in force.
     let before = batch(&store.load());
-    let err = store.update(sources("policy p { network { allow domian x.example } }")).unwrap_err();
+    let err = store
+        .update(sources("policy p { network { allow domian x.example } }"))
+        .unwrap_err();
     assert!(err.to_string().contains("domian"), "{err}");
     assert_eq!(batch(&store.load()), before);
     stop.store(true, Ordering::Relaxed);

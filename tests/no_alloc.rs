@@ -1,6 +1,11 @@
 //! The hot-path calls do not allocate: counted by a global allocator.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, unsafe_code)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    unsafe_code
+)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -64,7 +69,12 @@ policy p {
 fn hot_path_decisions_do_not_allocate() {
     let set = PolicySet::from_source("p.policy", POLICY).unwrap();
     let p = set.single().unwrap();
-    let addrs = ["140.82.112.3", "2606:4700::1111", "10.0.0.7", "93.184.215.14"];
+    let addrs = [
+        "140.82.112.3",
+        "2606:4700::1111",
+        "10.0.0.7",
+        "93.184.215.14",
+    ];
     let n = allocations(|| {
         for _ in 0..100 {
             std::hint::black_box(p.connect("api.example.com", 443, Via::Https));

@@ -56,15 +56,23 @@ impl CheckError {
         match self {
             CheckError::DuplicatePolicy(_) => "duplicate_policy",
             CheckError::DuplicateSection(_) => "duplicate_section",
-            CheckError::DuplicateSetting(_) | CheckError::GranularDuplicate(_) => "duplicate_setting",
+            CheckError::DuplicateSetting(_) | CheckError::GranularDuplicate(_) => {
+                "duplicate_setting"
+            }
             CheckError::DenyDomainStar => "deny_domain_star",
             CheckError::DenySocketStar => "deny_socket_star",
-            CheckError::Pattern(crate::normalize::pattern::PatternError::BadWildcard { .. }) => "bad_wildcard",
-            CheckError::Pattern(crate::normalize::pattern::PatternError::Address { .. }) => "address_as_domain",
+            CheckError::Pattern(crate::normalize::pattern::PatternError::BadWildcard {
+                ..
+            }) => "bad_wildcard",
+            CheckError::Pattern(crate::normalize::pattern::PatternError::Address { .. }) => {
+                "address_as_domain"
+            }
             CheckError::Pattern(_) => "invalid_pattern",
             CheckError::SocketPath(_) => "invalid_socket_path",
             CheckError::OneValue(_) => "one_value",
-            CheckError::GranularBlockMissing | CheckError::GranularBlockUnexpected => "granular_block",
+            CheckError::GranularBlockMissing | CheckError::GranularBlockUnexpected => {
+                "granular_block"
+            }
             CheckError::GranularMissing(_) => "granular_missing",
             CheckError::BlankBecause => "blank_because",
             CheckError::GuardianAllowLevel(_) => "guardian_allow_level",
@@ -158,7 +166,11 @@ pub fn check(files: &[File]) -> Vec<Diagnostic> {
 }
 
 fn test_block(t: &TestBlock, names: &[&str], diags: &mut Vec<Diagnostic>) {
-    let mut current = if names.len() == 1 { names.first().copied() } else { None };
+    let mut current = if names.len() == 1 {
+        names.first().copied()
+    } else {
+        None
+    };
     for s in &t.stmts {
         match s {
             TestStmt::Policy(p) => {
@@ -166,7 +178,9 @@ fn test_block(t: &TestBlock, names: &[&str], diags: &mut Vec<Diagnostic>) {
                     current = Some(p.node.as_str());
                 } else {
                     let help = did_you_mean(&p.node, names.iter().copied());
-                    diags.push(error(CheckError::UnknownPolicy(p.node.clone()), p.span).with_help(help));
+                    diags.push(
+                        error(CheckError::UnknownPolicy(p.node.clone()), p.span).with_help(help),
+                    );
                     current = Some("");
                 }
             }
@@ -187,7 +201,10 @@ fn block(b: &Block, diags: &mut Vec<Diagnostic>) {
     for s in &b.sections {
         let kw = s.kind.keyword();
         if let Some(first) = seen.get(kw) {
-            diags.push(error(CheckError::DuplicateSection(kw), s.keyword).with_label(*first, "first written here"));
+            diags.push(
+                error(CheckError::DuplicateSection(kw), s.keyword)
+                    .with_label(*first, "first written here"),
+            );
             continue;
         }
         seen.insert(kw, s.keyword);
@@ -235,7 +252,10 @@ fn block(b: &Block, diags: &mut Vec<Diagnostic>) {
                     if let GuardianStmt::Allow { levels, .. } = st {
                         for l in levels {
                             if matches!(l.node, RiskLevel::High | RiskLevel::Critical) {
-                                diags.push(error(CheckError::GuardianAllowLevel(l.node.as_str()), l.span));
+                                diags.push(error(
+                                    CheckError::GuardianAllowLevel(l.node.as_str()),
+                                    l.span,
+                                ));
                             }
                         }
                     }
@@ -246,7 +266,12 @@ fn block(b: &Block, diags: &mut Vec<Diagnostic>) {
     }
 }
 
-fn one_value<T>(values: &[Spanned<T>], what: &'static str, span: Span, diags: &mut Vec<Diagnostic>) {
+fn one_value<T>(
+    values: &[Spanned<T>],
+    what: &'static str,
+    span: Span,
+    diags: &mut Vec<Diagnostic>,
+) {
     if values.len() != 1 {
         let at = values.get(1).map_or(span, |v| v.span);
         diags.push(error(CheckError::OneValue(what), at));
@@ -254,7 +279,10 @@ fn one_value<T>(values: &[Spanned<T>], what: &'static str, span: Span, diags: &m
 }
 
 fn approvals(a: &ApprovalsSection, span: Span, diags: &mut Vec<Diagnostic>) {
-    let granular = a.modes.first().is_some_and(|m| m.node == ApprovalMode::Granular);
+    let granular = a
+        .modes
+        .first()
+        .is_some_and(|m| m.node == ApprovalMode::Granular);
     match (&a.granular, granular) {
         (None, true) => diags.push(error(CheckError::GranularBlockMissing, span)),
         (Some(_), false) => diags.push(error(CheckError::GranularBlockUnexpected, span)),
@@ -263,7 +291,11 @@ fn approvals(a: &ApprovalsSection, span: Span, diags: &mut Vec<Diagnostic>) {
             for g in stmts {
                 once.see(g.category.node.as_str(), g.span, diags);
             }
-            for required in [PromptCategory::SandboxApproval, PromptCategory::Rules, PromptCategory::McpElicitations] {
+            for required in [
+                PromptCategory::SandboxApproval,
+                PromptCategory::Rules,
+                PromptCategory::McpElicitations,
+            ] {
                 if !stmts.iter().any(|g| g.category.node == required) {
                     diags.push(error(CheckError::GranularMissing(required.as_str()), span));
                 }
@@ -280,9 +312,9 @@ struct Once(HashMap<&'static str, Span>);
 impl Once {
     fn see(&mut self, key: &'static str, span: Span, diags: &mut Vec<Diagnostic>) {
         match self.0.get(key) {
-            Some(first) => {
-                diags.push(error(CheckError::DuplicateSetting(key), span).with_label(*first, "first set here"))
-            }
+            Some(first) => diags.push(
+                error(CheckError::DuplicateSetting(key), span).with_label(*first, "first set here"),
+            ),
             None => {
                 self.0.insert(key, span);
             }

@@ -3,10 +3,8 @@
 //! Lints look up covering rules by suffix (domains) and by supernet
 //! (addresses) in hash maps, so checking stays linear in the rule count.
 
-use std::collections::HashMap;
-use std::net::IpAddr;
-
 use ipnet::IpNet;
+use std::collections::HashMap;
 
 use super::{CheckError, Once, error};
 use crate::diag::Diagnostic;
@@ -51,13 +49,20 @@ pub(super) fn check(stmts: &[NetStmt], diags: &mut Vec<Diagnostic>) {
                     Ok(DomainPattern::Any) if r.effect == Effect::Deny => {
                         diags.push(error(CheckError::DenyDomainStar, r.span));
                     }
-                    Ok(p) => rules.push(R { rule: r, target: Target::Domain(p) }),
+                    Ok(p) => rules.push(R {
+                        rule: r,
+                        target: Target::Domain(p),
+                    }),
                     Err(e) => diags.push(error(CheckError::Pattern(e), r.target_span)),
                 },
-                NetTarget::Ip(ip) => {
-                    rules.push(R { rule: r, target: Target::Net(IpNet::from(canonical_ip(*ip)), true) })
-                }
-                NetTarget::Cidr(c) => rules.push(R { rule: r, target: Target::Net(*c, false) }),
+                NetTarget::Ip(ip) => rules.push(R {
+                    rule: r,
+                    target: Target::Net(IpNet::from(canonical_ip(*ip)), true),
+                }),
+                NetTarget::Cidr(c) => rules.push(R {
+                    rule: r,
+                    target: Target::Net(*c, false),
+                }),
                 NetTarget::Socket(SocketTarget::Any) if r.effect == Effect::Deny => {
                     diags.push(error(CheckError::DenySocketStar, r.span));
                 }
@@ -80,12 +85,19 @@ fn is_local_exception(r: &R<'_>) -> bool {
     r.rule.effect == Effect::Allow
         && match &r.target {
             Target::Net(n, true) => is_non_public(n.addr()),
-            Target::Domain(DomainPattern::Exact(n)) => n == "localhost" || n.ends_with(".localhost"),
+            Target::Domain(DomainPattern::Exact(n)) => {
+                n == "localhost" || n.ends_with(".localhost")
+            }
             _ => false,
         }
 }
 
-fn lints(rules: &[R<'_>], default_allow: Option<Span>, local_allow: bool, diags: &mut Vec<Diagnostic>) {
+fn lints(
+    rules: &[R<'_>],
+    default_allow: Option<Span>,
+    local_allow: bool,
+    diags: &mut Vec<Diagnostic>,
+) {
     let mut by_target: HashMap<&Target, Vec<usize>> = HashMap::new();
     for (i, r) in rules.iter().enumerate() {
         by_target.entry(&r.target).or_default().push(i);
@@ -97,7 +109,10 @@ fn lints(rules: &[R<'_>], default_allow: Option<Span>, local_allow: bool, diags:
         for cand in candidates(&r.target) {
             for &j in by_target.get(&cand).map(Vec::as_slice).unwrap_or(&[]) {
                 let Some(o) = rules.get(j) else { continue };
-                if j == i || !covers(&o.target, &r.target) || !ports_cover(o.rule.ports.as_deref(), r.rule.ports.as_deref()) {
+                if j == i
+                    || !covers(&o.target, &r.target)
+                    || !ports_cover(o.rule.ports.as_deref(), r.rule.ports.as_deref())
+                {
                     continue;
                 }
                 let identical = o.target == r.target && o.rule.ports == r.rule.ports;
@@ -115,15 +130,31 @@ fn lints(rules: &[R<'_>], default_allow: Option<Span>, local_allow: bool, diags:
         }
         if let Some(d) = covered_by_deny {
             diags.push(
-                Diagnostic::warning("dead_allow", "this allow rule can never allow anything", r.rule.span)
-                    .with_label(d.rule.span, "this deny rule matches everything it matches, and deny wins")
-                    .with_help(Some("remove the allow rule, or narrow the deny rule".into())),
+                Diagnostic::warning(
+                    "dead_allow",
+                    "this allow rule can never allow anything",
+                    r.rule.span,
+                )
+                .with_label(
+                    d.rule.span,
+                    "this deny rule matches everything it matches, and deny wins",
+                )
+                .with_help(Some(
+                    "remove the allow rule, or narrow the deny rule".into(),
+                )),
             );
         } else if let Some(o) = covered_by_same {
             diags.push(
-                Diagnostic::warning("covered_rule", "this rule never decides anything", r.rule.span)
-                    .with_label(o.rule.span, "this rule already matches everything it matches")
-                    .with_help(Some("remove one of the two rules".into())),
+                Diagnostic::warning(
+                    "covered_rule",
+                    "this rule never decides anything",
+                    r.rule.span,
+                )
+                .with_label(
+                    o.rule.span,
+                    "this rule already matches everything it matches",
+                )
+                .with_help(Some("remove one of the two rules".into())),
             );
         }
         if r.rule.effect != Effect::Allow {
@@ -132,9 +163,13 @@ fn lints(rules: &[R<'_>], default_allow: Option<Span>, local_allow: bool, diags:
         if let Some(d) = default_allow {
             if !exception {
                 diags.push(
-                    Diagnostic::warning("allow_under_default_allow", "this allow rule has no effect under `default allow`", r.rule.span)
-                        .with_label(d, "everything not denied is already allowed here")
-                        .with_help(Some("remove it, or switch to `default deny`".into())),
+                    Diagnostic::warning(
+                        "allow_under_default_allow",
+                        "this allow rule has no effect under `default allow`",
+                        r.rule.span,
+                    )
+                    .with_label(d, "everything not denied is already allowed here")
+                    .with_help(Some("remove it, or switch to `default deny`".into())),
                 );
                 continue;
             }
@@ -176,7 +211,9 @@ fn candidates(t: &Target) -> Vec<Target> {
             let mut rest = name.as_str();
             while let Some((_, suffix)) = rest.split_once('.') {
                 out.push(Target::Domain(DomainPattern::Sub(suffix.to_string())));
-                out.push(Target::Domain(DomainPattern::SelfAndSub(suffix.to_string())));
+                out.push(Target::Domain(DomainPattern::SelfAndSub(
+                    suffix.to_string(),
+                )));
                 rest = suffix;
             }
         }
@@ -206,7 +243,10 @@ fn covers(outer: &Target, inner: &Target) -> bool {
 /// Whether port list `outer` holds every port of `inner` (`None` = all).
 fn ports_cover(outer: Option<&[PortRange]>, inner: Option<&[PortRange]>) -> bool {
     let Some(outer) = outer else { return true };
-    let all = [PortRange { lo: 1, hi: u16::MAX }];
+    let all = [PortRange {
+        lo: 1,
+        hi: u16::MAX,
+    }];
     let inner = inner.unwrap_or(&all);
     let mut merged: Vec<PortRange> = outer.to_vec();
     merged.sort();
@@ -225,20 +265,45 @@ fn ports_cover(outer: Option<&[PortRange]>, inner: Option<&[PortRange]>) -> bool
 /// Whether a prefix reaches any non-public address (language spec §6).
 fn overlaps_non_public(net: IpNet) -> bool {
     const V4: &[&str] = &[
-        "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12", "192.0.0.0/24",
-        "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24",
-        "224.0.0.0/4", "240.0.0.0/4",
+        "0.0.0.0/8",
+        "10.0.0.0/8",
+        "100.64.0.0/10",
+        "127.0.0.0/8",
+        "169.254.0.0/16",
+        "172.16.0.0/12",
+        "192.0.0.0/24",
+        "192.0.2.0/24",
+        "192.88.99.0/24",
+        "192.168.0.0/16",
+        "198.18.0.0/15",
+        "198.51.100.0/24",
+        "203.0.113.0/24",
+        "224.0.0.0/4",
+        "240.0.0.0/4",
     ];
-    const V6: &[&str] = &["2001::/23", "2001:db8::/32", "3fff::/20", "2002::/16", "64:ff9b::/96"];
+    const V6: &[&str] = &[
+        "2001::/23",
+        "2001:db8::/32",
+        "3fff::/20",
+        "2002::/16",
+        "64:ff9b::/96",
+    ];
     let overlap = |a: IpNet, b: IpNet| a.contains(&b.network()) || b.contains(&a.network());
     let (v4s, v6) = crate::compile::prefixes::canonical_prefixes(net);
-    let v4_hit = v4s.iter().any(|n| V4.iter().filter_map(|s| s.parse::<IpNet>().ok()).any(|p| overlap(IpNet::V4(*n), p)));
+    let v4_hit = v4s.iter().any(|n| {
+        V4.iter()
+            .filter_map(|s| s.parse::<IpNet>().ok())
+            .any(|p| overlap(IpNet::V4(*n), p))
+    });
     let v6_hit = v6.is_some_and(|n| {
         let global: IpNet = "2000::/3".parse().unwrap_or(IpNet::V6(n));
         !global.contains(&IpNet::V6(n))
-            || V6.iter().filter_map(|s| s.parse::<IpNet>().ok()).any(|p| overlap(IpNet::V6(n), p))
+            || V6
+                .iter()
+                .filter_map(|s| s.parse::<IpNet>().ok())
+                .any(|p| overlap(IpNet::V6(n), p))
     });
-    v4_hit || v6_hit || is_non_public(IpAddr::from(net.network()))
+    v4_hit || v6_hit || is_non_public(net.network())
 }
 
 #[cfg(test)]
@@ -250,13 +315,22 @@ mod tests {
         let p = |lo, hi| PortRange { lo, hi };
         assert!(ports_cover(None, Some(&[p(443, 443)])));
         assert!(!ports_cover(Some(&[p(443, 443)]), None));
-        assert!(ports_cover(Some(&[p(1, 100), p(101, 200)]), Some(&[p(50, 150)])));
-        assert!(!ports_cover(Some(&[p(1, 100), p(102, 200)]), Some(&[p(50, 150)])));
+        assert!(ports_cover(
+            Some(&[p(1, 100), p(101, 200)]),
+            Some(&[p(50, 150)])
+        ));
+        assert!(!ports_cover(
+            Some(&[p(1, 100), p(102, 200)]),
+            Some(&[p(50, 150)])
+        ));
     }
 
     #[test]
     fn non_public_overlap() {
-        let n = |s: &str| s.parse::<IpNet>().unwrap_or_else(|_| IpNet::V4(Default::default()));
+        let n = |s: &str| {
+            s.parse::<IpNet>()
+                .unwrap_or_else(|_| IpNet::V4(Default::default()))
+        };
         assert!(overlaps_non_public(n("10.0.0.0/8")));
         assert!(overlaps_non_public(n("0.0.0.0/0")));
         assert!(!overlaps_non_public(n("8.8.8.0/24")));

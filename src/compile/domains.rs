@@ -161,7 +161,10 @@ impl DomainTrie {
                     .collect()
             };
             let (deny, allow) = (pick(Effect::Deny), pick(Effect::Allow));
-            let slot = Slot { deny: Group::build(&mut t.ports, &deny), allow: Group::build(&mut t.ports, &allow) };
+            let slot = Slot {
+                deny: Group::build(&mut t.ports, &deny),
+                allow: Group::build(&mut t.ports, &allow),
+            };
             let idx = t.slots.len() as u32;
             t.slots.push(slot);
             if let Some(n) = t.nodes.get_mut(key.0 as usize) {
@@ -176,7 +179,10 @@ impl DomainTrie {
     }
 
     fn label(&self, n: &Node) -> &[u8] {
-        self.labels.as_bytes().get(n.label_start as usize..(n.label_start + n.label_len) as usize).unwrap_or(&[])
+        self.labels
+            .as_bytes()
+            .get(n.label_start as usize..(n.label_start + n.label_len) as usize)
+            .unwrap_or(&[])
     }
 
     fn child(&self, parent: u32, label: &[u8]) -> Option<u32> {
@@ -217,7 +223,11 @@ impl DomainTrie {
     }
 
     fn slot(&self, i: u32) -> Option<&Slot> {
-        if i == NONE { None } else { self.slots.get(i as usize) }
+        if i == NONE {
+            None
+        } else {
+            self.slots.get(i as usize)
+        }
     }
 
     fn apply(&self, hit: &mut DomainHit, slot: u32, q: PortQ) {
@@ -229,7 +239,10 @@ impl DomainTrie {
 
     /// What the rules say about a normalised name (no allocation).
     pub fn lookup(&self, name: &str, q: PortQ) -> DomainHit {
-        let mut hit = DomainHit { allow: self.star.allow(&self.ports, q), ..DomainHit::default() };
+        let mut hit = DomainHit {
+            allow: self.star.allow(&self.ports, q),
+            ..DomainHit::default()
+        };
         let mut node = ROOT;
         for label in name.rsplit('.') {
             if node != ROOT {

@@ -180,7 +180,10 @@ impl PolicySet {
 /// assumes the checker found no error, and refuses the set (never guesses)
 /// when something does not fit.
 pub fn compile(sources: &SourceMap, files: &[File]) -> Result<PolicySet, CompileError> {
-    let mut c = Compiler { sources, rules: Vec::new() };
+    let mut c = Compiler {
+        sources,
+        rules: Vec::new(),
+    };
     let mut policies = Vec::new();
     for file in files {
         for item in &file.items {
@@ -192,7 +195,12 @@ pub fn compile(sources: &SourceMap, files: &[File]) -> Result<PolicySet, Compile
     if c.rules.len() >= u32::MAX as usize {
         return Err(CompileError::TooManyRules(c.rules.len()));
     }
-    Ok(PolicySet { inner: Arc::new(SetInner { policies, rules: c.rules }) })
+    Ok(PolicySet {
+        inner: Arc::new(SetInner {
+            policies,
+            rules: c.rules,
+        }),
+    })
 }
 
 struct Compiler<'s> {
@@ -206,28 +214,59 @@ impl Compiler<'_> {
         let (file, line, column, source) = match self.sources.get(span.file) {
             Some(f) => {
                 let lc = f.line_col(span.start);
-                let text = f.slice(span).split_whitespace().collect::<Vec<_>>().join(" ");
+                let text = f
+                    .slice(span)
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ");
                 (f.name.clone(), lc.line, lc.column, text)
             }
             None => (String::new(), 0, 0, String::new()),
         };
         let id = RuleId(self.rules.len() as u32);
-        self.rules.push(RuleRef { file, line, column, source });
+        self.rules.push(RuleRef {
+            file,
+            line,
+            column,
+            source,
+        });
         id
     }
 
     fn policy(&mut self, block: &Block) -> Result<Policy, CompileError> {
         let name = block.name.node.clone();
-        let internal = |what: &str| CompileError::Internal { policy: name.clone(), what: what.to_string() };
+        let internal = |what: &str| CompileError::Internal {
+            policy: name.clone(),
+            what: what.to_string(),
+        };
         let mut net = None;
         let mut proxy = Proxy {
-            socks5: SwitchSetting { on: true, rule: None },
-            socks5_udp: SwitchSetting { on: true, rule: None },
-            upstream: SwitchSetting { on: true, rule: None },
-            listen_any: SwitchSetting { on: false, rule: None },
+            socks5: SwitchSetting {
+                on: true,
+                rule: None,
+            },
+            socks5_udp: SwitchSetting {
+                on: true,
+                rule: None,
+            },
+            upstream: SwitchSetting {
+                on: true,
+                rule: None,
+            },
+            listen_any: SwitchSetting {
+                on: false,
+                rule: None,
+            },
         };
-        let mut perms = Perms { rules: vec![(None, None); Permission::ALL.len()], default_deny: false, default_rule: None };
-        let mut apps = Apps { denied: HashMap::new(), max_len: 0 };
+        let mut perms = Perms {
+            rules: vec![(None, None); Permission::ALL.len()],
+            default_deny: false,
+            default_rule: None,
+        };
+        let mut apps = Apps {
+            denied: HashMap::new(),
+            max_len: 0,
+        };
         let mut agent = Agent {
             sandbox: SandboxMode::WorkspaceWrite,
             approvals: ApprovalMode::OnRequest,
@@ -237,18 +276,36 @@ impl Compiler<'_> {
         };
         for section in &block.sections {
             match &section.kind {
-                SectionKind::Network(n) => net = Some(self.network(n, section.span).map_err(|w| internal(&w))?),
+                SectionKind::Network(n) => {
+                    net = Some(self.network(n, section.span).map_err(|w| internal(&w))?)
+                }
                 SectionKind::Proxy(stmts) => {
                     for s in stmts {
                         let rule = Some(self.rule(s.span()));
                         match s {
-                            ProxyStmt::Socks5(v) => proxy.socks5 = SwitchSetting { on: v.node == Switch::On, rule },
-                            ProxyStmt::Socks5Udp(v) => {
-                                proxy.socks5_udp = SwitchSetting { on: v.node == Switch::On, rule }
+                            ProxyStmt::Socks5(v) => {
+                                proxy.socks5 = SwitchSetting {
+                                    on: v.node == Switch::On,
+                                    rule,
+                                }
                             }
-                            ProxyStmt::Upstream(v) => proxy.upstream = SwitchSetting { on: v.node == Switch::On, rule },
+                            ProxyStmt::Socks5Udp(v) => {
+                                proxy.socks5_udp = SwitchSetting {
+                                    on: v.node == Switch::On,
+                                    rule,
+                                }
+                            }
+                            ProxyStmt::Upstream(v) => {
+                                proxy.upstream = SwitchSetting {
+                                    on: v.node == Switch::On,
+                                    rule,
+                                }
+                            }
                             ProxyStmt::Listen(v) => {
-                                proxy.listen_any = SwitchSetting { on: v.node == ListenScope::Any, rule }
+                                proxy.listen_any = SwitchSetting {
+                                    on: v.node == ListenScope::Any,
+                                    rule,
+                                }
                             }
                         }
                     }
@@ -260,12 +317,23 @@ impl Compiler<'_> {
                                 perms.default_deny = v.node == Effect::Deny;
                                 perms.default_rule = Some(self.rule(v.span));
                             }
-                            PermStmt::Rule { effect, permissions, span } => {
+                            PermStmt::Rule {
+                                effect,
+                                permissions,
+                                span,
+                            } => {
                                 let id = self.rule(*span);
                                 for p in permissions {
-                                    let i = Permission::ALL.iter().position(|x| *x == p.node).unwrap_or(0);
+                                    let i = Permission::ALL
+                                        .iter()
+                                        .position(|x| *x == p.node)
+                                        .unwrap_or(0);
                                     if let Some(slot) = perms.rules.get_mut(i) {
-                                        let target = if *effect == Effect::Deny { &mut slot.0 } else { &mut slot.1 };
+                                        let target = if *effect == Effect::Deny {
+                                            &mut slot.0
+                                        } else {
+                                            &mut slot.1
+                                        };
                                         target.get_or_insert(id);
                                     }
                                 }
@@ -293,7 +361,10 @@ impl Compiler<'_> {
                         agent.approvals = m.node;
                     }
                     for g in a.granular.iter().flatten() {
-                        let i = PromptCategory::ALL.iter().position(|c| *c == g.category.node).unwrap_or(0);
+                        let i = PromptCategory::ALL
+                            .iter()
+                            .position(|c| *c == g.category.node)
+                            .unwrap_or(0);
                         if let Some(v) = agent.granular.get_mut(i) {
                             *v = g.value.node == Switch::On;
                         }
@@ -309,12 +380,22 @@ impl Compiler<'_> {
                         agent.web_search = Some((m.node, self.rule(section.span)));
                     }
                 }
-                SectionKind::Mcp(_) | SectionKind::Commands(_) | SectionKind::Guardian(_) | SectionKind::Log(_) => {}
+                SectionKind::Mcp(_)
+                | SectionKind::Commands(_)
+                | SectionKind::Guardian(_)
+                | SectionKind::Log(_) => {}
             }
         }
         // No network section: `network off`, the language default.
         let net = net.unwrap_or_else(|| Net::empty(NetMode::Off));
-        Ok(Policy { name, net, proxy, perms, apps, agent })
+        Ok(Policy {
+            name,
+            net,
+            proxy,
+            perms,
+            apps,
+            agent,
+        })
     }
 
     fn network(&mut self, n: &Network, span: Span) -> Result<Net, String> {
@@ -358,13 +439,34 @@ impl Compiler<'_> {
                             if pattern == DomainPattern::Any && r.effect == Effect::Deny {
                                 return Err("`deny domain *` reached the compiler".into());
                             }
-                            domain_rules.push(DomainRule { pattern, effect: r.effect, rule: id, ports });
+                            domain_rules.push(DomainRule {
+                                pattern,
+                                effect: r.effect,
+                                rule: id,
+                                ports,
+                            });
                         }
                         NetTarget::Ip(ip) => {
                             let net_ = ipnet::IpNet::from(*ip);
-                            push_ranges(&mut v4_rules, &mut v6_rules, net_, true, r.effect, id, ports);
+                            push_ranges(
+                                &mut v4_rules,
+                                &mut v6_rules,
+                                net_,
+                                true,
+                                r.effect,
+                                id,
+                                ports,
+                            );
                         }
-                        NetTarget::Cidr(c) => push_ranges(&mut v4_rules, &mut v6_rules, *c, false, r.effect, id, ports),
+                        NetTarget::Cidr(c) => push_ranges(
+                            &mut v4_rules,
+                            &mut v6_rules,
+                            *c,
+                            false,
+                            r.effect,
+                            id,
+                            ports,
+                        ),
                         NetTarget::Socket(SocketTarget::Any) => {
                             if r.effect == Effect::Allow {
                                 net.socket_any.get_or_insert(id);
@@ -374,7 +476,10 @@ impl Compiler<'_> {
                             }
                         }
                         NetTarget::Socket(SocketTarget::Path(p)) => {
-                            let e = net.sockets.entry(p.clone()).or_insert(SocketEntry { deny: None, allow: None });
+                            let e = net.sockets.entry(p.clone()).or_insert(SocketEntry {
+                                deny: None,
+                                allow: None,
+                            });
                             if r.effect == Effect::Deny {
                                 e.deny.get_or_insert(id);
                             } else {
@@ -404,10 +509,24 @@ fn push_ranges<'a>(
 ) {
     let (r4, r6) = rule_ranges(net);
     for (first, last) in r4 {
-        v4.push(PrefixRule { first, last, exact: exact && first == last, effect, rule, ports });
+        v4.push(PrefixRule {
+            first,
+            last,
+            exact: exact && first == last,
+            effect,
+            rule,
+            ports,
+        });
     }
     if let Some((first, last)) = r6 {
-        v6.push(PrefixRule { first, last, exact, effect, rule, ports });
+        v6.push(PrefixRule {
+            first,
+            last,
+            exact,
+            effect,
+            rule,
+            ports,
+        });
     }
 }
 

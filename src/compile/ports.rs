@@ -49,7 +49,12 @@ pub struct Group {
 
 impl Default for Group {
     fn default() -> Self {
-        Group { start: 0, len: 0, portless: NONE, any: NONE }
+        Group {
+            start: 0,
+            len: 0,
+            portless: NONE,
+            any: NONE,
+        }
     }
 }
 
@@ -64,7 +69,9 @@ impl Group {
 
     /// The first rule whose port list holds `port`.
     pub fn at(&self, arena: &PortArena, port: u16) -> Option<RuleId> {
-        let segs = arena.segs.get(self.start as usize..(self.start as usize + self.len as usize))?;
+        let segs = arena
+            .segs
+            .get(self.start as usize..(self.start as usize + self.len as usize))?;
         let i = segs.partition_point(|s| s.hi < port);
         segs.get(i).filter(|s| s.lo <= port).map(|s| RuleId(s.rule))
     }
@@ -90,9 +97,19 @@ impl Group {
         if rules.is_empty() {
             return Group::default();
         }
-        let all = [PortRange { lo: 1, hi: u16::MAX }];
-        let ranges = |p: Option<&[PortRange]>| -> Vec<PortRange> { p.map_or_else(|| all.to_vec(), <[_]>::to_vec) };
-        let portless = rules.iter().filter(|(_, p)| p.is_none()).map(|(r, _)| r.0).min().unwrap_or(NONE);
+        let all = [PortRange {
+            lo: 1,
+            hi: u16::MAX,
+        }];
+        let ranges = |p: Option<&[PortRange]>| -> Vec<PortRange> {
+            p.map_or_else(|| all.to_vec(), <[_]>::to_vec)
+        };
+        let portless = rules
+            .iter()
+            .filter(|(_, p)| p.is_none())
+            .map(|(r, _)| r.0)
+            .min()
+            .unwrap_or(NONE);
         let any = rules.iter().map(|(r, _)| r.0).min().unwrap_or(NONE);
         let mut cuts: Vec<u32> = Vec::new();
         for (_, p) in rules {
@@ -111,10 +128,16 @@ impl Group {
             };
             let best = rules
                 .iter()
-                .filter(|(_, p)| ranges(*p).iter().any(|r| u32::from(r.lo) <= lo && lo <= u32::from(r.hi)))
+                .filter(|(_, p)| {
+                    ranges(*p)
+                        .iter()
+                        .any(|r| u32::from(r.lo) <= lo && lo <= u32::from(r.hi))
+                })
                 .map(|(r, _)| r.0)
                 .min();
-            let (Some(rule), Ok(lo16), Ok(hi16)) = (best, u16::try_from(lo), u16::try_from(next - 1)) else {
+            let (Some(rule), Ok(lo16), Ok(hi16)) =
+                (best, u16::try_from(lo), u16::try_from(next - 1))
+            else {
                 continue;
             };
             let fresh = arena.segs.len() == start;
@@ -122,11 +145,20 @@ impl Group {
                 Some(last) if !fresh && last.rule == rule && u32::from(last.hi) + 1 == lo => {
                     last.hi = hi16;
                 }
-                _ => arena.segs.push(Seg { lo: lo16, hi: hi16, rule }),
+                _ => arena.segs.push(Seg {
+                    lo: lo16,
+                    hi: hi16,
+                    rule,
+                }),
             }
         }
         let len = arena.segs.len() - start;
-        Group { start: start as u32, len: len as u32, portless, any }
+        Group {
+            start: start as u32,
+            len: len as u32,
+            portless,
+            any,
+        }
     }
 }
 
@@ -139,7 +171,14 @@ mod tests {
         let mut a = PortArena::default();
         let p443 = [PortRange { lo: 443, hi: 443 }];
         let hi = [PortRange { lo: 400, hi: 500 }];
-        let g = Group::build(&mut a, &[(RuleId(3), Some(&p443)), (RuleId(5), Some(&hi)), (RuleId(9), None)]);
+        let g = Group::build(
+            &mut a,
+            &[
+                (RuleId(3), Some(&p443)),
+                (RuleId(5), Some(&hi)),
+                (RuleId(9), None),
+            ],
+        );
         assert_eq!(g.at(&a, 443), Some(RuleId(3)));
         assert_eq!(g.at(&a, 444), Some(RuleId(5)));
         assert_eq!(g.at(&a, 80), Some(RuleId(9)));

@@ -92,7 +92,8 @@ impl Intervals {
                     Some(&s) => s,
                     None => {
                         let s = out.table.len() as u32;
-                        let members: Vec<&PrefixRule<'_>> = key.iter().filter_map(|&i| rules.get(i)).collect();
+                        let members: Vec<&PrefixRule<'_>> =
+                            key.iter().filter_map(|&i| rules.get(i)).collect();
                         let pick = |f: &dyn Fn(&PrefixRule<'_>) -> bool| -> Vec<(RuleId, Option<&[PortRange]>)> {
                             members.iter().filter(|r| f(r)).map(|r| (r.rule, r.ports)).collect()
                         };
@@ -122,7 +123,11 @@ impl Intervals {
     /// What the rules say about one address (canonical form, widened).
     pub fn lookup(&self, addr: u128, q: PortQ) -> IpHit {
         let i = self.starts.partition_point(|&s| s <= addr);
-        let slot = i.checked_sub(1).and_then(|i| self.slots.get(i)).copied().unwrap_or(NONE);
+        let slot = i
+            .checked_sub(1)
+            .and_then(|i| self.slots.get(i))
+            .copied()
+            .unwrap_or(NONE);
         match self.table.get(slot as usize) {
             None => IpHit::default(),
             Some(s) => IpHit {
@@ -132,16 +137,15 @@ impl Intervals {
             },
         }
     }
-
-    pub fn len(&self) -> usize {
-        self.starts.len()
-    }
 }
 
 /// `[first, last]` of a prefix, widened.
 fn bounds(net: IpNet) -> (u128, u128) {
     match net {
-        IpNet::V4(n) => (u128::from(u32::from(n.network())), u128::from(u32::from(n.broadcast()))),
+        IpNet::V4(n) => (
+            u128::from(u32::from(n.network())),
+            u128::from(u32::from(n.broadcast())),
+        ),
         IpNet::V6(n) => (u128::from(n.network()), u128::from(n.broadcast())),
     }
 }
@@ -163,7 +167,11 @@ pub fn canonical_prefixes(net: IpNet) -> (Vec<Ipv4Net>, Option<Ipv6Net>) {
     for (region, is_compat) in [(mapped, false), (compat, true)] {
         let Some(region) = region else { continue };
         let image = if v6.prefix_len() >= 96 && region.contains(&v6.network()) {
-            Ipv4Net::new(Ipv4Addr::from(u128::from(v6.network()) as u32), v6.prefix_len() - 96).ok()
+            Ipv4Net::new(
+                Ipv4Addr::from(u128::from(v6.network()) as u32),
+                v6.prefix_len() - 96,
+            )
+            .ok()
         } else if v6.contains(&region) {
             Ipv4Net::new(Ipv4Addr::UNSPECIFIED, 0).ok()
         } else {
@@ -184,13 +192,21 @@ fn without_first_two(net: Ipv4Net) -> Vec<Ipv4Net> {
     if u32::from(net.network()) != 0 {
         return vec![net];
     }
-    ((net.prefix_len() + 1)..=31).filter_map(|len| Ipv4Net::new(Ipv4Addr::from(1u32 << (32 - len)), len).ok()).collect()
+    ((net.prefix_len() + 1)..=31)
+        .filter_map(|len| Ipv4Net::new(Ipv4Addr::from(1u32 << (32 - len)), len).ok())
+        .collect()
 }
 
+/// `[first, last]` of an address range, widened to `u128`.
+pub type Range = (u128, u128);
+
 /// A rule's address or prefix, widened to `[first, last]`, per family.
-pub fn rule_ranges(net: IpNet) -> (Vec<(u128, u128)>, Option<(u128, u128)>) {
+pub fn rule_ranges(net: IpNet) -> (Vec<Range>, Option<Range>) {
     let (v4, v6) = canonical_prefixes(net);
-    (v4.into_iter().map(|n| bounds(IpNet::V4(n))).collect(), v6.map(|n| bounds(IpNet::V6(n))))
+    (
+        v4.into_iter().map(|n| bounds(IpNet::V4(n))).collect(),
+        v6.map(|n| bounds(IpNet::V6(n))),
+    )
 }
 
 /// An address widened for lookup, and whether it is IPv4.
@@ -212,7 +228,10 @@ mod tests {
     #[test]
     fn mapped_prefixes_mean_ipv4() {
         let (v4, _) = canonical_prefixes(net("::ffff:10.0.0.0/104"));
-        assert_eq!(v4, vec!["10.0.0.0/8".parse::<Ipv4Net>().unwrap_or_default()]);
+        assert_eq!(
+            v4,
+            vec!["10.0.0.0/8".parse::<Ipv4Net>().unwrap_or_default()]
+        );
         let (v4, _) = canonical_prefixes(net("::/0"));
         assert!(v4.iter().any(|n| n.prefix_len() == 0));
         let (v4, _) = canonical_prefixes(net("::1/128"));
@@ -225,13 +244,30 @@ mod tests {
 
     #[test]
     fn intervals_find_every_covering_rule() {
-        let r = |f: u128, l: u128, e, id, exact| PrefixRule { first: f, last: l, exact, effect: e, rule: RuleId(id), ports: None };
-        let rules = [r(0, 255, Effect::Allow, 0, false), r(10, 10, Effect::Deny, 1, true), r(10, 10, Effect::Allow, 2, true)];
+        let r = |f: u128, l: u128, e, id, exact| PrefixRule {
+            first: f,
+            last: l,
+            exact,
+            effect: e,
+            rule: RuleId(id),
+            ports: None,
+        };
+        let rules = [
+            r(0, 255, Effect::Allow, 0, false),
+            r(10, 10, Effect::Deny, 1, true),
+            r(10, 10, Effect::Allow, 2, true),
+        ];
         let t = Intervals::build(&rules, u128::from(u32::MAX));
         let h = t.lookup(10, PortQ::Port(80));
-        assert_eq!((h.deny, h.allow, h.exact_allow), (Some(RuleId(1)), Some(RuleId(0)), Some(RuleId(2))));
+        assert_eq!(
+            (h.deny, h.allow, h.exact_allow),
+            (Some(RuleId(1)), Some(RuleId(0)), Some(RuleId(2)))
+        );
         let h = t.lookup(11, PortQ::Port(80));
-        assert_eq!((h.deny, h.allow, h.exact_allow), (None, Some(RuleId(0)), None));
+        assert_eq!(
+            (h.deny, h.allow, h.exact_allow),
+            (None, Some(RuleId(0)), None)
+        );
         assert_eq!(t.lookup(256, PortQ::Port(80)), IpHit::default());
     }
 }

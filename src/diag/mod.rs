@@ -9,7 +9,7 @@ mod render;
 
 use serde::Serialize;
 
-pub use render::{render_human, render_json, to_json_records, JsonDiagnostic};
+pub use render::{JsonDiagnostic, render_human, render_json, to_json_records};
 
 use crate::source::Span;
 
@@ -50,17 +50,34 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     pub fn error(code: &'static str, message: impl Into<String>, span: Span) -> Self {
-        Diagnostic { severity: Severity::Error, code, message: message.into(), span, help: None, labels: Vec::new() }
+        Diagnostic {
+            severity: Severity::Error,
+            code,
+            message: message.into(),
+            span,
+            help: None,
+            labels: Vec::new(),
+        }
     }
     pub fn warning(code: &'static str, message: impl Into<String>, span: Span) -> Self {
-        Diagnostic { severity: Severity::Warning, code, message: message.into(), span, help: None, labels: Vec::new() }
+        Diagnostic {
+            severity: Severity::Warning,
+            code,
+            message: message.into(),
+            span,
+            help: None,
+            labels: Vec::new(),
+        }
     }
     pub fn with_help(mut self, help: Option<String>) -> Self {
         self.help = help;
         self
     }
     pub fn with_label(mut self, span: Span, message: impl Into<String>) -> Self {
-        self.labels.push(Label { span, message: message.into() });
+        self.labels.push(Label {
+            span,
+            message: message.into(),
+        });
         self
     }
     pub fn is_error(&self) -> bool {
@@ -74,7 +91,10 @@ pub fn sort(diags: &mut [Diagnostic]) {
 }
 
 /// "did you mean `x`?" for the candidate closest to `found`, if any is close.
-pub fn did_you_mean<'a>(found: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
+pub fn did_you_mean<'a>(
+    found: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
     suggest(found, candidates).map(|s| format!("did you mean `{s}`?"))
 }
 
@@ -95,21 +115,27 @@ pub fn suggest<'a>(found: &str, candidates: impl IntoIterator<Item = &'a str>) -
 pub fn edit_distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
+    // rows[i][j]: distance between a[..i] and b[..j], kept for two rows back.
     let mut prev2: Vec<usize> = vec![0; b.len() + 1];
     let mut prev: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.iter().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
+        let mut cur = Vec::with_capacity(b.len() + 1);
+        cur.push(i + 1);
         for (j, cb) in b.iter().enumerate() {
+            let at = |row: &[usize], k: usize| row.get(k).copied().unwrap_or(usize::MAX / 2);
             let cost = usize::from(ca != cb);
-            let mut best = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
-            if i > 0 && j > 0 && a.get(i - 1) == Some(cb) && b.get(j - 1) == Some(ca) {
-                best = best.min(prev2[j - 1] + 1);
+            let mut best = (at(&prev, j) + cost)
+                .min(at(&prev, j + 1) + 1)
+                .min(at(&cur, j) + 1);
+            let swapped = i > 0 && j > 0 && a.get(i - 1) == Some(cb) && b.get(j - 1) == Some(ca);
+            if swapped {
+                best = best.min(at(&prev2, j - 1) + 1);
             }
-            cur[j + 1] = best;
+            cur.push(best);
         }
         prev2 = std::mem::replace(&mut prev, cur);
     }
-    prev[b.len()]
+    prev.last().copied().unwrap_or(0)
 }
 
 /// "`a`, `b` or `c`".
@@ -128,9 +154,15 @@ mod tests {
 
     #[test]
     fn suggestions_catch_typos_but_not_noise() {
-        assert_eq!(suggest("dfault", ["default", "dns", "local"]), Some("default"));
+        assert_eq!(
+            suggest("dfault", ["default", "dns", "local"]),
+            Some("default")
+        );
         assert_eq!(suggest("netwrok", ["network", "proxy"]), Some("network"));
-        assert_eq!(suggest("shell.exce", ["shell.exec", "files.read"]), Some("shell.exec"));
+        assert_eq!(
+            suggest("shell.exce", ["shell.exec", "files.read"]),
+            Some("shell.exec")
+        );
         assert_eq!(suggest("zzz", ["default", "dns", "local"]), None);
         assert_eq!(edit_distance("ab", "ba"), 1);
     }

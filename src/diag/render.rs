@@ -22,7 +22,10 @@ pub fn render_human(diags: &[Diagnostic], sources: &SourceMap) -> String {
         }
         out.push('\n');
     }
-    let errors = diags.iter().filter(|d| d.severity == Severity::Error).count();
+    let errors = diags
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .count();
     let warnings = diags.len() - errors;
     if errors > 0 || warnings > 0 {
         let _ = writeln!(out, "{}", summary(errors, warnings));
@@ -31,7 +34,11 @@ pub fn render_human(diags: &[Diagnostic], sources: &SourceMap) -> String {
 }
 
 fn plural(n: usize, word: &str) -> String {
-    if n == 1 { format!("1 {word}") } else { format!("{n} {word}s") }
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
 }
 
 fn summary(errors: usize, warnings: usize) -> String {
@@ -43,7 +50,13 @@ fn summary(errors: usize, warnings: usize) -> String {
 }
 
 /// Writes one source snippet; returns the width of its line-number gutter.
-fn snippet(out: &mut String, sources: &SourceMap, span: Span, arrow: &str, label: Option<&str>) -> usize {
+fn snippet(
+    out: &mut String,
+    sources: &SourceMap,
+    span: Span,
+    arrow: &str,
+    label: Option<&str>,
+) -> usize {
     let Some(file) = sources.get(span.file) else {
         return 1;
     };
@@ -53,15 +66,28 @@ fn snippet(out: &mut String, sources: &SourceMap, span: Span, arrow: &str, label
     let width = if end.line == start.line {
         end.column.saturating_sub(start.column).max(1)
     } else {
-        line_text.chars().count().saturating_sub(start.column - 1).max(1)
+        line_text
+            .chars()
+            .count()
+            .saturating_sub(start.column - 1)
+            .max(1)
     };
     let gutter = start.line.to_string().len();
     let pad = " ".repeat(gutter);
-    let _ = writeln!(out, "{pad}{arrow} {}:{}:{}", file.name, start.line, start.column);
+    let _ = writeln!(
+        out,
+        "{pad}{arrow} {}:{}:{}",
+        file.name, start.line, start.column
+    );
     let _ = writeln!(out, "{pad} |");
     let _ = writeln!(out, "{} | {}", start.line, line_text);
     let marker = if label.is_some() { "-" } else { "^" };
-    let _ = write!(out, "{pad} | {}{}", " ".repeat(start.column - 1), marker.repeat(width));
+    let _ = write!(
+        out,
+        "{pad} | {}{}",
+        " ".repeat(start.column - 1),
+        marker.repeat(width)
+    );
     if let Some(l) = label {
         let _ = write!(out, " {l}");
     }
@@ -100,7 +126,11 @@ pub fn to_json_records(diags: &[Diagnostic], sources: &SourceMap) -> Vec<JsonDia
         .iter()
         .map(|d| {
             let (file, s, e) = match sources.get(d.span.file) {
-                Some(f) => (f.name.clone(), f.line_col(d.span.start), f.line_col(d.span.end)),
+                Some(f) => (
+                    f.name.clone(),
+                    f.line_col(d.span.start),
+                    f.line_col(d.span.end),
+                ),
                 None => (String::new(), Default::default(), Default::default()),
             };
             let related = d
@@ -109,7 +139,12 @@ pub fn to_json_records(diags: &[Diagnostic], sources: &SourceMap) -> Vec<JsonDia
                 .filter_map(|l| {
                     let f = sources.get(l.span.file)?;
                     let p = f.line_col(l.span.start);
-                    Some(JsonRelated { message: l.message.clone(), file: f.name.clone(), line: p.line, column: p.column })
+                    Some(JsonRelated {
+                        message: l.message.clone(),
+                        file: f.name.clone(),
+                        line: p.line,
+                        column: p.column,
+                    })
                 })
                 .collect();
             JsonDiagnostic {
@@ -130,5 +165,6 @@ pub fn to_json_records(diags: &[Diagnostic], sources: &SourceMap) -> Vec<JsonDia
 
 /// Diagnostics as one JSON array.
 pub fn render_json(diags: &[Diagnostic], sources: &SourceMap) -> String {
-    serde_json::to_string_pretty(&to_json_records(diags, sources)).unwrap_or_else(|_| "[]".to_string())
+    serde_json::to_string_pretty(&to_json_records(diags, sources))
+        .unwrap_or_else(|_| "[]".to_string())
 }

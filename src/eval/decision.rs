@@ -167,7 +167,13 @@ pub struct Decision {
 
 impl Decision {
     pub const fn new(outcome: Outcome, reason: Reason, rule: Option<RuleId>) -> Self {
-        Decision { outcome, reason, rule, escalation: None, status: None }
+        Decision {
+            outcome,
+            reason,
+            rule,
+            escalation: None,
+            status: None,
+        }
     }
     pub const fn allow(reason: Reason, rule: Option<RuleId>) -> Self {
         Self::new(Outcome::Allow, reason, rule)

@@ -7,10 +7,12 @@
 use std::net::IpAddr;
 
 use super::decision::{Decision, Escalation, Outcome, Reason, RuleId};
+use crate::compile::ports::PortQ;
 use crate::compile::prefixes::widen;
 use crate::compile::{NetMode, Policy};
-use crate::compile::ports::PortQ;
-use crate::normalize::{Host, HostBuf, HostError, is_loopback, is_non_public, is_normal_absolute_path, normalize_host};
+use crate::normalize::{
+    Host, HostBuf, HostError, is_loopback, is_non_public, is_normal_absolute_path, normalize_host,
+};
 use crate::query::Via;
 use crate::syntax::ast::{ApprovalMode, PromptCategory, Reviewer, SandboxMode};
 
@@ -45,7 +47,11 @@ struct Hit {
 impl Policy {
     fn ip_hit(&self, ip: IpAddr, q: PortQ) -> Hit {
         let (v4, key) = widen(ip);
-        let h = if v4 { self.net.v4.lookup(key, q) } else { self.net.v6.lookup(key, q) };
+        let h = if v4 {
+            self.net.v4.lookup(key, q)
+        } else {
+            self.net.v6.lookup(key, q)
+        };
         Hit {
             deny: h.deny,
             allow: first(h.allow, self.net.domains.star(q)),
@@ -58,7 +64,12 @@ impl Policy {
         match host {
             Host::Name(n) => {
                 let h = self.net.domains.lookup(n, q);
-                Hit { deny: h.deny, allow: h.allow, exact_allow: h.exact_allow, local: is_local_name(n) }
+                Hit {
+                    deny: h.deny,
+                    allow: h.allow,
+                    exact_allow: h.exact_allow,
+                    local: is_local_name(n),
+                }
             }
             Host::Ip(ip) => self.ip_hit(ip, q),
         }
@@ -89,7 +100,9 @@ impl Policy {
     fn mode_decides(&self) -> Option<Decision> {
         match self.net.mode {
             NetMode::Off => Some(Decision::deny(Reason::NetworkOff, self.net.mode_rule)),
-            NetMode::Unrestricted => Some(Decision::allow(Reason::Unrestricted, self.net.mode_rule)),
+            NetMode::Unrestricted => {
+                Some(Decision::allow(Reason::Unrestricted, self.net.mode_rule))
+            }
             NetMode::Constrained => None,
         }
     }
@@ -101,12 +114,23 @@ impl Policy {
             return Escalation::None;
         }
         let category_on = |c: PromptCategory| {
-            PromptCategory::ALL.iter().position(|x| *x == c).and_then(|i| a.granular.get(i)).copied().unwrap_or(false)
+            PromptCategory::ALL
+                .iter()
+                .position(|x| *x == c)
+                .and_then(|i| a.granular.get(i))
+                .copied()
+                .unwrap_or(false)
         };
         match a.approvals {
             ApprovalMode::Never => Escalation::None,
-            ApprovalMode::Granular if !category_on(PromptCategory::SandboxApproval) => Escalation::None,
-            ApprovalMode::OnRequest | ApprovalMode::Granular if a.reviewer == Reviewer::AutoReview => Escalation::Review,
+            ApprovalMode::Granular if !category_on(PromptCategory::SandboxApproval) => {
+                Escalation::None
+            }
+            ApprovalMode::OnRequest | ApprovalMode::Granular
+                if a.reviewer == Reviewer::AutoReview =>
+            {
+                Escalation::Review
+            }
             _ => Escalation::Ask,
         }
     }
@@ -149,7 +173,9 @@ impl Policy {
         let mut buf = HostBuf::new();
         let name = match normalize_host(name, &mut buf) {
             Ok(Host::Name(n)) => n,
-            Ok(Host::Ip(_)) | Err(HostError::AmbiguousIp) => return Decision::deny(Reason::InvalidHost, None),
+            Ok(Host::Ip(_)) | Err(HostError::AmbiguousIp) => {
+                return Decision::deny(Reason::InvalidHost, None);
+            }
             Err(e) => return host_error(e),
         };
         if let Some(d) = self.mode_decides() {
@@ -169,7 +195,9 @@ impl Policy {
         let mut buf = HostBuf::new();
         let name = match normalize_host(name, &mut buf) {
             Ok(Host::Name(n)) => n,
-            Ok(Host::Ip(_)) | Err(HostError::AmbiguousIp) => return Decision::deny(Reason::InvalidHost, None),
+            Ok(Host::Ip(_)) | Err(HostError::AmbiguousIp) => {
+                return Decision::deny(Reason::InvalidHost, None);
+            }
             Err(e) => return host_error(e),
         };
         if addrs.is_empty() {
@@ -232,7 +260,10 @@ impl Policy {
         let Ok((host, port)) = crate::syntax::split_host_port(addr) else {
             return Decision::deny(Reason::InvalidAddress, None);
         };
-        let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+        let host = host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .unwrap_or(host);
         let Ok(ip) = host.parse::<IpAddr>() else {
             return Decision::deny(Reason::InvalidAddress, None);
         };
@@ -270,7 +301,9 @@ impl Policy {
         use crate::syntax::ast::WebSearchMode;
         let (mode, reason, rule) = match self.agent.web_search {
             Some((m, r)) => (m, Reason::Configured, Some(r)),
-            None if self.agent.sandbox == SandboxMode::DangerFullAccess => (WebSearchMode::Live, Reason::Default, None),
+            None if self.agent.sandbox == SandboxMode::DangerFullAccess => {
+                (WebSearchMode::Live, Reason::Default, None)
+            }
             None => (WebSearchMode::Cached, Reason::Default, None),
         };
         let outcome = match mode {

@@ -15,7 +15,10 @@ impl Policy {
     /// May the agent use this tool permission (`shell.exec`, ...)? A deny
     /// carries status 403.
     pub fn tool(&self, permission: &str) -> Decision {
-        let Some(i) = Permission::ALL.iter().position(|p| p.as_str() == permission) else {
+        let Some(i) = Permission::ALL
+            .iter()
+            .position(|p| p.as_str() == permission)
+        else {
             return forbidden(Decision::deny(Reason::UnknownPermission, None));
         };
         let (deny, allow) = self.perms.rules.get(i).copied().unwrap_or((None, None));
@@ -53,20 +56,30 @@ impl Policy {
     }
 
     fn app_component(&self, component: &str) -> Option<super::decision::RuleId> {
-        if component.is_empty() || component.len() > self.apps.max_len + 4 || self.apps.denied.is_empty() {
+        if component.is_empty()
+            || component.len() > self.apps.max_len + 4
+            || self.apps.denied.is_empty()
+        {
             return None;
         }
         let mut buf = [0u8; 260];
         if !component.is_ascii() || component.len() > buf.len() {
             // Rare: Unicode case folding, or a name longer than the buffer.
-            return self.apps.denied.get(&crate::compile::app_key(component)).copied();
+            return self
+                .apps
+                .denied
+                .get(&crate::compile::app_key(component))
+                .copied();
         }
         let dst = buf.get_mut(..component.len())?;
         for (d, s) in dst.iter_mut().zip(component.bytes()) {
             *d = s.to_ascii_lowercase();
         }
         let lower = std::str::from_utf8(buf.get(..component.len())?).ok()?;
-        let key = lower.strip_suffix(".app").or_else(|| lower.strip_suffix(".exe")).unwrap_or(lower);
+        let key = lower
+            .strip_suffix(".app")
+            .or_else(|| lower.strip_suffix(".exe"))
+            .unwrap_or(lower);
         self.apps.denied.get(key).copied()
     }
 }

@@ -41,7 +41,10 @@ pub struct HostBuf {
 
 impl Default for HostBuf {
     fn default() -> Self {
-        HostBuf { ascii: [0; MAX_NAME + 2], idna: String::new() }
+        HostBuf {
+            ascii: [0; MAX_NAME + 2],
+            idna: String::new(),
+        }
     }
 }
 
@@ -67,8 +70,12 @@ pub fn normalize_host<'b>(input: &str, buf: &'b mut HostBuf) -> Result<Host<'b>,
     }
     // 2. Bracketed and bare IPv6 literals.
     if let Some(rest) = input.strip_prefix('[') {
-        let inner = rest.strip_suffix(']').ok_or(HostError::Invalid("unbalanced brackets"))?;
-        let v6: Ipv6Addr = inner.parse().map_err(|_| HostError::Invalid("brackets must hold an IPv6 address"))?;
+        let inner = rest
+            .strip_suffix(']')
+            .ok_or(HostError::Invalid("unbalanced brackets"))?;
+        let v6: Ipv6Addr = inner
+            .parse()
+            .map_err(|_| HostError::Invalid("brackets must hold an IPv6 address"))?;
         return Ok(Host::Ip(canonical_ip(IpAddr::V6(v6))));
     }
     if input.contains(':') {
@@ -84,14 +91,21 @@ pub fn normalize_host<'b>(input: &str, buf: &'b mut HostBuf) -> Result<Host<'b>,
     let name: &str = if input.is_ascii() {
         let bytes = input.as_bytes();
         let bytes = bytes.strip_suffix(b".").unwrap_or(bytes);
-        let dst = buf.ascii.get_mut(..bytes.len()).ok_or(HostError::Invalid("name too long"))?;
+        let dst = buf
+            .ascii
+            .get_mut(..bytes.len())
+            .ok_or(HostError::Invalid("name too long"))?;
         for (d, s) in dst.iter_mut().zip(bytes) {
             *d = s.to_ascii_lowercase();
         }
-        let dst = buf.ascii.get(..bytes.len()).ok_or(HostError::Invalid("name too long"))?;
+        let dst = buf
+            .ascii
+            .get(..bytes.len())
+            .ok_or(HostError::Invalid("name too long"))?;
         std::str::from_utf8(dst).map_err(|_| HostError::Invalid("not UTF-8"))?
     } else {
-        buf.idna = idna::domain_to_ascii(input).map_err(|_| HostError::Invalid("rejected by UTS #46 processing"))?;
+        buf.idna = idna::domain_to_ascii(input)
+            .map_err(|_| HostError::Invalid("rejected by UTS #46 processing"))?;
         if buf.idna.ends_with('.') {
             buf.idna.pop();
         }
@@ -103,7 +117,9 @@ pub fn normalize_host<'b>(input: &str, buf: &'b mut HostBuf) -> Result<Host<'b>,
     // 6. Numeric names are addresses or ambiguous spellings.
     let last = name.rsplit('.').next().unwrap_or(name);
     let numeric = last.bytes().all(|b| b.is_ascii_digit())
-        || last.strip_prefix("0x").is_some_and(|h| h.bytes().all(|b| b.is_ascii_hexdigit()));
+        || last
+            .strip_prefix("0x")
+            .is_some_and(|h| h.bytes().all(|b| b.is_ascii_hexdigit()));
     if numeric {
         return match canonical_dotted_quad(name) {
             Some(v4) => Ok(Host::Ip(IpAddr::V4(v4))),
@@ -129,7 +145,10 @@ pub(crate) fn check_labels(name: &str) -> Result<(), HostError> {
         if label.len() > 63 {
             return Err(HostError::Invalid("label longer than 63 octets"));
         }
-        if !label.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_') {
+        if !label
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+        {
             return Err(HostError::Invalid("character not allowed in a name"));
         }
     }
@@ -142,7 +161,10 @@ fn canonical_dotted_quad(name: &str) -> Option<Ipv4Addr> {
     let mut parts = name.split('.');
     for o in octets.iter_mut() {
         let p = parts.next()?;
-        if p.is_empty() || p.len() > 3 || (p.len() > 1 && p.starts_with('0')) || !p.bytes().all(|b| b.is_ascii_digit())
+        if p.is_empty()
+            || p.len() > 3
+            || (p.len() > 1 && p.starts_with('0'))
+            || !p.bytes().all(|b| b.is_ascii_digit())
         {
             return None;
         }
@@ -181,7 +203,9 @@ mod tests {
         Ok(OwnedHost::Name(s.to_string()))
     }
     fn ip(s: &str) -> Result<OwnedHost, HostError> {
-        Ok(OwnedHost::Ip(s.parse().unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))))
+        Ok(OwnedHost::Ip(
+            s.parse().unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)),
+        ))
     }
 
     #[test]
@@ -201,7 +225,17 @@ mod tests {
 
     #[test]
     fn numeric_spellings_are_ambiguous() {
-        for s in ["2130706433", "0x7f.1", "127.1", "0177.0.0.1", "127.000.000.001", "0x7f000001", "1.2.3.4.5", "a.0x", "x.123"] {
+        for s in [
+            "2130706433",
+            "0x7f.1",
+            "127.1",
+            "0177.0.0.1",
+            "127.000.000.001",
+            "0x7f000001",
+            "1.2.3.4.5",
+            "a.0x",
+            "x.123",
+        ] {
             assert_eq!(n(s), Err(HostError::AmbiguousIp), "{s}");
         }
     }
@@ -209,10 +243,32 @@ mod tests {
     #[test]
     fn junk_is_invalid() {
         for s in [
-            "", " a.com", "a .com", "user@a.com", "a.com/x", "a\\b", "a?b", "a#b", "a%2e.com", "fe80::1%eth0", "a.com:443",
-            "*.a.com", "a..b", ".a.com", "..", "a.com..", "[1.2.3.4]", "[::1", "a\u{0}b", "a!b.com",
+            "",
+            " a.com",
+            "a .com",
+            "user@a.com",
+            "a.com/x",
+            "a\\b",
+            "a?b",
+            "a#b",
+            "a%2e.com",
+            "fe80::1%eth0",
+            "a.com:443",
+            "*.a.com",
+            "a..b",
+            ".a.com",
+            "..",
+            "a.com..",
+            "[1.2.3.4]",
+            "[::1",
+            "a\u{0}b",
+            "a!b.com",
         ] {
-            assert!(matches!(n(s), Err(HostError::Invalid(_))), "{s:?} -> {:?}", n(s));
+            assert!(
+                matches!(n(s), Err(HostError::Invalid(_))),
+                "{s:?} -> {:?}",
+                n(s)
+            );
         }
         let long_label = format!("{}.com", "a".repeat(64));
         assert!(n(&long_label).is_err());

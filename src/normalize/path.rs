@@ -7,7 +7,11 @@ pub fn is_normal_absolute_path(path: &str) -> bool {
     let Some(rest) = path.strip_prefix('/') else {
         return false;
     };
-    !rest.is_empty() && !path.contains('\0') && rest.split('/').all(|seg| !seg.is_empty() && seg != "." && seg != "..")
+    !rest.is_empty()
+        && !path.contains('\0')
+        && rest
+            .split('/')
+            .all(|seg| !seg.is_empty() && seg != "." && seg != "..")
 }
 
 #[cfg(test)]
@@ -18,7 +22,9 @@ mod tests {
     fn only_normal_absolute_paths() {
         assert!(is_normal_absolute_path("/var/run/docker.sock"));
         assert!(is_normal_absolute_path("/a/.hidden/b"));
-        for p in ["", "/", "a/b", "./a", "/a/../b", "/a/./b", "//a", "/a//b", "/a/", "/a\0b", "/a/.."] {
+        for p in [
+            "", "/", "a/b", "./a", "/a/../b", "/a/./b", "//a", "/a//b", "/a/", "/a\0b", "/a/..",
+        ] {
             assert!(!is_normal_absolute_path(p), "{p:?}");
         }
     }

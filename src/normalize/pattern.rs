@@ -20,7 +20,10 @@ pub enum DomainPattern {
 #[derive(Clone, Debug, Eq, PartialEq, thiserror::Error)]
 pub enum PatternError {
     #[error("`{pattern}` has a wildcard where none is allowed")]
-    BadWildcard { pattern: String, suggestion: Option<String> },
+    BadWildcard {
+        pattern: String,
+        suggestion: Option<String>,
+    },
     #[error("`{pattern}` is not a valid domain pattern: {why}")]
     Invalid { pattern: String, why: HostError },
     #[error("`{pattern}` is an address, not a domain")]
@@ -33,23 +36,36 @@ impl DomainPattern {
         if text == "*" {
             return Ok(DomainPattern::Any);
         }
-        let (kind, rest): (fn(String) -> DomainPattern, &str) = if let Some(r) = text.strip_prefix("**.") {
-            (DomainPattern::SelfAndSub, r)
-        } else if let Some(r) = text.strip_prefix("*.") {
-            (DomainPattern::Sub, r)
-        } else {
-            (DomainPattern::Exact, text)
-        };
+        let (kind, rest): (fn(String) -> DomainPattern, &str) =
+            if let Some(r) = text.strip_prefix("**.") {
+                (DomainPattern::SelfAndSub, r)
+            } else if let Some(r) = text.strip_prefix("*.") {
+                (DomainPattern::Sub, r)
+            } else {
+                (DomainPattern::Exact, text)
+            };
         if rest.contains('*') {
-            return Err(PatternError::BadWildcard { pattern: text.to_string(), suggestion: suggest_wildcard(text) });
+            return Err(PatternError::BadWildcard {
+                pattern: text.to_string(),
+                suggestion: suggest_wildcard(text),
+            });
         }
         if text.contains('/') && text.parse::<ipnet::IpNet>().is_ok() {
-            return Err(PatternError::Address { pattern: text.to_string(), cidr: true });
+            return Err(PatternError::Address {
+                pattern: text.to_string(),
+                cidr: true,
+            });
         }
         match normalize_host_owned(rest) {
             Ok(OwnedHost::Name(n)) => Ok(kind(n)),
-            Ok(OwnedHost::Ip(_)) => Err(PatternError::Address { pattern: text.to_string(), cidr: false }),
-            Err(why) => Err(PatternError::Invalid { pattern: text.to_string(), why }),
+            Ok(OwnedHost::Ip(_)) => Err(PatternError::Address {
+                pattern: text.to_string(),
+                cidr: false,
+            }),
+            Err(why) => Err(PatternError::Invalid {
+                pattern: text.to_string(),
+                why,
+            }),
         }
     }
 
@@ -71,7 +87,9 @@ impl DomainPattern {
             (Any, _) => false,
             (Exact(a), o) => o.matches_name(a),
             (Sub(a), Sub(b)) | (SelfAndSub(a), Sub(b)) => is_strict_subdomain(a, b),
-            (Sub(a), SelfAndSub(b)) | (SelfAndSub(a), SelfAndSub(b)) => a == b || is_strict_subdomain(a, b),
+            (Sub(a), SelfAndSub(b)) | (SelfAndSub(a), SelfAndSub(b)) => {
+                a == b || is_strict_subdomain(a, b)
+            }
             (Sub(_) | SelfAndSub(_), Exact(_)) => false,
         }
     }
@@ -100,7 +118,9 @@ fn suggest_wildcard(text: &str) -> Option<String> {
     if let Some(rest) = text.strip_prefix('*') {
         let rest = rest.trim_start_matches('*').trim_start_matches('.');
         if !rest.is_empty() && !rest.contains('*') {
-            return Some(format!("`*.{rest}` (subdomains only) or `**.{rest}` (the name and its subdomains)"));
+            return Some(format!(
+                "`*.{rest}` (subdomains only) or `**.{rest}` (the name and its subdomains)"
+            ));
         }
     }
     None
@@ -128,12 +148,33 @@ mod tests {
 
     #[test]
     fn bad_patterns() {
-        for s in ["ex*ample.com", "api.*.com", "*example.com", "*.*.example.com", "***.x"] {
-            assert!(matches!(DomainPattern::parse(s), Err(PatternError::BadWildcard { .. })), "{s}");
+        for s in [
+            "ex*ample.com",
+            "api.*.com",
+            "*example.com",
+            "*.*.example.com",
+            "***.x",
+        ] {
+            assert!(
+                matches!(
+                    DomainPattern::parse(s),
+                    Err(PatternError::BadWildcard { .. })
+                ),
+                "{s}"
+            );
         }
-        assert!(matches!(DomainPattern::parse("10.0.0.1"), Err(PatternError::Address { .. })));
-        assert!(matches!(DomainPattern::parse("10.0.0.0/8"), Err(PatternError::Address { cidr: true, .. })));
-        assert!(matches!(DomainPattern::parse("a..b"), Err(PatternError::Invalid { .. })));
+        assert!(matches!(
+            DomainPattern::parse("10.0.0.1"),
+            Err(PatternError::Address { .. })
+        ));
+        assert!(matches!(
+            DomainPattern::parse("10.0.0.0/8"),
+            Err(PatternError::Address { cidr: true, .. })
+        ));
+        assert!(matches!(
+            DomainPattern::parse("a..b"),
+            Err(PatternError::Invalid { .. })
+        ));
     }
 
     #[test]

@@ -248,8 +248,18 @@ impl SectionKind {
 
 /// Every section keyword, for suggestions.
 pub const SECTION_KEYWORDS: &[&str] = &[
-    "network", "proxy", "permissions", "apps", "sandbox", "approvals", "reviewer", "web_search", "mcp", "commands",
-    "guardian", "log",
+    "network",
+    "proxy",
+    "permissions",
+    "apps",
+    "sandbox",
+    "approvals",
+    "reviewer",
+    "web_search",
+    "mcp",
+    "commands",
+    "guardian",
+    "log",
 ];
 
 // ------------------------------------------------------------------ network
@@ -334,7 +344,11 @@ impl ProxyStmt {
 #[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
 pub enum PermStmt {
     Default(Spanned<Effect>),
-    Rule { effect: Effect, permissions: Vec<Spanned<Permission>>, span: Span },
+    Rule {
+        effect: Effect,
+        permissions: Vec<Spanned<Permission>>,
+        span: Span,
+    },
 }
 
 #[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
@@ -378,8 +392,18 @@ pub struct GranularStmt {
 
 #[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
 pub enum McpStmt {
-    Server { server: Spanned<String>, mode: Spanned<McpMode>, span: Span },
-    Tool { server: String, tool: String, target: Span, mode: Spanned<McpMode>, span: Span },
+    Server {
+        server: Spanned<String>,
+        mode: Spanned<McpMode>,
+        span: Span,
+    },
+    Tool {
+        server: String,
+        tool: String,
+        target: Span,
+        mode: Spanned<McpMode>,
+        span: Span,
+    },
 }
 
 // ----------------------------------------------------------------- commands
@@ -414,11 +438,29 @@ pub enum Matcher {
 
 #[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
 pub enum GuardianStmt {
-    Risk { level: Spanned<RiskLevel>, category: Spanned<RiskCategory>, matcher: Matcher, span: Span },
-    DenyCategory { category: Spanned<RiskCategory>, span: Span },
-    DenyAction { matcher: Matcher, span: Span },
-    Allow { levels: Vec<Spanned<RiskLevel>>, span: Span },
-    Authorize { level: Spanned<RiskLevel>, with: Spanned<AuthLevel>, span: Span },
+    Risk {
+        level: Spanned<RiskLevel>,
+        category: Spanned<RiskCategory>,
+        matcher: Matcher,
+        span: Span,
+    },
+    DenyCategory {
+        category: Spanned<RiskCategory>,
+        span: Span,
+    },
+    DenyAction {
+        matcher: Matcher,
+        span: Span,
+    },
+    Allow {
+        levels: Vec<Spanned<RiskLevel>>,
+        span: Span,
+    },
+    Authorize {
+        level: Spanned<RiskLevel>,
+        with: Spanned<AuthLevel>,
+        span: Span,
+    },
 }
 
 // ---------------------------------------------------------------------- log
@@ -459,6 +501,8 @@ pub struct Expectation {
 /// `query_text` is layout (how the query was spelled), not meaning.
 impl PartialEq for Expectation {
     fn eq(&self, other: &Self) -> bool {
-        self.decision == other.decision && self.query == other.query && self.because == other.because
+        self.decision == other.decision
+            && self.query == other.query
+            && self.because == other.because
     }
 }

@@ -14,7 +14,9 @@ pub(crate) fn scan(file: FileId, text: &str) -> Vec<Comment> {
             b'"' => {
                 let raw = i > 0
                     && bytes.get(i - 1) == Some(&b'r')
-                    && !bytes.get(i.wrapping_sub(2)).is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_');
+                    && !bytes
+                        .get(i.wrapping_sub(2))
+                        .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_');
                 i += 1;
                 while let Some(&c) = bytes.get(i) {
                     match c {
@@ -26,9 +28,15 @@ pub(crate) fn scan(file: FileId, text: &str) -> Vec<Comment> {
                 i += 1;
             }
             b'#' => {
-                let end = text.get(i..).and_then(|t| t.find('\n')).map_or(text.len(), |n| i + n);
+                let end = text
+                    .get(i..)
+                    .and_then(|t| t.find('\n'))
+                    .map_or(text.len(), |n| i + n);
                 let body = text.get(i + 1..end).unwrap_or("").trim_end_matches('\r');
-                out.push(Comment { text: body.to_string(), span: Span::new(file, i, end) });
+                out.push(Comment {
+                    text: body.to_string(),
+                    span: Span::new(file, i, end),
+                });
                 i = end;
             }
             _ => i += 1,

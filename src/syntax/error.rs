@@ -8,11 +8,23 @@ use thiserror::Error;
 #[derive(Clone, Debug, Eq, PartialEq, Error)]
 pub enum SyntaxError {
     #[error("unexpected {found}; expected {expected}")]
-    Unexpected { found: String, expected: String, help: Option<String> },
+    Unexpected {
+        found: String,
+        expected: String,
+        help: Option<String>,
+    },
     #[error("unknown statement `{found}` in {context}")]
-    UnknownStatement { found: String, context: &'static str, expected: Vec<&'static str> },
+    UnknownStatement {
+        found: String,
+        context: &'static str,
+        expected: Vec<&'static str>,
+    },
     #[error("unknown {what} `{found}`")]
-    UnknownValue { what: &'static str, found: String, expected: Vec<&'static str> },
+    UnknownValue {
+        what: &'static str,
+        found: String,
+        expected: Vec<&'static str>,
+    },
     #[error("`{text}` is not a valid IP address")]
     InvalidIp { text: String, help: String },
     #[error("`{text}` is not a valid CIDR prefix")]
@@ -20,13 +32,19 @@ pub enum SyntaxError {
     #[error("`{text}` has host bits set")]
     CidrHostBits { text: String, network: String },
     #[error("{message}")]
-    InvalidPort { message: String, help: Option<String> },
+    InvalidPort {
+        message: String,
+        help: Option<String>,
+    },
     #[error("invalid escape in string: {message}")]
     BadEscape { message: String },
     #[error("non-ASCII {what} `{text}` must be quoted")]
     UnquotedNonAscii { what: &'static str, text: String },
     #[error("{message}")]
-    InvalidQuery { message: String, help: Option<String> },
+    InvalidQuery {
+        message: String,
+        help: Option<String>,
+    },
     #[error("the parser could not understand this text")]
     Internal,
 }

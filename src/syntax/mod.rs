@@ -11,8 +11,8 @@ mod error;
 mod parse;
 
 pub use error::SyntaxError;
-pub use parse::{parse_file, parse_query};
 pub(crate) use parse::split_host_port;
+pub use parse::{parse_file, parse_query};
 
 #[derive(pest_derive::Parser)]
 #[grammar = "../grammar/policy.pest"]

@@ -23,7 +23,11 @@ type P<'i> = Pair<'i, Rule>;
 /// Parses one policy file. The AST holds every statement that could be
 /// understood; the diagnostics describe everything that could not.
 pub fn parse_file(file: FileId, text: &str) -> (File, Vec<Diagnostic>) {
-    let mut b = Builder { file, diags: Vec::new(), base: 0 };
+    let mut b = Builder {
+        file,
+        diags: Vec::new(),
+        base: 0,
+    };
     let comments = comments::scan(file, text);
     let items = match PolicyParser::parse(Rule::file, text) {
         Ok(mut pairs) => match pairs.next() {
@@ -40,7 +44,11 @@ pub fn parse_file(file: FileId, text: &str) -> (File, Vec<Diagnostic>) {
 
 /// Parses one query in the text form (language spec §13).
 pub fn parse_query(text: &str) -> Result<Query, SyntaxError> {
-    let mut b = Builder { file: FileId(0), diags: Vec::new(), base: 0 };
+    let mut b = Builder {
+        file: FileId(0),
+        diags: Vec::new(),
+        base: 0,
+    };
     let pairs = match PolicyParser::parse(Rule::query_line, text) {
         Ok(p) => p,
         Err(e) => {
@@ -62,51 +70,121 @@ struct Ctx {
     rule: Rule,
 }
 
-const FILE_CTX: Ctx = Ctx { what: "a file", keywords: &["policy", "requirements", "test"], rule: Rule::item_only };
+const FILE_CTX: Ctx = Ctx {
+    what: "a file",
+    keywords: &["policy", "requirements", "test"],
+    rule: Rule::item_only,
+};
 const BLOCK_CTX: Ctx = Ctx {
     what: "a policy block",
     keywords: &[
-        "network", "proxy", "permissions", "apps", "sandbox", "approvals", "reviewer", "web_search", "mcp", "commands",
-        "guardian", "log",
+        "network",
+        "proxy",
+        "permissions",
+        "apps",
+        "sandbox",
+        "approvals",
+        "reviewer",
+        "web_search",
+        "mcp",
+        "commands",
+        "guardian",
+        "log",
     ],
     rule: Rule::section_only,
 };
-const NETWORK_CTX: Ctx =
-    Ctx { what: "a `network` block", keywords: &["default", "dns", "local", "allow", "deny"], rule: Rule::net_stmt_only };
+const NETWORK_CTX: Ctx = Ctx {
+    what: "a `network` block",
+    keywords: &["default", "dns", "local", "allow", "deny"],
+    rule: Rule::net_stmt_only,
+};
 const PROXY_CTX: Ctx = Ctx {
     what: "a `proxy` block",
     keywords: &["socks5", "socks5_udp", "upstream", "listen"],
     rule: Rule::proxy_stmt_only,
 };
-const PERM_CTX: Ctx =
-    Ctx { what: "a `permissions` block", keywords: &["default", "allow", "deny"], rule: Rule::perm_stmt_only };
-const APPS_CTX: Ctx = Ctx { what: "an `apps` block", keywords: &["deny"], rule: Rule::apps_stmt_only };
-const SANDBOX_CTX: Ctx =
-    Ctx { what: "a `sandbox` block", keywords: &["writable", "protect"], rule: Rule::sandbox_stmt_only };
+const PERM_CTX: Ctx = Ctx {
+    what: "a `permissions` block",
+    keywords: &["default", "allow", "deny"],
+    rule: Rule::perm_stmt_only,
+};
+const APPS_CTX: Ctx = Ctx {
+    what: "an `apps` block",
+    keywords: &["deny"],
+    rule: Rule::apps_stmt_only,
+};
+const SANDBOX_CTX: Ctx = Ctx {
+    what: "a `sandbox` block",
+    keywords: &["writable", "protect"],
+    rule: Rule::sandbox_stmt_only,
+};
 const GRANULAR_CTX: Ctx = Ctx {
     what: "an `approvals granular` block",
-    keywords: &["sandbox_approval", "rules", "mcp_elicitations", "request_permissions", "skill_approval"],
+    keywords: &[
+        "sandbox_approval",
+        "rules",
+        "mcp_elicitations",
+        "request_permissions",
+        "skill_approval",
+    ],
     rule: Rule::granular_stmt_only,
 };
-const MCP_CTX: Ctx = Ctx { what: "an `mcp` block", keywords: &["server", "tool"], rule: Rule::mcp_stmt_only };
-const COMMANDS_CTX: Ctx =
-    Ctx { what: "a `commands` block", keywords: &["allow", "prompt", "forbid"], rule: Rule::cmd_rule_only };
+const MCP_CTX: Ctx = Ctx {
+    what: "an `mcp` block",
+    keywords: &["server", "tool"],
+    rule: Rule::mcp_stmt_only,
+};
+const COMMANDS_CTX: Ctx = Ctx {
+    what: "a `commands` block",
+    keywords: &["allow", "prompt", "forbid"],
+    rule: Rule::cmd_rule_only,
+};
 const GUARDIAN_CTX: Ctx = Ctx {
     what: "a `guardian` block",
     keywords: &["risk", "deny", "allow", "authorize"],
     rule: Rule::guardian_stmt_only,
 };
-const LOG_CTX: Ctx = Ctx { what: "a `log` block", keywords: &["mask"], rule: Rule::log_stmt_only };
-const TEST_CTX: Ctx = Ctx { what: "a `test` block", keywords: &["policy", "expect"], rule: Rule::test_stmt_only };
+const LOG_CTX: Ctx = Ctx {
+    what: "a `log` block",
+    keywords: &["mask"],
+    rule: Rule::log_stmt_only,
+};
+const TEST_CTX: Ctx = Ctx {
+    what: "a `test` block",
+    keywords: &["policy", "expect"],
+    rule: Rule::test_stmt_only,
+};
 
 const QUERY_KINDS: &[&str] = &[
-    "connect", "dns", "resolved", "socket", "listen", "upstream", "tool", "app", "write", "exec", "mcp", "prompt",
-    "review", "web_search",
+    "connect",
+    "dns",
+    "resolved",
+    "socket",
+    "listen",
+    "upstream",
+    "tool",
+    "app",
+    "write",
+    "exec",
+    "mcp",
+    "prompt",
+    "review",
+    "web_search",
 ];
 
 /// The decision words an expectation may name.
 pub(crate) const DECISION_WORDS: &[&str] = &[
-    "allow", "deny", "ask", "review", "approved", "denied", "timed_out", "aborted", "cached", "disabled", "live",
+    "allow",
+    "deny",
+    "ask",
+    "review",
+    "approved",
+    "denied",
+    "timed_out",
+    "aborted",
+    "cached",
+    "disabled",
+    "live",
     "indexed",
 ];
 
@@ -130,13 +208,20 @@ impl Builder {
             .map(|c| c.span.start as usize)
             .find(|&c| c >= last_line)
             .unwrap_or(text.len());
-        let len = text.get(..cut).map_or(cut, |t| t.trim_end_matches([' ', '\t']).len());
-        Span::new(self.file, self.base + s.start(), self.base + s.start() + len)
+        let len = text
+            .get(..cut)
+            .map_or(cut, |t| t.trim_end_matches([' ', '\t']).len());
+        Span::new(
+            self.file,
+            self.base + s.start(),
+            self.base + s.start() + len,
+        )
     }
 
     fn err(&mut self, e: SyntaxError, span: Span) {
         let help = e.help();
-        self.diags.push(Diagnostic::error(e.code(), e.to_string(), span).with_help(help));
+        self.diags
+            .push(Diagnostic::error(e.code(), e.to_string(), span).with_help(help));
     }
 
     fn internal(&mut self, p: &P<'_>) {
@@ -158,8 +243,10 @@ impl Builder {
     fn bad(&mut self, p: P<'_>, ctx: &Ctx) {
         let text = p.as_str();
         let start = self.base + p.as_span().start();
-        let first: String =
-            text.chars().take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')).collect();
+        let first: String = text
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+            .collect();
         if first.is_empty() && text.trim() == "}" {
             let span = Span::new(self.file, start, start + 1);
             self.err(
@@ -175,7 +262,11 @@ impl Builder {
         if !first.is_empty() && !ctx.keywords.contains(&first.as_str()) {
             let span = Span::new(self.file, start, start + first.len());
             self.err(
-                SyntaxError::UnknownStatement { found: first, context: ctx.what, expected: ctx.keywords.to_vec() },
+                SyntaxError::UnknownStatement {
+                    found: first,
+                    context: ctx.what,
+                    expected: ctx.keywords.to_vec(),
+                },
                 span,
             );
             return;
@@ -227,10 +318,15 @@ impl Builder {
                 }
             }
         }
-        let mut keywords: Vec<&str> =
-            expected.iter().filter_map(|d| d.strip_prefix('`').and_then(|d| d.strip_suffix('`'))).collect();
+        let mut keywords: Vec<&str> = expected
+            .iter()
+            .filter_map(|d| d.strip_prefix('`').and_then(|d| d.strip_suffix('`')))
+            .collect();
         if let ErrorVariant::ParsingError { positives, .. } = &e.variant {
-            if positives.iter().any(|r| matches!(r, Rule::query | Rule::review_action)) {
+            if positives
+                .iter()
+                .any(|r| matches!(r, Rule::query | Rule::review_action))
+            {
                 keywords.extend(QUERY_KINDS);
             }
         }
@@ -244,7 +340,14 @@ impl Builder {
             }
         };
         let span = Span::new(self.file, base + pos, base + pos + len);
-        self.err(SyntaxError::Unexpected { found, expected: expected_text, help }, span);
+        self.err(
+            SyntaxError::Unexpected {
+                found,
+                expected: expected_text,
+                help,
+            },
+            span,
+        );
     }
 
     // ------------------------------------------------------------- files
@@ -289,7 +392,11 @@ impl Builder {
                 _ => {}
             }
         }
-        Some(Block { name: name?, sections, span })
+        Some(Block {
+            name: name?,
+            sections,
+            span,
+        })
     }
 
     fn name(&mut self, p: P<'_>) -> Option<Spanned<String>> {
@@ -308,10 +415,18 @@ impl Builder {
         let inner = p.into_inner().next();
         let text = inner.as_ref().map_or("", |i| i.as_str());
         if raw {
-            return Some(Str { value: text.to_string(), raw: true, span });
+            return Some(Str {
+                value: text.to_string(),
+                raw: true,
+                span,
+            });
         }
         match unescape(text) {
-            Ok(value) => Some(Str { value, raw: false, span }),
+            Ok(value) => Some(Str {
+                value,
+                raw: false,
+                span,
+            }),
             Err(message) => {
                 self.err(SyntaxError::BadEscape { message }, span);
                 None
@@ -345,7 +460,11 @@ impl Builder {
             Some(v) => Some(Spanned::new(v, span)),
             None => {
                 self.err(
-                    SyntaxError::UnknownValue { what, found: p.as_str().to_string(), expected: spellings.to_vec() },
+                    SyntaxError::UnknownValue {
+                        what,
+                        found: p.as_str().to_string(),
+                        expected: spellings.to_vec(),
+                    },
                     span,
                 );
                 None
@@ -358,43 +477,79 @@ impl Builder {
     fn section(&mut self, p: P<'_>) -> Option<Section> {
         let span = self.span(&p);
         let inner = p.into_inner().next()?;
-        let keyword = inner.clone().into_inner().next().map_or(span, |k| self.span(&k));
+        let keyword = inner
+            .clone()
+            .into_inner()
+            .next()
+            .map_or(span, |k| self.span(&k));
         let kind = match inner.as_rule() {
             Rule::network_section => SectionKind::Network(self.network(inner)?),
-            Rule::proxy_section => SectionKind::Proxy(self.stmts(inner, &PROXY_CTX, Rule::proxy_stmt, Self::proxy_stmt)),
-            Rule::permissions_section => {
-                SectionKind::Permissions(self.stmts(inner, &PERM_CTX, Rule::perm_stmt, Self::perm_stmt))
+            Rule::proxy_section => SectionKind::Proxy(self.stmts(
+                inner,
+                &PROXY_CTX,
+                Rule::proxy_stmt,
+                Self::proxy_stmt,
+            )),
+            Rule::permissions_section => SectionKind::Permissions(self.stmts(
+                inner,
+                &PERM_CTX,
+                Rule::perm_stmt,
+                Self::perm_stmt,
+            )),
+            Rule::apps_section => {
+                SectionKind::Apps(self.stmts(inner, &APPS_CTX, Rule::apps_stmt, Self::apps_stmt))
             }
-            Rule::apps_section => SectionKind::Apps(self.stmts(inner, &APPS_CTX, Rule::apps_stmt, Self::apps_stmt)),
             Rule::sandbox_section => SectionKind::Sandbox(self.sandbox(inner)?),
             Rule::approvals_section => SectionKind::Approvals(self.approvals(inner)?),
-            Rule::reviewer_section => SectionKind::Reviewer(self.idents(inner, "reviewer", Reviewer::parse, &{
-                Reviewer::spellings()
-            })),
+            Rule::reviewer_section => {
+                SectionKind::Reviewer(self.idents(inner, "reviewer", Reviewer::parse, &{
+                    Reviewer::spellings()
+                }))
+            }
             Rule::web_search_section => SectionKind::WebSearch(self.idents(
                 inner,
                 "web search mode",
                 WebSearchMode::parse,
                 &WebSearchMode::spellings(),
             )),
-            Rule::mcp_section => SectionKind::Mcp(self.stmts(inner, &MCP_CTX, Rule::mcp_stmt, Self::mcp_stmt)),
-            Rule::commands_section => {
-                SectionKind::Commands(self.stmts(inner, &COMMANDS_CTX, Rule::cmd_rule, Self::cmd_rule))
+            Rule::mcp_section => {
+                SectionKind::Mcp(self.stmts(inner, &MCP_CTX, Rule::mcp_stmt, Self::mcp_stmt))
             }
-            Rule::guardian_section => {
-                SectionKind::Guardian(self.stmts(inner, &GUARDIAN_CTX, Rule::guardian_stmt, Self::guardian_stmt))
+            Rule::commands_section => SectionKind::Commands(self.stmts(
+                inner,
+                &COMMANDS_CTX,
+                Rule::cmd_rule,
+                Self::cmd_rule,
+            )),
+            Rule::guardian_section => SectionKind::Guardian(self.stmts(
+                inner,
+                &GUARDIAN_CTX,
+                Rule::guardian_stmt,
+                Self::guardian_stmt,
+            )),
+            Rule::log_section => {
+                SectionKind::Log(self.stmts(inner, &LOG_CTX, Rule::log_stmt, Self::log_stmt))
             }
-            Rule::log_section => SectionKind::Log(self.stmts(inner, &LOG_CTX, Rule::log_stmt, Self::log_stmt)),
             _ => {
                 self.internal(&inner);
                 return None;
             }
         };
-        Some(Section { kind, span, keyword })
+        Some(Section {
+            kind,
+            span,
+            keyword,
+        })
     }
 
     /// The statements of a block: good ones built by `f`, bad ones reported.
-    fn stmts<T>(&mut self, p: P<'_>, ctx: &Ctx, rule: Rule, f: fn(&mut Self, P<'_>) -> Option<T>) -> Vec<T> {
+    fn stmts<T>(
+        &mut self,
+        p: P<'_>,
+        ctx: &Ctx,
+        rule: Rule,
+        f: fn(&mut Self, P<'_>) -> Option<T>,
+    ) -> Vec<T> {
         let mut out = Vec::new();
         for c in p.into_inner() {
             let r = c.as_rule();
@@ -419,7 +574,10 @@ impl Builder {
         parse: fn(&str) -> Option<T>,
         spellings: &[&'static str],
     ) -> Vec<Spanned<T>> {
-        p.into_inner().filter(|c| c.as_rule() == Rule::ident).filter_map(|c| self.keyword(&c, what, parse, spellings)).collect()
+        p.into_inner()
+            .filter(|c| c.as_rule() == Rule::ident)
+            .filter_map(|c| self.keyword(&c, what, parse, spellings))
+            .collect()
     }
 
     // ------------------------------------------------------------ network
@@ -427,7 +585,12 @@ impl Builder {
     fn network(&mut self, p: P<'_>) -> Option<Network> {
         let mode = p.into_inner().nth(1)?;
         match mode.as_rule() {
-            Rule::network_block => Some(Network::Block(self.stmts(mode, &NETWORK_CTX, Rule::net_stmt, Self::net_stmt))),
+            Rule::network_block => Some(Network::Block(self.stmts(
+                mode,
+                &NETWORK_CTX,
+                Rule::net_stmt,
+                Self::net_stmt,
+            ))),
             _ => match mode.as_str() {
                 "off" => Some(Network::Off),
                 "unrestricted" => Some(Network::Unrestricted),
@@ -455,7 +618,9 @@ impl Builder {
                 let kw = it.next()?;
                 let val = it.next()?;
                 match kw.as_rule() {
-                    Rule::kw_dns => self.keyword(&val, "dns setting", Switch::parse, &["on", "off"]).map(NetStmt::Dns),
+                    Rule::kw_dns => self
+                        .keyword(&val, "dns setting", Switch::parse, &["on", "off"])
+                        .map(NetStmt::Dns),
                     Rule::kw_local => self
                         .keyword(&val, "local setting", Effect::parse, &["deny", "allow"])
                         .map(|v| NetStmt::Local(widen(v, self.span(&kw)))),
@@ -476,7 +641,11 @@ impl Builder {
     fn net_rule(&mut self, p: P<'_>) -> Option<NetRule> {
         let span = self.span(&p);
         let mut it = p.into_inner();
-        let effect = if it.next()?.as_str() == "allow" { Effect::Allow } else { Effect::Deny };
+        let effect = if it.next()?.as_str() == "allow" {
+            Effect::Allow
+        } else {
+            Effect::Deny
+        };
         let rule = it.next()?;
         let kind = rule.as_rule();
         let mut parts = rule.into_inner().skip(1);
@@ -490,7 +659,13 @@ impl Builder {
             Rule::domain_rule => {
                 let (text, _, quoted) = self.value(target_pair)?;
                 if !quoted && !text.is_ascii() {
-                    self.err(SyntaxError::UnquotedNonAscii { what: "domain pattern", text: text.clone() }, target_span);
+                    self.err(
+                        SyntaxError::UnquotedNonAscii {
+                            what: "domain pattern",
+                            text: text.clone(),
+                        },
+                        target_span,
+                    );
                 }
                 NetTarget::Domain(text)
             }
@@ -506,7 +681,13 @@ impl Builder {
             }
             _ => return None,
         };
-        Some(NetRule { effect, target, ports, span, target_span })
+        Some(NetRule {
+            effect,
+            target,
+            ports,
+            span,
+            target_span,
+        })
     }
 
     fn ip(&mut self, text: &str, span: Span) -> Option<IpAddr> {
@@ -520,9 +701,16 @@ impl Builder {
                 } else if text.contains('%') {
                     "zone ids (`%eth0`) are not part of an address".into()
                 } else {
-                    "write a dotted-quad IPv4 address (`10.0.0.5`) or an IPv6 address (`fd00::1`)".into()
+                    "write a dotted-quad IPv4 address (`10.0.0.5`) or an IPv6 address (`fd00::1`)"
+                        .into()
                 };
-                self.err(SyntaxError::InvalidIp { text: text.to_string(), help }, span);
+                self.err(
+                    SyntaxError::InvalidIp {
+                        text: text.to_string(),
+                        help,
+                    },
+                    span,
+                );
                 None
             }
         }
@@ -542,7 +730,9 @@ impl Builder {
         let ip = self.ip(addr, span)?;
         let max = if ip.is_ipv4() { 32 } else { 128 };
         let len = match len.parse::<u8>() {
-            Ok(l) if l <= max && !len.starts_with('+') && (len == "0" || !len.starts_with('0')) => l,
+            Ok(l) if l <= max && !len.starts_with('+') && (len == "0" || !len.starts_with('0')) => {
+                l
+            }
             _ => {
                 self.err(
                     SyntaxError::InvalidCidr {
@@ -556,7 +746,13 @@ impl Builder {
         };
         let net = IpNet::new(ip, len).ok()?;
         if net.network() != ip {
-            self.err(SyntaxError::CidrHostBits { text: text.to_string(), network: net.trunc().to_string() }, span);
+            self.err(
+                SyntaxError::CidrHostBits {
+                    text: text.to_string(),
+                    network: net.trunc().to_string(),
+                },
+                span,
+            );
             return None;
         }
         Some(net)
@@ -586,13 +782,21 @@ impl Builder {
         let mut it = p.into_inner();
         let kw = it.next()?;
         let val = it.next()?;
-        let sw = |b: &mut Self, what| b.keyword(&val, what, Switch::parse, &["on", "off"]).map(|v| Spanned::new(v.node, span));
+        let sw = |b: &mut Self, what| {
+            b.keyword(&val, what, Switch::parse, &["on", "off"])
+                .map(|v| Spanned::new(v.node, span))
+        };
         match kw.as_rule() {
             Rule::kw_socks5 => sw(self, "socks5 setting").map(ProxyStmt::Socks5),
             Rule::kw_socks5_udp => sw(self, "socks5_udp setting").map(ProxyStmt::Socks5Udp),
             Rule::kw_upstream => sw(self, "upstream setting").map(ProxyStmt::Upstream),
             _ => self
-                .keyword(&val, "listen scope", ListenScope::parse, &["loopback", "any"])
+                .keyword(
+                    &val,
+                    "listen scope",
+                    ListenScope::parse,
+                    &["loopback", "any"],
+                )
                 .map(|v| ProxyStmt::Listen(Spanned::new(v.node, span))),
         }
     }
@@ -605,15 +809,25 @@ impl Builder {
         let first = it.next()?;
         if first.as_rule() == Rule::kw_default {
             let v = it.next()?;
-            return self.keyword(&v, "default", Effect::parse, &["allow", "deny"]).map(|v| PermStmt::Default(Spanned::new(v.node, span)));
+            return self
+                .keyword(&v, "default", Effect::parse, &["allow", "deny"])
+                .map(|v| PermStmt::Default(Spanned::new(v.node, span)));
         }
-        let effect = if first.as_str() == "allow" { Effect::Allow } else { Effect::Deny };
+        let effect = if first.as_str() == "allow" {
+            Effect::Allow
+        } else {
+            Effect::Deny
+        };
         let spellings = Permission::spellings();
         let mut permissions = Vec::new();
         for c in it {
             permissions.extend(self.keyword(&c, "permission", Permission::parse, &spellings));
         }
-        (!permissions.is_empty()).then_some(PermStmt::Rule { effect, permissions, span })
+        (!permissions.is_empty()).then_some(PermStmt::Rule {
+            effect,
+            permissions,
+            span,
+        })
     }
 
     fn apps_stmt(&mut self, p: P<'_>) -> Option<AppsStmt> {
@@ -637,8 +851,13 @@ impl Builder {
         let spellings = SandboxMode::spellings();
         for c in p.into_inner() {
             match c.as_rule() {
-                Rule::ident => modes.extend(self.keyword(&c, "sandbox mode", SandboxMode::parse, &spellings)),
-                Rule::sandbox_block => block = Some(self.stmts(c, &SANDBOX_CTX, Rule::sandbox_stmt, Self::sandbox_stmt)),
+                Rule::ident => {
+                    modes.extend(self.keyword(&c, "sandbox mode", SandboxMode::parse, &spellings))
+                }
+                Rule::sandbox_block => {
+                    block =
+                        Some(self.stmts(c, &SANDBOX_CTX, Rule::sandbox_stmt, Self::sandbox_stmt))
+                }
                 _ => {}
             }
         }
@@ -652,7 +871,11 @@ impl Builder {
         let mut values = Vec::new();
         for c in it {
             let s = self.span(&c);
-            let v = if c.as_rule() == Rule::string { self.string(c)?.value } else { c.as_str().to_string() };
+            let v = if c.as_rule() == Rule::string {
+                self.string(c)?.value
+            } else {
+                c.as_str().to_string()
+            };
             values.push(Spanned::new(v, s));
         }
         Some(if kw.as_rule() == Rule::kw_writable {
@@ -668,9 +891,15 @@ impl Builder {
         let spellings = ApprovalMode::spellings();
         for c in p.into_inner() {
             match c.as_rule() {
-                Rule::ident => modes.extend(self.keyword(&c, "approval policy", ApprovalMode::parse, &spellings)),
+                Rule::ident => modes.extend(self.keyword(
+                    &c,
+                    "approval policy",
+                    ApprovalMode::parse,
+                    &spellings,
+                )),
                 Rule::granular_block => {
-                    granular = Some(self.stmts(c, &GRANULAR_CTX, Rule::granular_stmt, Self::granular_stmt))
+                    granular =
+                        Some(self.stmts(c, &GRANULAR_CTX, Rule::granular_stmt, Self::granular_stmt))
                 }
                 _ => {}
             }
@@ -683,9 +912,18 @@ impl Builder {
         let mut it = p.into_inner();
         let cat = it.next()?;
         let val = it.next()?;
-        let category = self.keyword(&cat, "prompt category", PromptCategory::parse, &PromptCategory::spellings());
+        let category = self.keyword(
+            &cat,
+            "prompt category",
+            PromptCategory::parse,
+            &PromptCategory::spellings(),
+        );
         let value = self.keyword(&val, "switch", Switch::parse, &["on", "off"]);
-        Some(GranularStmt { category: category?, value: value?, span })
+        Some(GranularStmt {
+            category: category?,
+            value: value?,
+            span,
+        })
     }
 
     // ---------------------------------------------------------------- mcp
@@ -696,14 +934,29 @@ impl Builder {
         let kw = it.next()?;
         let target = it.next()?;
         let mode_pair = it.next()?;
-        let mode = self.keyword(&mode_pair, "mcp mode", McpMode::parse, &McpMode::spellings())?;
+        let mode = self.keyword(
+            &mode_pair,
+            "mcp mode",
+            McpMode::parse,
+            &McpMode::spellings(),
+        )?;
         if kw.as_rule() == Rule::kw_server {
-            return Some(McpStmt::Server { server: self.name(target)?, mode, span });
+            return Some(McpStmt::Server {
+                server: self.name(target)?,
+                mode,
+                span,
+            });
         }
         let tspan = self.span(&target);
         match target.as_str().split_once('/') {
             Some((s, t)) if !s.is_empty() && !t.is_empty() && !t.contains('/') => {
-                Some(McpStmt::Tool { server: s.to_string(), tool: t.to_string(), target: tspan, mode, span })
+                Some(McpStmt::Tool {
+                    server: s.to_string(),
+                    tool: t.to_string(),
+                    target: tspan,
+                    mode,
+                    span,
+                })
             }
             _ => {
                 self.err(
@@ -729,10 +982,18 @@ impl Builder {
             for w in inner.into_inner() {
                 alternatives.push(self.value(w)?.0);
             }
-            return Some(CommandWord { alternatives, bracketed: true, span });
+            return Some(CommandWord {
+                alternatives,
+                bracketed: true,
+                span,
+            });
         }
         let (w, _, _) = self.value(inner)?;
-        Some(CommandWord { alternatives: vec![w], bracketed: false, span })
+        Some(CommandWord {
+            alternatives: vec![w],
+            bracketed: false,
+            span,
+        })
     }
 
     fn cmd_rule(&mut self, p: P<'_>) -> Option<CommandRule> {
@@ -750,7 +1011,12 @@ impl Builder {
                 _ => {}
             }
         }
-        Some(CommandRule { effect: effect?, pattern, because, span })
+        Some(CommandRule {
+            effect: effect?,
+            pattern,
+            because,
+            span,
+        })
     }
 
     // ----------------------------------------------------------- guardian
@@ -764,28 +1030,68 @@ impl Builder {
             Rule::g_risk => {
                 let level = it.next()?;
                 let cat = it.next()?;
-                let level = self.keyword(&level, "risk level", RiskLevel::parse, &RiskLevel::spellings());
-                let category = self.keyword(&cat, "risk category", RiskCategory::parse, &RiskCategory::spellings());
+                let level = self.keyword(
+                    &level,
+                    "risk level",
+                    RiskLevel::parse,
+                    &RiskLevel::spellings(),
+                );
+                let category = self.keyword(
+                    &cat,
+                    "risk category",
+                    RiskCategory::parse,
+                    &RiskCategory::spellings(),
+                );
                 let matcher = self.matcher(it.next()?);
-                Some(GuardianStmt::Risk { level: level?, category: category?, matcher: matcher?, span })
+                Some(GuardianStmt::Risk {
+                    level: level?,
+                    category: category?,
+                    matcher: matcher?,
+                    span,
+                })
             }
             Rule::g_deny_category => {
                 let cat = it.nth(1)?;
-                let category = self.keyword(&cat, "risk category", RiskCategory::parse, &RiskCategory::spellings())?;
+                let category = self.keyword(
+                    &cat,
+                    "risk category",
+                    RiskCategory::parse,
+                    &RiskCategory::spellings(),
+                )?;
                 Some(GuardianStmt::DenyCategory { category, span })
             }
-            Rule::g_deny_action => Some(GuardianStmt::DenyAction { matcher: self.matcher(it.next()?)?, span }),
+            Rule::g_deny_action => Some(GuardianStmt::DenyAction {
+                matcher: self.matcher(it.next()?)?,
+                span,
+            }),
             Rule::g_allow => {
-                let levels: Vec<_> =
-                    it.filter_map(|c| self.keyword(&c, "risk level", RiskLevel::parse, &RiskLevel::spellings())).collect();
+                let levels: Vec<_> = it
+                    .filter_map(|c| {
+                        self.keyword(&c, "risk level", RiskLevel::parse, &RiskLevel::spellings())
+                    })
+                    .collect();
                 Some(GuardianStmt::Allow { levels, span })
             }
             Rule::g_authorize => {
                 let level = it.next()?;
                 let with = it.nth(1)?;
-                let level = self.keyword(&level, "risk level", RiskLevel::parse, &RiskLevel::spellings());
-                let with = self.keyword(&with, "authorization level", AuthLevel::parse, &AuthLevel::spellings());
-                Some(GuardianStmt::Authorize { level: level?, with: with?, span })
+                let level = self.keyword(
+                    &level,
+                    "risk level",
+                    RiskLevel::parse,
+                    &RiskLevel::spellings(),
+                );
+                let with = self.keyword(
+                    &with,
+                    "authorization level",
+                    AuthLevel::parse,
+                    &AuthLevel::spellings(),
+                );
+                Some(GuardianStmt::Authorize {
+                    level: level?,
+                    with: with?,
+                    span,
+                })
             }
             _ => None,
         }
@@ -828,8 +1134,11 @@ impl Builder {
     fn log_stmt(&mut self, p: P<'_>) -> Option<LogStmt> {
         let span = self.span(&p);
         let spellings = LogField::spellings();
-        let fields: Vec<_> =
-            p.into_inner().skip(1).filter_map(|c| self.keyword(&c, "log field", LogField::parse, &spellings)).collect();
+        let fields: Vec<_> = p
+            .into_inner()
+            .skip(1)
+            .filter_map(|c| self.keyword(&c, "log field", LogField::parse, &spellings))
+            .collect();
         Some(LogStmt { fields, span })
     }
 
@@ -847,7 +1156,11 @@ impl Builder {
                 _ => {}
             }
         }
-        Some(TestBlock { description, stmts, span })
+        Some(TestBlock {
+            description,
+            stmts,
+            span,
+        })
     }
 
     fn test_stmt(&mut self, p: P<'_>) -> Option<TestStmt> {
@@ -875,14 +1188,26 @@ impl Builder {
         let q = it.next()?;
         let query_text = q.as_str().trim().to_string();
         let query = self.query(q);
-        let because = it.nth(1).map(|r| Spanned::new(r.as_str().to_string(), self.span(&r)));
-        Some(TestStmt::Expect(Expectation { decision: decision?, query: query?, query_text, because, span }))
+        let because = it
+            .nth(1)
+            .map(|r| Spanned::new(r.as_str().to_string(), self.span(&r)));
+        Some(TestStmt::Expect(Expectation {
+            decision: decision?,
+            query: query?,
+            query_text,
+            because,
+            span,
+        }))
     }
 
     // ------------------------------------------------------------ queries
 
     fn query(&mut self, p: P<'_>) -> Option<Query> {
-        let inner = if p.as_rule() == Rule::query { p.into_inner().next()? } else { p };
+        let inner = if p.as_rule() == Rule::query {
+            p.into_inner().next()?
+        } else {
+            p
+        };
         let span = self.span(&inner);
         let rule = inner.as_rule();
         let mut it = inner.into_inner();
@@ -896,9 +1221,14 @@ impl Builder {
                         Some(v) => v,
                         None => {
                             let s = self.span(&v);
-                            let spellings: Vec<&str> = Via::ALL.iter().map(|v| v.as_str()).collect();
+                            let spellings: Vec<&str> =
+                                Via::ALL.iter().map(|v| v.as_str()).collect();
                             self.err(
-                                SyntaxError::UnknownValue { what: "via", found: v.as_str().into(), expected: spellings },
+                                SyntaxError::UnknownValue {
+                                    what: "via",
+                                    found: v.as_str().into(),
+                                    expected: spellings,
+                                },
                                 s,
                             );
                             return None;
@@ -908,7 +1238,9 @@ impl Builder {
                 };
                 Query::Connect { host, port, via }
             }
-            Rule::q_dns => Query::Dns { name: self.value(it.next()?)?.0 },
+            Rule::q_dns => Query::Dns {
+                name: self.value(it.next()?)?.0,
+            },
             Rule::q_resolved => {
                 let host = self.value(it.next()?)?.0;
                 let mut addrs = Vec::new();
@@ -922,11 +1254,19 @@ impl Builder {
                 }
                 Query::Resolved { host, addrs, port }
             }
-            Rule::q_socket => Query::Socket { path: self.value(it.next()?)?.0 },
-            Rule::q_listen => Query::Listen { addr: it.next()?.as_str().to_string() },
+            Rule::q_socket => Query::Socket {
+                path: self.value(it.next()?)?.0,
+            },
+            Rule::q_listen => Query::Listen {
+                addr: it.next()?.as_str().to_string(),
+            },
             Rule::q_upstream => Query::Upstream,
-            Rule::q_tool => Query::Tool { permission: it.next()?.as_str().to_string() },
-            Rule::q_app => Query::App { program: self.value(it.next()?)?.0 },
+            Rule::q_tool => Query::Tool {
+                permission: it.next()?.as_str().to_string(),
+            },
+            Rule::q_app => Query::App {
+                program: self.value(it.next()?)?.0,
+            },
             Rule::q_write => {
                 let path = self.value(it.next()?)?.0;
                 let workspace = match it.nth(1) {
@@ -954,7 +1294,9 @@ impl Builder {
                     self.err(
                         SyntaxError::InvalidQuery {
                             message: format!("`{}` is not SERVER/TOOL", target.as_str()),
-                            help: Some("for example `mcp github/delete_repo destructive=true`".into()),
+                            help: Some(
+                                "for example `mcp github/delete_repo destructive=true`".into(),
+                            ),
                         },
                         tspan,
                     );
@@ -966,7 +1308,9 @@ impl Builder {
                     let (k, v) = kv.as_str().split_once('=')?;
                     let b = self.bool_value(v, s)?;
                     match k {
-                        "destructive" | "destructive_hint" => annotations.destructive_hint = Some(b),
+                        "destructive" | "destructive_hint" => {
+                            annotations.destructive_hint = Some(b)
+                        }
                         "read_only" | "read_only_hint" => annotations.read_only_hint = Some(b),
                         "open_world" | "open_world_hint" => annotations.open_world_hint = Some(b),
                         _ => {
@@ -982,11 +1326,20 @@ impl Builder {
                         }
                     }
                 }
-                Query::Mcp { server: server.to_string(), tool: tool.to_string(), annotations }
+                Query::Mcp {
+                    server: server.to_string(),
+                    tool: tool.to_string(),
+                    annotations,
+                }
             }
             Rule::q_prompt => {
                 let c = it.next()?;
-                let cat = self.keyword(&c, "prompt category", PromptCategory::parse, &PromptCategory::spellings())?;
+                let cat = self.keyword(
+                    &c,
+                    "prompt category",
+                    PromptCategory::parse,
+                    &PromptCategory::spellings(),
+                )?;
                 Query::Prompt { category: cat.node }
             }
             Rule::q_review => {
@@ -999,19 +1352,23 @@ impl Builder {
                     let ok = match k {
                         "risk" => RiskLevel::parse(v).map(|x| a.risk = Some(x)),
                         "category" => RiskCategory::parse(v).map(|x| a.category = Some(x)),
-                        "auth" | "user_authorization" => AuthLevel::parse(v).map(|x| a.user_authorization = Some(x)),
+                        "auth" | "user_authorization" => {
+                            AuthLevel::parse(v).map(|x| a.user_authorization = Some(x))
+                        }
                         "outcome" => match v {
-                            "allow" => Some(a.outcome = Some(ReviewOutcome::Allow)),
-                            "deny" => Some(a.outcome = Some(ReviewOutcome::Deny)),
+                            "allow" => Some(ReviewOutcome::Allow),
+                            "deny" => Some(ReviewOutcome::Deny),
                             _ => None,
-                        },
+                        }
+                        .map(|o| a.outcome = Some(o)),
                         "status" => match v {
-                            "ok" => Some(a.status = Some(ReviewStatus::Ok)),
-                            "failed" => Some(a.status = Some(ReviewStatus::Failed)),
-                            "timeout" => Some(a.status = Some(ReviewStatus::Timeout)),
-                            "cancelled" => Some(a.status = Some(ReviewStatus::Cancelled)),
+                            "ok" => Some(ReviewStatus::Ok),
+                            "failed" => Some(ReviewStatus::Failed),
+                            "timeout" => Some(ReviewStatus::Timeout),
+                            "cancelled" => Some(ReviewStatus::Cancelled),
                             _ => None,
-                        },
+                        }
+                        .map(|st| a.status = Some(st)),
                         _ => None,
                     };
                     if ok.is_none() {
@@ -1028,12 +1385,19 @@ impl Builder {
                         return None;
                     }
                 }
-                Query::Review { action: Box::new(action), assessment: a }
+                Query::Review {
+                    action: Box::new(action),
+                    assessment: a,
+                }
             }
             Rule::q_web_search => Query::WebSearch,
             _ => {
                 self.err(
-                    SyntaxError::UnknownValue { what: "query", found: String::new(), expected: QUERY_KINDS.to_vec() },
+                    SyntaxError::UnknownValue {
+                        what: "query",
+                        found: String::new(),
+                        expected: QUERY_KINDS.to_vec(),
+                    },
                     span,
                 );
                 return None;
@@ -1072,7 +1436,10 @@ impl Builder {
                 self.err(
                     SyntaxError::InvalidQuery {
                         message: format!("`{text}` has no port"),
-                        help: Some("write HOST:PORT, for example `github.com:443` or `\"a host\":443`".into()),
+                        help: Some(
+                            "write HOST:PORT, for example `github.com:443` or `\"a host\":443`"
+                                .into(),
+                        ),
                     },
                     span,
                 );
@@ -1081,7 +1448,13 @@ impl Builder {
             match split_host_port(&text) {
                 Ok((h, p)) => (h.to_string(), p.to_string()),
                 Err((message, help)) => {
-                    self.err(SyntaxError::InvalidQuery { message, help: Some(help) }, span);
+                    self.err(
+                        SyntaxError::InvalidQuery {
+                            message,
+                            help: Some(help),
+                        },
+                        span,
+                    );
                     return None;
                 }
             }
@@ -1104,7 +1477,10 @@ impl Builder {
 
 /// Moves a keyword-valued statement's span to start at its keyword.
 fn widen<T>(v: Spanned<T>, keyword: Span) -> Spanned<T> {
-    Spanned { span: keyword.to(v.span), node: v.node }
+    Spanned {
+        span: keyword.to(v.span),
+        node: v.node,
+    }
 }
 
 /// Splits `HOST:PORT` (IPv6 in brackets) without judging the host.
@@ -1117,7 +1493,10 @@ pub(crate) fn split_host_port(text: &str) -> Result<(&str, &str), (String, Strin
                 return Ok((host, port));
             }
         }
-        return Err((format!("`{text}` has no port"), "write [IPV6]:PORT, for example `[::1]:443`".into()));
+        return Err((
+            format!("`{text}` has no port"),
+            "write [IPV6]:PORT, for example `[::1]:443`".into(),
+        ));
     }
     match text.rsplit_once(':') {
         Some((h, _)) if h.contains(':') => Err((
@@ -1125,7 +1504,10 @@ pub(crate) fn split_host_port(text: &str) -> Result<(&str, &str), (String, Strin
             "write [IPV6]:PORT, for example `[::1]:443`".into(),
         )),
         Some((h, p)) => Ok((h, p)),
-        None => Err((format!("`{text}` has no port"), "write HOST:PORT, for example `github.com:443`".into())),
+        None => Err((
+            format!("`{text}` has no port"),
+            "write HOST:PORT, for example `github.com:443`".into(),
+        )),
     }
 }
 
@@ -1133,10 +1515,19 @@ pub(crate) fn split_host_port(text: &str) -> Result<(&str, &str), (String, Strin
 pub(crate) fn parse_port_range(text: &str) -> Result<PortRange, (String, Option<String>)> {
     let one = |s: &str| -> Result<u16, (String, Option<String>)> {
         match s.parse::<u32>() {
-            Ok(0) => Err(("port `0` is never a destination".into(), Some("ports run from 1 to 65535".into()))),
+            Ok(0) => Err((
+                "port `0` is never a destination".into(),
+                Some("ports run from 1 to 65535".into()),
+            )),
             Ok(n) if n <= 65535 && !(s.len() > 1 && s.starts_with('0')) => Ok(n as u16),
-            Ok(n) if n <= 65535 => Err((format!("port `{s}` has a leading zero"), Some(format!("write `{n}`")))),
-            _ => Err((format!("port `{s}` is out of range"), Some("ports run from 1 to 65535".into()))),
+            Ok(n) if n <= 65535 => Err((
+                format!("port `{s}` has a leading zero"),
+                Some(format!("write `{n}`")),
+            )),
+            _ => Err((
+                format!("port `{s}` is out of range"),
+                Some("ports run from 1 to 65535".into()),
+            )),
         }
     };
     match text.split_once('-') {
@@ -1144,7 +1535,10 @@ pub(crate) fn parse_port_range(text: &str) -> Result<PortRange, (String, Option<
         Some((a, b)) => {
             let (lo, hi) = (one(a)?, one(b)?);
             if lo > hi {
-                Err((format!("port range `{text}` is reversed"), Some(format!("did you mean `{hi}-{lo}`?"))))
+                Err((
+                    format!("port range `{text}` is reversed"),
+                    Some(format!("did you mean `{hi}-{lo}`?")),
+                ))
             } else {
                 Ok(PortRange { lo, hi })
             }
@@ -1174,7 +1568,12 @@ fn unescape(text: &str) -> Result<String, String> {
                     None => return Err(format!("`\\u{{{hex}}}` is not a Unicode scalar value")),
                 }
             }
-            other => return Err(format!("unknown escape `\\{}`", other.map(String::from).unwrap_or_default())),
+            other => {
+                return Err(format!(
+                    "unknown escape `\\{}`",
+                    other.map(String::from).unwrap_or_default()
+                ));
+            }
         }
     }
     Ok(out)

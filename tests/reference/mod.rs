@@ -7,7 +7,13 @@
 //! and addresses are matched with `ipnet` containment. Only the parser and
 //! the decision types are shared.
 
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+#![allow(
+    dead_code,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -27,7 +33,11 @@ pub struct RefDecision {
 }
 
 fn d(outcome: &'static str, reason: &'static str, rule_at: Option<u32>) -> RefDecision {
-    RefDecision { outcome, reason, rule_at }
+    RefDecision {
+        outcome,
+        reason,
+        rule_at,
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -41,7 +51,10 @@ fn normalize(host: &str) -> Result<H, &'static str> {
     if host.is_empty() {
         return Err("invalid_host");
     }
-    if host.chars().any(|c| c.is_whitespace() || c.is_control() || "@/\\?#%*".contains(c)) {
+    if host
+        .chars()
+        .any(|c| c.is_whitespace() || c.is_control() || "@/\\?#%*".contains(c))
+    {
         return Err("invalid_host");
     }
     if host.starts_with('[') {
@@ -78,7 +91,10 @@ fn normalize(host: &str) -> Result<H, &'static str> {
         if label.is_empty() || label.len() > 63 {
             return Err("invalid_host");
         }
-        if !label.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_') {
+        if !label
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+        {
             return Err("invalid_host");
         }
     }
@@ -88,7 +104,10 @@ fn normalize(host: &str) -> Result<H, &'static str> {
         let parts: Vec<&str> = name.split('.').collect();
         let canonical = parts.len() == 4
             && parts.iter().all(|p| {
-                !p.is_empty() && p.len() <= 3 && !(p.len() > 1 && p.starts_with('0')) && p.parse::<u16>().is_ok_and(|n| n <= 255)
+                !p.is_empty()
+                    && p.len() <= 3
+                    && !(p.len() > 1 && p.starts_with('0'))
+                    && p.parse::<u16>().is_ok_and(|n| n <= 255)
             });
         if canonical {
             return Ok(H::Ip(IpAddr::V4(name.parse().unwrap())));
@@ -113,9 +132,24 @@ fn unmap(ip: IpAddr) -> IpAddr {
 }
 
 const NON_PUBLIC: &[&str] = &[
-    "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12", "192.0.0.0/24",
-    "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24",
-    "224.0.0.0/4", "240.0.0.0/4", "2001::/23", "2001:db8::/32", "3fff::/20",
+    "0.0.0.0/8",
+    "10.0.0.0/8",
+    "100.64.0.0/10",
+    "127.0.0.0/8",
+    "169.254.0.0/16",
+    "172.16.0.0/12",
+    "192.0.0.0/24",
+    "192.0.2.0/24",
+    "192.88.99.0/24",
+    "192.168.0.0/16",
+    "198.18.0.0/15",
+    "198.51.100.0/24",
+    "203.0.113.0/24",
+    "224.0.0.0/4",
+    "240.0.0.0/4",
+    "2001::/23",
+    "2001:db8::/32",
+    "3fff::/20",
 ];
 
 fn non_public(ip: IpAddr) -> bool {
@@ -135,7 +169,9 @@ fn non_public(ip: IpAddr) -> bool {
             return true;
         }
     }
-    NON_PUBLIC.iter().any(|n| n.parse::<IpNet>().unwrap().contains(&ip))
+    NON_PUBLIC
+        .iter()
+        .any(|n| n.parse::<IpNet>().unwrap().contains(&ip))
 }
 
 /// Does a rule's address or prefix cover the (unmapped) query address?
@@ -216,15 +252,21 @@ impl<'a> RefPolicy<'a> {
         })
     }
     fn local_allow(&self) -> bool {
-        self.stmts().iter().any(|s| matches!(s, NetStmt::Local(v) if v.node == Effect::Allow))
+        self.stmts()
+            .iter()
+            .any(|s| matches!(s, NetStmt::Local(v) if v.node == Effect::Allow))
     }
     fn proxy(&self, which: &str) -> Option<(bool, u32)> {
         self.block.sections.iter().find_map(|s| match &s.kind {
             SectionKind::Proxy(stmts) => stmts.iter().find_map(|p| match (p, which) {
-                (ProxyStmt::Socks5(v), "socks5") | (ProxyStmt::Socks5Udp(v), "socks5_udp") | (ProxyStmt::Upstream(v), "upstream") => {
+                (ProxyStmt::Socks5(v), "socks5")
+                | (ProxyStmt::Socks5Udp(v), "socks5_udp")
+                | (ProxyStmt::Upstream(v), "upstream") => {
                     Some((v.node == Switch::On, v.span.start))
                 }
-                (ProxyStmt::Listen(v), "listen") => Some((v.node == ListenScope::Any, v.span.start)),
+                (ProxyStmt::Listen(v), "listen") => {
+                    Some((v.node == ListenScope::Any, v.span.start))
+                }
                 _ => None,
             }),
             _ => None,
@@ -232,7 +274,12 @@ impl<'a> RefPolicy<'a> {
     }
 
     fn mode(&self) -> Option<RefDecision> {
-        let span = self.block.sections.iter().find(|s| matches!(s.kind, SectionKind::Network(_))).map(|s| s.span.start);
+        let span = self
+            .block
+            .sections
+            .iter()
+            .find(|s| matches!(s.kind, SectionKind::Network(_)))
+            .map(|s| s.span.start);
         match self.network() {
             None => Some(d("deny", "network_off", None)),
             Some(Network::Off) => Some(d("deny", "network_off", span)),
@@ -254,7 +301,10 @@ impl<'a> RefPolicy<'a> {
                 _ => false,
             }
         };
-        if let Some(r) = self.rules().find(|r| r.effect == Effect::Deny && matches(r)) {
+        if let Some(r) = self
+            .rules()
+            .find(|r| r.effect == Effect::Deny && matches(r))
+        {
             return d("deny", "denied_by_rule", Some(r.span.start));
         }
         let local = match h {
@@ -267,7 +317,9 @@ impl<'a> RefPolicy<'a> {
                     && port_ok(&r.ports, port, r.effect)
                     && match (&r.target, h) {
                         (NetTarget::Ip(a), H::Ip(ip)) => unmap(*a) == *ip,
-                        (NetTarget::Domain(p), H::Name(n)) => !p.starts_with('*') && pattern_matches(p, n),
+                        (NetTarget::Domain(p), H::Name(n)) => {
+                            !p.starts_with('*') && pattern_matches(p, n)
+                        }
                         _ => false,
                     }
             });
@@ -276,7 +328,10 @@ impl<'a> RefPolicy<'a> {
                 None => d("deny", "local_address", None),
             };
         }
-        if let Some(r) = self.rules().find(|r| r.effect == Effect::Allow && matches(r)) {
+        if let Some(r) = self
+            .rules()
+            .find(|r| r.effect == Effect::Allow && matches(r))
+        {
             return d("allow", "allowed_by_rule", Some(r.span.start));
         }
         if let Some(at) = self.default_allow() {
@@ -311,7 +366,9 @@ impl<'a> RefPolicy<'a> {
             Query::Dns { name } => {
                 let h = match normalize(name) {
                     Ok(H::Name(n)) => H::Name(n),
-                    Ok(H::Ip(_)) | Err("ambiguous_ip_literal") => return Some(d("deny", "invalid_host", None)),
+                    Ok(H::Ip(_)) | Err("ambiguous_ip_literal") => {
+                        return Some(d("deny", "invalid_host", None));
+                    }
                     Err(r) => return Some(d("deny", r, None)),
                 };
                 if let Some(m) = self.mode() {
@@ -328,13 +385,19 @@ impl<'a> RefPolicy<'a> {
             Query::Resolved { host, addrs, port } => {
                 let h = match normalize(host) {
                     Ok(H::Name(n)) => H::Name(n),
-                    Ok(H::Ip(_)) | Err("ambiguous_ip_literal") => return Some(d("deny", "invalid_host", None)),
+                    Ok(H::Ip(_)) | Err("ambiguous_ip_literal") => {
+                        return Some(d("deny", "invalid_host", None));
+                    }
                     Err(r) => return Some(d("deny", r, None)),
                 };
                 if addrs.is_empty() {
                     return Some(d("deny", "lookup_failed", None));
                 }
-                let Ok(ips) = addrs.iter().map(|a| a.parse::<IpAddr>()).collect::<Result<Vec<_>, _>>() else {
+                let Ok(ips) = addrs
+                    .iter()
+                    .map(|a| a.parse::<IpAddr>())
+                    .collect::<Result<Vec<_>, _>>()
+                else {
                     return Some(d("deny", "invalid_address", None));
                 };
                 if let Some(p) = port {
@@ -380,9 +443,17 @@ impl<'a> RefPolicy<'a> {
                         for st in stmts {
                             match st {
                                 PermStmt::Default(v) => default = Some((v.node, v.span.start)),
-                                PermStmt::Rule { effect, permissions, span } => {
+                                PermStmt::Rule {
+                                    effect,
+                                    permissions,
+                                    span,
+                                } => {
                                     if permissions.iter().any(|p| Some(p.node) == perm) {
-                                        let slot = if *effect == Effect::Deny { &mut deny } else { &mut allow };
+                                        let slot = if *effect == Effect::Deny {
+                                            &mut deny
+                                        } else {
+                                            &mut allow
+                                        };
                                         slot.get_or_insert(span.start);
                                     }
                                 }
@@ -397,7 +468,9 @@ impl<'a> RefPolicy<'a> {
                     (Some(r), _, _) => d("deny", "denied_by_rule", Some(r)),
                     (None, Some(r), _) => d("allow", "allowed_by_rule", Some(r)),
                     (None, None, Some((Effect::Deny, at))) => d("deny", "default_deny", Some(at)),
-                    (None, None, Some((Effect::Allow, at))) => d("allow", "default_allow", Some(at)),
+                    (None, None, Some((Effect::Allow, at))) => {
+                        d("allow", "default_allow", Some(at))
+                    }
                     (None, None, None) => d("allow", "default_allow", None),
                 }
             }
@@ -407,9 +480,16 @@ impl<'a> RefPolicy<'a> {
                 }
                 let key = |s: &str| {
                     let l = s.to_lowercase();
-                    l.strip_suffix(".app").or_else(|| l.strip_suffix(".exe")).unwrap_or(&l).to_string()
+                    l.strip_suffix(".app")
+                        .or_else(|| l.strip_suffix(".exe"))
+                        .unwrap_or(&l)
+                        .to_string()
                 };
-                let comps: Vec<String> = program.split(['/', '\\']).filter(|c| !c.is_empty()).map(key).collect();
+                let comps: Vec<String> = program
+                    .split(['/', '\\'])
+                    .filter(|c| !c.is_empty())
+                    .map(key)
+                    .collect();
                 for s in self.block.sections.iter() {
                     if let SectionKind::Apps(stmts) = &s.kind {
                         for st in stmts {

@@ -16,7 +16,9 @@ pub fn run(args: &[String]) -> Exit {
     let json = match a.value("--format") {
         None | Some("human") => false,
         Some("json") => true,
-        Some(other) => return Exit::Usage(format!("unknown format `{other}`: use `human` or `json`")),
+        Some(other) => {
+            return Exit::Usage(format!("unknown format `{other}`: use `human` or `json`"));
+        }
     };
     let sources = match crate::load::sources(&a.paths) {
         Ok(s) => s,
@@ -24,17 +26,29 @@ pub fn run(args: &[String]) -> Exit {
     };
     let files = sources.files().count();
     let b = gatehouse::build(sources);
-    let errors = b.diagnostics.iter().filter(|d| d.severity == Severity::Error).count();
+    let errors = b
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .count();
     let warnings = b.diagnostics.len() - errors;
     if json {
         println!("{}", render_json(&b.diagnostics, &b.sources));
     } else if b.diagnostics.is_empty() {
         let policies = b.set.as_ref().map_or(0, |s| s.policies().count());
-        println!("ok: {policies} {} in {files} {}", plural(policies, "policy", "policies"), plural(files, "file", "files"));
+        println!(
+            "ok: {policies} {} in {files} {}",
+            plural(policies, "policy", "policies"),
+            plural(files, "file", "files")
+        );
     } else {
         print!("{}", render_human(&b.diagnostics, &b.sources));
     }
-    if errors > 0 || (warnings > 0 && a.flag("--deny-warnings")) { Exit::Failed } else { Exit::Ok }
+    if errors > 0 || (warnings > 0 && a.flag("--deny-warnings")) {
+        Exit::Failed
+    } else {
+        Exit::Ok
+    }
 }
 
 fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {

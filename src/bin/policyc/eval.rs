@@ -9,7 +9,11 @@ use crate::Exit;
 use crate::args::Args;
 
 pub fn run(args: &[String]) -> Exit {
-    let a = match Args::parse(args, &[], &["--policy", "--workspace", "--query", "--queries"]) {
+    let a = match Args::parse(
+        args,
+        &[],
+        &["--policy", "--workspace", "--query", "--queries"],
+    ) {
         Ok(a) => a,
         Err(e) => return e,
     };
@@ -59,7 +63,9 @@ pub fn run(args: &[String]) -> Exit {
                     Err(e) => return Exit::Usage(format!("cannot read `{path}`: {e}")),
                 }
             };
-            reader.lines().try_for_each(|l| l.and_then(|l| line_out(&l)))
+            reader
+                .lines()
+                .try_for_each(|l| l.and_then(|l| line_out(&l)))
         }
     };
     if let Err(e) = io.and_then(|()| out.flush()) {
@@ -75,12 +81,18 @@ pub fn pick<'a>(set: &'a PolicySet, name: Option<&str>) -> Result<&'a Policy, Ex
     match name {
         Some(n) => set.policy(n).ok_or_else(|| {
             let names: Vec<&str> = set.policies().map(Policy::name).collect();
-            let hint = gatehouse::diag::did_you_mean(n, names.iter().copied()).map(|h| format!(" ({h})")).unwrap_or_default();
+            let hint = gatehouse::diag::did_you_mean(n, names.iter().copied())
+                .map(|h| format!(" ({h})"))
+                .unwrap_or_default();
             Exit::Usage(format!("no policy named `{n}`{hint}"))
         }),
         None => set.single().ok_or_else(|| {
             let names: Vec<&str> = set.policies().map(Policy::name).collect();
-            Exit::Usage(format!("the set holds {} policies ({}); pick one with `--policy NAME`", names.len(), names.join(", ")))
+            Exit::Usage(format!(
+                "the set holds {} policies ({}); pick one with `--policy NAME`",
+                names.len(),
+                names.join(", ")
+            ))
         }),
     }
 }

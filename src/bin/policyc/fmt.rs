@@ -34,7 +34,10 @@ pub fn run(args: &[String]) -> Exit {
         let id2 = again.add(file.name.clone(), formatted.clone());
         let (ast2, diags2) = parse_file(id2, &formatted);
         if ast2 != ast || !diags2.is_empty() || ast2.comments.len() != ast.comments.len() {
-            eprintln!("error: formatting `{}` would change its meaning; left as it is (please report this)", file.name);
+            eprintln!(
+                "error: formatting `{}` would change its meaning; left as it is (please report this)",
+                file.name
+            );
             failed = true;
             continue;
         }

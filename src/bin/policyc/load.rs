@@ -9,7 +9,9 @@ use crate::Exit;
 
 fn collect(path: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     if path.is_dir() {
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect();
         entries.sort();
         for e in entries {
             if e.is_dir() || e.extension().is_some_and(|x| x == "policy") {
@@ -34,7 +36,8 @@ pub fn sources(paths: &[String]) -> Result<SourceMap, Exit> {
     }
     let mut map = SourceMap::new();
     for f in files {
-        let text = std::fs::read_to_string(&f).map_err(|e| Exit::Usage(format!("cannot read `{}`: {e}", f.display())))?;
+        let text = std::fs::read_to_string(&f)
+            .map_err(|e| Exit::Usage(format!("cannot read `{}`: {e}", f.display())))?;
         map.add(f.display().to_string(), text);
     }
     Ok(map)

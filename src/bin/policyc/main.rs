@@ -51,7 +51,9 @@ fn main() -> ExitCode {
         }
         Some(other) => {
             let known = ["check", "eval", "test", "fmt"];
-            let hint = gatehouse::diag::did_you_mean(other, known).map(|h| format!(" ({h})")).unwrap_or_default();
+            let hint = gatehouse::diag::did_you_mean(other, known)
+                .map(|h| format!(" ({h})"))
+                .unwrap_or_default();
             Exit::Usage(format!("unknown command `{other}`{hint}"))
         }
         None => Exit::Usage("no command given".into()),

@@ -38,9 +38,19 @@ pub fn run(args: &[String]) -> Exit {
                             Ok(()) => passed += 1,
                             Err(why) => {
                                 failed += 1;
-                                println!("FAIL {}:{}:{} in test \"{}\"", src.name, at.line, at.column, t.description.value);
-                                println!("  expected: {} {}{}", e.decision.node, e.query_text,
-                                    e.because.as_ref().map(|b| format!(" because {}", b.node)).unwrap_or_default());
+                                println!(
+                                    "FAIL {}:{}:{} in test \"{}\"",
+                                    src.name, at.line, at.column, t.description.value
+                                );
+                                println!(
+                                    "  expected: {} {}{}",
+                                    e.decision.node,
+                                    e.query_text,
+                                    e.because
+                                        .as_ref()
+                                        .map(|b| format!(" because {}", b.node))
+                                        .unwrap_or_default()
+                                );
                                 println!("  {why}\n");
                             }
                         }
@@ -53,10 +63,19 @@ pub fn run(args: &[String]) -> Exit {
     if failed > 0 { Exit::Failed } else { Exit::Ok }
 }
 
-fn outcome(set: &PolicySet, p: &Policy, e: &gatehouse::syntax::ast::Expectation) -> Result<(), String> {
-    let d = p.decide(&e.query).map_err(|err| format!("actual:   error: {err}"))?;
+fn outcome(
+    set: &PolicySet,
+    p: &Policy,
+    e: &gatehouse::syntax::ast::Expectation,
+) -> Result<(), String> {
+    let d = p
+        .decide(&e.query)
+        .map_err(|err| format!("actual:   error: {err}"))?;
     let decision_ok = d.outcome.as_str() == e.decision.node;
-    let reason_ok = e.because.as_ref().is_none_or(|b| b.node == d.reason.as_str());
+    let reason_ok = e
+        .because
+        .as_ref()
+        .is_none_or(|b| b.node == d.reason.as_str());
     if decision_ok && reason_ok {
         return Ok(());
     }
@@ -64,5 +83,10 @@ fn outcome(set: &PolicySet, p: &Policy, e: &gatehouse::syntax::ast::Expectation)
         Some(r) => format!("{}:{}:{} `{}`", r.file, r.line, r.column, r.source),
         None => "none (a default)".to_string(),
     };
-    Err(format!("actual:   {} because {} (policy {}, rule: {rule})", d.outcome.as_str(), d.reason.as_str(), p.name()))
+    Err(format!(
+        "actual:   {} because {} (policy {}, rule: {rule})",
+        d.outcome.as_str(),
+        d.reason.as_str(),
+        p.name()
+    ))
 }
