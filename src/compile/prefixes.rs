@@ -189,9 +189,14 @@ pub fn canonical_prefixes(net: IpNet) -> (Vec<Ipv4Net>, Option<Ipv6Net>) {
 
 /// `net` minus `0.0.0.0/31`, as prefixes.
 fn without_first_two(net: Ipv4Net) -> Vec<Ipv4Net> {
-    if u32::from(net.network()) != 0 {
-        return vec![net];
+    let first = u32::from(net.network());
+    if first > 1 {
+        return vec![net]; // does not reach 0.0.0.0/31
     }
+    if net.prefix_len() >= 31 {
+        return Vec::new(); // inside 0.0.0.0/31
+    }
+    // net = 0.0.0.0/k with k ≤ 30: every sibling on the way down to /31.
     ((net.prefix_len() + 1)..=31)
         .filter_map(|len| Ipv4Net::new(Ipv4Addr::from(1u32 << (32 - len)), len).ok())
         .collect()
