@@ -168,23 +168,55 @@ impl Printer<'_> {
         self.blank_before(start);
         self.out.push_str(&"  ".repeat(self.indent));
         self.out.push_str(text);
-        self.trailing(start, end);
+        self.trailing(span.end);
         self.out.push('\n');
         self.last_line = end;
     }
 
-    fn trailing(&mut self, start: usize, end: usize) {
+    /// Appends the trailing comment that belongs to code ending at
+    /// `code_end`: the first comment after it with only blanks, `;` or `}`
+    /// in between on the same line (a comment belongs to the last code
+    /// before it on its line).
+    fn trailing(&mut self, code_end: u32) {
         for (i, c) in self.comments.iter().enumerate() {
-            let cl = self.line_of(c.span.start);
-            if !self.used.get(i).copied().unwrap_or(true) && cl >= start && cl <= end {
+            if self.used.get(i).copied().unwrap_or(true) || c.span.start < code_end {
+                continue;
+            }
+            let between = self
+                .src
+                .text
+                .get(code_end as usize..c.span.start as usize)
+                .unwrap_or("\n");
+            if between
+                .chars()
+                .all(|ch| matches!(ch, ' ' | '\t' | ';' | '}'))
+            {
                 if let Some(u) = self.used.get_mut(i) {
                     *u = true;
                 }
                 self.out.push_str("  #");
                 self.out.push_str(c.text.trim_end());
-                return;
             }
+            return;
         }
+    }
+
+    /// The offset just after the `{` that opens the block starting at
+    /// `from` (strings skipped).
+    fn after_open_brace(&self, from: u32) -> u32 {
+        let text = self.src.text.as_bytes();
+        let mut i = from as usize;
+        let mut in_string = false;
+        while let Some(&b) = text.get(i) {
+            match (b, in_string) {
+                (b'\\', true) => i += 1,
+                (b'"', _) => in_string = !in_string,
+                (b'{', false) => return (i + 1) as u32,
+                _ => {}
+            }
+            i += 1;
+        }
+        from + 1
     }
 
     /// `header {`, the body, `}`; `header {}` when empty.
@@ -194,7 +226,7 @@ impl Printer<'_> {
             return;
         }
         let open = Span {
-            end: span.start + 1,
+            end: self.after_open_brace(span.start),
             ..span
         };
         self.emit(&format!("{header} {{"), open);
@@ -207,12 +239,9 @@ impl Printer<'_> {
             start: span.end.saturating_sub(1),
             ..span
         };
-        let before = self.last_line;
         self.out.push_str(&"  ".repeat(self.indent));
         self.out.push('}');
-        if close_line > before {
-            self.trailing(close_line, close_line);
-        }
+        self.trailing(span.end);
         self.out.push('\n');
         self.last_line = self.line_of(close.start);
     }

@@ -320,3 +320,27 @@ fn usage_errors_exit_2() {
         Some(2)
     );
 }
+
+#[test]
+fn lints_warn_and_deny_warnings_fails() {
+    let o = policyc(&["check", "tests/data/lints.policy"]);
+    assert_eq!(o.status.code(), Some(0));
+    let out = stdout(&o);
+    golden("lints.txt", &out);
+    for code in [
+        "covered_rule",
+        "dead_allow",
+        "no_effect_on_local",
+        "allow_under_default_allow",
+    ] {
+        assert!(
+            out.contains(&format!("warning[{code}]")),
+            "{code} missing:\n{out}"
+        );
+    }
+    assert!(out.contains("6 warnings"), "{out}");
+    // Exact local exceptions are never reported as covered or useless.
+    assert!(!out.contains(":12:5") && !out.contains(":24:5"), "{out}");
+    let o = policyc(&["check", "--deny-warnings", "tests/data/lints.policy"]);
+    assert_eq!(o.status.code(), Some(1));
+}

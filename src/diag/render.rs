@@ -13,9 +13,27 @@ pub fn render_human(diags: &[Diagnostic], sources: &SourceMap) -> String {
     let mut out = String::new();
     for d in diags {
         let _ = writeln!(out, "{}[{}]: {}", d.severity.as_str(), d.code, d.message);
-        let gutter = snippet(&mut out, sources, d.span, "-->", None);
+        // One gutter width for every snippet of the diagnostic.
+        let line_of = |span: crate::source::Span| {
+            sources
+                .get(span.file)
+                .map_or(1, |f| f.line_col(span.start).line)
+        };
+        let gutter = std::iter::once(d.span)
+            .chain(d.labels.iter().map(|l| l.span))
+            .map(|s| line_of(s).to_string().len())
+            .max()
+            .unwrap_or(1);
+        snippet(&mut out, sources, d.span, "-->", None, gutter);
         for label in &d.labels {
-            snippet(&mut out, sources, label.span, ":::", Some(&label.message));
+            snippet(
+                &mut out,
+                sources,
+                label.span,
+                ":::",
+                Some(&label.message),
+                gutter,
+            );
         }
         if let Some(help) = &d.help {
             let _ = writeln!(out, "{} = help: {help}", " ".repeat(gutter));
@@ -49,16 +67,17 @@ fn summary(errors: usize, warnings: usize) -> String {
     }
 }
 
-/// Writes one source snippet; returns the width of its line-number gutter.
+/// Writes one source snippet with a line-number gutter `gutter` wide.
 fn snippet(
     out: &mut String,
     sources: &SourceMap,
     span: Span,
     arrow: &str,
     label: Option<&str>,
-) -> usize {
+    gutter: usize,
+) {
     let Some(file) = sources.get(span.file) else {
-        return 1;
+        return;
     };
     let start = file.line_col(span.start);
     let end = file.line_col(span.end);
@@ -72,7 +91,6 @@ fn snippet(
             .saturating_sub(start.column - 1)
             .max(1)
     };
-    let gutter = start.line.to_string().len();
     let pad = " ".repeat(gutter);
     let _ = writeln!(
         out,
@@ -80,7 +98,7 @@ fn snippet(
         file.name, start.line, start.column
     );
     let _ = writeln!(out, "{pad} |");
-    let _ = writeln!(out, "{} | {}", start.line, line_text);
+    let _ = writeln!(out, "{:>gutter$} | {}", start.line, line_text);
     let marker = if label.is_some() { "-" } else { "^" };
     let _ = write!(
         out,
@@ -92,7 +110,6 @@ fn snippet(
         let _ = write!(out, " {l}");
     }
     out.push('\n');
-    gutter
 }
 
 /// The JSON form of one diagnostic (interfaces §2).
