@@ -1,4 +1,46 @@
-//! gatehouse: an embedded policy-evaluation engine for the sandboxes that run AI agents.
+//! gatehouse: an embedded policy-evaluation engine for the sandboxes that
+//! run AI agents.
+//!
+//! The pipeline, one module per stage:
+//!
+//! source text → [`syntax`] (pest grammar, AST with spans) → [`check`]
+//! (diagnostics) → [`compile`] (an immutable [`PolicySet`]: a domain label
+//! automaton, address intervals, exact-match tables) → [`eval`] (the hot path)
+//! → [`store`] (an arc-swap handle for live updates). [`normalize`] is shared by
+//! all of them; [`fmt`] prints the canonical layout; [`build()`] runs the
+//! whole pipeline.
+//!
+//! ```
+//! use gatehouse::query::Via;
+//! use gatehouse::store::PolicyStore;
+//! use gatehouse::{Outcome, PolicySet, Reason};
+//!
+//! let set = PolicySet::from_source(
+//!     "agent.policy",
+//!     "policy agent {\n  network {\n    allow domain github.com\n    deny cidr 10.0.0.0/8\n  }\n}\n",
+//! )?;
+//! let agent = set.policy("agent").expect("compiled");
+//!
+//! // Hot path: borrowed input, no allocation, the deciding rule named.
+//! let d = agent.connect("GitHub.COM.", 443, Via::Https);
+//! assert_eq!((d.outcome, d.reason), (Outcome::Allow, Reason::AllowedByRule));
+//! let rule = set.rule(d.rule.expect("a rule decided")).expect("known rule");
+//! assert_eq!((rule.line, rule.source.as_str()), (3, "allow domain github.com"));
+//!
+//! // Hostile spellings are normalised once, then decided.
+//! assert_eq!(agent.connect("[::ffff:10.1.2.3]", 443, Via::Https).reason, Reason::DeniedByRule);
+//! assert_eq!(agent.connect("2130706433", 80, Via::Https).reason, Reason::AmbiguousIpLiteral);
+//!
+//! // Live updates: readers load lock-free; a policy that does not compile
+//! // is refused and the old one stays in force.
+//! let store = PolicyStore::new(set);
+//! let mut bad = gatehouse::source::SourceMap::new();
+//! bad.add("agent.policy", "policy agent { network { allow domian github.com } }");
+//! assert!(store.update(bad).is_err());
+//! let current = store.load();
+//! assert!(current.policy("agent").expect("still there").dns("github.com").is_allow());
+//! # Ok::<(), gatehouse::Error>(())
+//! ```
 #![forbid(unsafe_code)]
 pub mod build;
 pub mod check;

@@ -344,3 +344,11 @@ fn lints_warn_and_deny_warnings_fails() {
     let o = policyc(&["check", "--deny-warnings", "tests/data/lints.policy"]);
     assert_eq!(o.status.code(), Some(1));
 }
+
+#[test]
+fn the_spec_examples_of_sections_3_to_8_hold() {
+    let o = policyc(&["test", "tests/data/spec.policy"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("71 passed, 0 failed"), "{out}");
+}
