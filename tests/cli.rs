@@ -256,35 +256,21 @@ fn check_json_has_the_documented_fields() {
 
 #[test]
 fn clean_policies_check_test_and_format_cleanly() {
-    let o = policyc(&[
-        "check",
-        "--deny-warnings",
-        "policies/coding-agent.policy",
-        "policies/research.policy",
-        "policies/observer.policy",
-        "policies/zerocode-auto.policy",
-        "policies/zerocode-proxy.policy",
-        "policies/apps.policy",
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
-    let o = policyc(&[
-        "test",
-        "policies/coding-agent.policy",
-        "policies/research.policy",
-        "policies/observer.policy",
-        "policies/zerocode-auto.policy",
-        "policies/zerocode-proxy.policy",
-        "policies/apps.policy",
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
-    assert!(stdout(&o).contains(" passed, 0 failed"));
-    let o = policyc(&[
-        "fmt",
-        "--check",
-        "policies/coding-agent.policy",
-        "policies/zerocode-proxy.policy",
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let files = valid();
+    let run = |cmd: &[&str]| {
+        let mut args = cmd.to_vec();
+        args.extend(files.iter().map(String::as_str));
+        policyc(&args)
+    };
+    for cmd in [
+        &["check", "--deny-warnings"][..],
+        &["test"],
+        &["fmt", "--check"],
+    ] {
+        let o = run(cmd);
+        assert_eq!(o.status.code(), Some(0), "{cmd:?}: {}", stdout(&o));
+    }
+    assert!(stdout(&run(&["test"])).contains(" passed, 0 failed"));
 }
 
 #[test]

@@ -262,48 +262,21 @@ fn ports_cover(outer: Option<&[PortRange]>, inner: Option<&[PortRange]>) -> bool
     })
 }
 
-/// Whether a prefix reaches any non-public address (language spec §6).
+/// Whether a prefix reaches any non-public address (language spec §6). A
+/// prefix reaching into 6to4 space counts, whatever it embeds.
 fn overlaps_non_public(net: IpNet) -> bool {
-    const V4: &[&str] = &[
-        "0.0.0.0/8",
-        "10.0.0.0/8",
-        "100.64.0.0/10",
-        "127.0.0.0/8",
-        "169.254.0.0/16",
-        "172.16.0.0/12",
-        "192.0.0.0/24",
-        "192.0.2.0/24",
-        "192.88.99.0/24",
-        "192.168.0.0/16",
-        "198.18.0.0/15",
-        "198.51.100.0/24",
-        "203.0.113.0/24",
-        "224.0.0.0/4",
-        "240.0.0.0/4",
-    ];
-    const V6: &[&str] = &[
-        "2001::/23",
-        "2001:db8::/32",
-        "3fff::/20",
-        "2002::/16",
-        "64:ff9b::/96",
-    ];
+    use crate::normalize::addr::{non_public_v4, non_public_v6_in_global};
     let overlap = |a: IpNet, b: IpNet| a.contains(&b.network()) || b.contains(&a.network());
     let (v4s, v6) = crate::compile::prefixes::canonical_prefixes(net);
-    let v4_hit = v4s.iter().any(|n| {
-        V4.iter()
-            .filter_map(|s| s.parse::<IpNet>().ok())
-            .any(|p| overlap(IpNet::V4(*n), p))
-    });
+    let v4_hit = v4s
+        .iter()
+        .any(|n| non_public_v4().any(|p| overlap(IpNet::V4(*n), IpNet::V4(p))));
     let v6_hit = v6.is_some_and(|n| {
-        let global: IpNet = "2000::/3".parse().unwrap_or(IpNet::V6(n));
-        !global.contains(&IpNet::V6(n))
-            || V6
-                .iter()
-                .filter_map(|s| s.parse::<IpNet>().ok())
-                .any(|p| overlap(IpNet::V6(n), p))
+        let global = ipnet::Ipv6Net::new(std::net::Ipv6Addr::new(0x2000, 0, 0, 0, 0, 0, 0, 0), 3);
+        !global.is_ok_and(|g| g.contains(&n))
+            || non_public_v6_in_global().any(|p| overlap(IpNet::V6(n), IpNet::V6(p)))
     });
-    v4_hit || v6_hit || is_non_public(net.network())
+    v4_hit || v6_hit
 }
 
 #[cfg(test)]

@@ -282,32 +282,17 @@ impl Compiler<'_> {
                 SectionKind::Proxy(stmts) => {
                     for s in stmts {
                         let rule = Some(self.rule(s.span()));
-                        match s {
-                            ProxyStmt::Socks5(v) => {
-                                proxy.socks5 = SwitchSetting {
-                                    on: v.node == Switch::On,
-                                    rule,
-                                }
-                            }
+                        let (slot, on) = match s {
+                            ProxyStmt::Socks5(v) => (&mut proxy.socks5, v.node == Switch::On),
                             ProxyStmt::Socks5Udp(v) => {
-                                proxy.socks5_udp = SwitchSetting {
-                                    on: v.node == Switch::On,
-                                    rule,
-                                }
+                                (&mut proxy.socks5_udp, v.node == Switch::On)
                             }
-                            ProxyStmt::Upstream(v) => {
-                                proxy.upstream = SwitchSetting {
-                                    on: v.node == Switch::On,
-                                    rule,
-                                }
-                            }
+                            ProxyStmt::Upstream(v) => (&mut proxy.upstream, v.node == Switch::On),
                             ProxyStmt::Listen(v) => {
-                                proxy.listen_any = SwitchSetting {
-                                    on: v.node == ListenScope::Any,
-                                    rule,
-                                }
+                                (&mut proxy.listen_any, v.node == ListenScope::Any)
                             }
-                        }
+                        };
+                        *slot = SwitchSetting { on, rule };
                     }
                 }
                 SectionKind::Permissions(stmts) => {

@@ -23,6 +23,18 @@ fn host_error(e: HostError) -> Decision {
     }
 }
 
+/// A resolver question must be a name: an address or a numeric spelling is
+/// `invalid_host`.
+fn question_name<'b>(name: &str, buf: &'b mut HostBuf) -> Result<&'b str, Decision> {
+    match normalize_host(name, buf) {
+        Ok(Host::Name(n)) => Ok(n),
+        Ok(Host::Ip(_)) | Err(HostError::AmbiguousIp) => {
+            Err(Decision::deny(Reason::InvalidHost, None))
+        }
+        Err(e) => Err(host_error(e)),
+    }
+}
+
 /// `localhost` and every `*.localhost` name.
 fn is_local_name(name: &str) -> bool {
     name == "localhost" || name.ends_with(".localhost")
@@ -171,12 +183,9 @@ impl Policy {
     /// May the filtering resolver answer `name`?
     pub fn dns(&self, name: &str) -> Decision {
         let mut buf = HostBuf::new();
-        let name = match normalize_host(name, &mut buf) {
-            Ok(Host::Name(n)) => n,
-            Ok(Host::Ip(_)) | Err(HostError::AmbiguousIp) => {
-                return Decision::deny(Reason::InvalidHost, None);
-            }
-            Err(e) => return host_error(e),
+        let name = match question_name(name, &mut buf) {
+            Ok(n) => n,
+            Err(d) => return d,
         };
         if let Some(d) = self.mode_decides() {
             return d;
@@ -193,12 +202,9 @@ impl Policy {
     pub fn resolved<S: AsRef<str>>(&self, name: &str, addrs: &[S], port: Option<u16>) -> Decision {
         // 1. Validation: the name, the list, every address, the port.
         let mut buf = HostBuf::new();
-        let name = match normalize_host(name, &mut buf) {
-            Ok(Host::Name(n)) => n,
-            Ok(Host::Ip(_)) | Err(HostError::AmbiguousIp) => {
-                return Decision::deny(Reason::InvalidHost, None);
-            }
-            Err(e) => return host_error(e),
+        let name = match question_name(name, &mut buf) {
+            Ok(n) => n,
+            Err(d) => return d,
         };
         if addrs.is_empty() {
             return Decision::deny(Reason::LookupFailed, None);

@@ -50,6 +50,23 @@ const V6_NON_PUBLIC_IN_GLOBAL: &[(u128, u8)] = &[
     (0x3fff_0000_0000_0000_0000_0000_0000_0000, 20), // documentation
 ];
 
+/// The IPv4 non-public prefixes of language spec §6 (for the checker).
+pub fn non_public_v4() -> impl Iterator<Item = ipnet::Ipv4Net> {
+    V4_NON_PUBLIC
+        .iter()
+        .filter_map(|&(n, l)| ipnet::Ipv4Net::new(Ipv4Addr::from(n), l).ok())
+}
+
+/// The non-public IPv6 prefixes inside `2000::/3` (everything outside it is
+/// non-public), plus 6to4 `2002::/16`, whose class depends on the IPv4
+/// address it embeds.
+pub fn non_public_v6_in_global() -> impl Iterator<Item = ipnet::Ipv6Net> {
+    V6_NON_PUBLIC_IN_GLOBAL
+        .iter()
+        .chain(&[(0x2002_0000_0000_0000_0000_0000_0000_0000, 16)])
+        .filter_map(|&(n, l)| ipnet::Ipv6Net::new(Ipv6Addr::from(n), l).ok())
+}
+
 fn in_v4(x: u32, net: u32, len: u8) -> bool {
     let mask = if len == 0 {
         0

@@ -77,20 +77,7 @@ const FILE_CTX: Ctx = Ctx {
 };
 const BLOCK_CTX: Ctx = Ctx {
     what: "a policy block",
-    keywords: &[
-        "network",
-        "proxy",
-        "permissions",
-        "apps",
-        "sandbox",
-        "approvals",
-        "reviewer",
-        "web_search",
-        "mcp",
-        "commands",
-        "guardian",
-        "log",
-    ],
+    keywords: SECTION_KEYWORDS,
     rule: Rule::section_only,
 };
 const NETWORK_CTX: Ctx = Ctx {

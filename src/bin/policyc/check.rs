@@ -3,26 +3,19 @@
 use gatehouse::diag::{Severity, render_human, render_json};
 
 use crate::Exit;
-use crate::args::Args;
 
 pub fn run(args: &[String]) -> Exit {
-    let a = match Args::parse(args, &["--deny-warnings"], &["--format"]) {
-        Ok(a) => a,
-        Err(e) => return e,
-    };
-    if let Err(e) = a.need_paths() {
-        return e;
-    }
+    let (a, sources) =
+        match crate::load::args_and_sources(args, &["--deny-warnings"], &["--format"]) {
+            Ok(x) => x,
+            Err(e) => return e,
+        };
     let json = match a.value("--format") {
         None | Some("human") => false,
         Some("json") => true,
         Some(other) => {
             return Exit::Usage(format!("unknown format `{other}`: use `human` or `json`"));
         }
-    };
-    let sources = match crate::load::sources(&a.paths) {
-        Ok(s) => s,
-        Err(e) => return e,
     };
     let files = sources.files().count();
     let b = gatehouse::build(sources);

@@ -6,34 +6,23 @@ use gatehouse::query::Query;
 use gatehouse::{Policy, PolicySet};
 
 use crate::Exit;
-use crate::args::Args;
 
 pub fn run(args: &[String]) -> Exit {
-    let a = match Args::parse(
-        args,
-        &[],
-        &["--policy", "--workspace", "--query", "--queries"],
-    ) {
-        Ok(a) => a,
+    let options = ["--policy", "--workspace", "--query", "--queries"];
+    let (a, sources) = match crate::load::args_and_sources(args, &[], &options) {
+        Ok(x) => x,
         Err(e) => return e,
     };
-    if let Err(e) = a.need_paths() {
-        return e;
-    }
     let queries = a.all("--query");
     let file = a.value("--queries");
     if queries.is_empty() == file.is_none() {
         return Exit::Usage("give either `--query TEXT` (any number) or `--queries FILE|-`".into());
     }
-    let sources = match crate::load::sources(&a.paths) {
-        Ok(s) => s,
+    let (_, set) = match crate::load::compiled(sources) {
+        Ok(x) => x,
         Err(e) => return e,
     };
-    let b = gatehouse::build(sources);
-    let Some(set) = b.set.as_ref().filter(|_| !b.has_errors()) else {
-        eprint!("{}", b.render());
-        return Exit::Failed;
-    };
+    let set = &set;
     let policy = match pick(set, a.value("--policy")) {
         Ok(p) => p,
         Err(e) => return e,

@@ -4,18 +4,10 @@ use gatehouse::source::SourceMap;
 use gatehouse::syntax::parse_file;
 
 use crate::Exit;
-use crate::args::Args;
 
 pub fn run(args: &[String]) -> Exit {
-    let a = match Args::parse(args, &["--check"], &[]) {
-        Ok(a) => a,
-        Err(e) => return e,
-    };
-    if let Err(e) = a.need_paths() {
-        return e;
-    }
-    let sources = match crate::load::sources(&a.paths) {
-        Ok(s) => s,
+    let (a, sources) = match crate::load::args_and_sources(args, &["--check"], &[]) {
+        Ok(x) => x,
         Err(e) => return e,
     };
     let check = a.flag("--check");

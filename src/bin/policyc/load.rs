@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use gatehouse::source::SourceMap;
 
 use crate::Exit;
+use crate::args::Args;
 
 fn collect(path: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     if path.is_dir() {
@@ -41,4 +42,29 @@ pub fn sources(paths: &[String]) -> Result<SourceMap, Exit> {
         map.add(f.display().to_string(), text);
     }
     Ok(map)
+}
+
+/// Reads a subcommand's arguments (`switches` take no value, `options` one)
+/// and the policy files they name.
+pub fn args_and_sources(
+    args: &[String],
+    switches: &[&str],
+    options: &[&str],
+) -> Result<(Args, SourceMap), Exit> {
+    let a = Args::parse(args, switches, options)?;
+    a.need_paths()?;
+    let sources = sources(&a.paths)?;
+    Ok((a, sources))
+}
+
+/// Builds the set, or prints its diagnostics on stderr and fails.
+pub fn compiled(sources: SourceMap) -> Result<(gatehouse::Build, gatehouse::PolicySet), Exit> {
+    let b = gatehouse::build(sources);
+    match b.set.clone() {
+        Some(set) if !b.has_errors() => Ok((b, set)),
+        _ => {
+            eprint!("{}", b.render());
+            Err(Exit::Failed)
+        }
+    }
 }

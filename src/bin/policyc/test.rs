@@ -4,25 +4,17 @@ use gatehouse::syntax::ast::{Item, TestStmt};
 use gatehouse::{Policy, PolicySet};
 
 use crate::Exit;
-use crate::args::Args;
 
 pub fn run(args: &[String]) -> Exit {
-    let a = match Args::parse(args, &[], &[]) {
-        Ok(a) => a,
+    let (_, sources) = match crate::load::args_and_sources(args, &[], &[]) {
+        Ok(x) => x,
         Err(e) => return e,
     };
-    if let Err(e) = a.need_paths() {
-        return e;
-    }
-    let sources = match crate::load::sources(&a.paths) {
-        Ok(s) => s,
+    let (b, set) = match crate::load::compiled(sources) {
+        Ok(x) => x,
         Err(e) => return e,
     };
-    let b = gatehouse::build(sources);
-    let Some(set) = b.set.as_ref().filter(|_| !b.has_errors()) else {
-        eprint!("{}", b.render());
-        return Exit::Failed;
-    };
+    let set = &set;
     let (mut passed, mut failed) = (0usize, 0usize);
     for (file, (_, src)) in b.files.iter().zip(b.sources.files()) {
         for item in &file.items {
