@@ -202,11 +202,17 @@ pub(crate) fn quote_string(s: &str) -> String {
     out
 }
 
+/// `HOST:PORT` in the text form, reading back as exactly this host string:
+/// `[::1]:443` stays bracketed, a bare IPv6 host is quoted (`"::1":443`).
 fn host_port(host: &str, port: i64) -> String {
-    if host.starts_with('[') && host.ends_with(']') && !host.contains(char::is_whitespace) {
+    let bracketed = host.starts_with('[')
+        && host.ends_with(']')
+        && host.matches('[').count() == 1
+        && !host.contains(|c: char| c.is_whitespace() || "\"#;{}".contains(c));
+    if bracketed {
         format!("{host}:{port}")
     } else if host.contains(':') {
-        format!("[{host}]:{port}")
+        format!("{}:{port}", quote_string(host))
     } else {
         format!("{}:{port}", quote_word(host))
     }
@@ -234,7 +240,15 @@ impl fmt::Display for Query {
                 Ok(())
             }
             Query::Socket { path } => write!(f, "socket {}", quote_string(path)),
-            Query::Listen { addr } => write!(f, "listen {}", quote_word(addr)),
+            Query::Listen { addr } => {
+                let plain = !addr.is_empty()
+                    && !addr.contains(|c: char| c.is_whitespace() || "\"#;{}".contains(c));
+                if plain {
+                    write!(f, "listen {addr}")
+                } else {
+                    write!(f, "listen {}", quote_string(addr))
+                }
+            }
             Query::Upstream => f.write_str("upstream"),
             Query::Tool { permission } => write!(f, "tool {}", quote_word(permission)),
             Query::App { program } => write!(f, "app {}", quote_word(program)),

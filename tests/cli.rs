@@ -338,3 +338,132 @@ fn the_spec_examples_of_sections_3_to_8_hold() {
     assert_eq!(o.status.code(), Some(0), "{out}");
     assert!(out.contains("71 passed, 0 failed"), "{out}");
 }
+
+/// Every file in `policies/invalid/` fails `policyc check` with the
+/// diagnostics recorded in `tests/golden/invalid_codes.txt`.
+#[test]
+fn invalid_policies_fail_with_the_right_codes() {
+    let mut report = String::new();
+    let mut files: Vec<_> =
+        std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/policies/invalid"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+    files.sort();
+    for f in files {
+        let rel = format!(
+            "policies/invalid/{}",
+            f.file_name().unwrap().to_string_lossy()
+        );
+        let o = policyc(&["check", "--format", "json", &rel]);
+        assert_eq!(o.status.code(), Some(1), "{rel} must fail");
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        for d in v.as_array().unwrap() {
+            report.push_str(&format!(
+                "{rel}:{}:{} {} {}\n",
+                d["line"],
+                d["column"],
+                d["severity"].as_str().unwrap(),
+                d["code"].as_str().unwrap()
+            ));
+        }
+    }
+    golden("invalid_codes.txt", &report);
+}
+
+/// Every expectation of the shipped and spec policies, replayed through
+/// `policyc eval` in the text form and in the JSON form, streaming.
+#[test]
+fn every_expectation_holds_through_eval_in_both_query_forms() {
+    use gatehouse::syntax::ast::{Item, TestStmt};
+    let mut paths = valid();
+    paths.push("tests/data/spec.policy".to_string());
+    let mut checked = 0;
+    for path in &paths {
+        let text =
+            std::fs::read_to_string(format!("{}/{path}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+        let (file, diags) = gatehouse::syntax::parse_file(gatehouse::source::FileId(0), &text);
+        assert!(diags.is_empty());
+        let single = file
+            .items
+            .iter()
+            .filter(|i| matches!(i, Item::Policy(_)))
+            .count()
+            == 1;
+        // (policy, query, decision, reason)
+        let mut cases: Vec<(String, gatehouse::query::Query, String, Option<String>)> = Vec::new();
+        for item in &file.items {
+            let Item::Test(t) = item else { continue };
+            let mut policy = if single {
+                file.items.iter().find_map(|i| {
+                    if let Item::Policy(b) = i {
+                        Some(b.name.node.clone())
+                    } else {
+                        None
+                    }
+                })
+            } else {
+                None
+            };
+            for s in &t.stmts {
+                match s {
+                    TestStmt::Policy(n) => policy = Some(n.node.clone()),
+                    TestStmt::Expect(e) => cases.push((
+                        policy.clone().unwrap(),
+                        e.query.clone(),
+                        e.decision.node.clone(),
+                        e.because.as_ref().map(|b| b.node.clone()),
+                    )),
+                }
+            }
+        }
+        let policies: std::collections::BTreeSet<&String> = cases.iter().map(|c| &c.0).collect();
+        for policy in policies {
+            let mine: Vec<_> = cases.iter().filter(|c| &c.0 == policy).collect();
+            for json in [false, true] {
+                let lines: String = mine
+                    .iter()
+                    .map(|c| if json { serde_json::to_string(&c.1).unwrap() } else { c.1.to_string() } + "\n")
+                    .collect();
+                let mut child = Command::new(env!("CARGO_BIN_EXE_policyc"))
+                    .args(["eval", path, "--policy", policy, "--queries", "-"])
+                    .current_dir(env!("CARGO_MANIFEST_DIR"))
+                    .stdin(std::process::Stdio::piped())
+                    .stdout(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                use std::io::Write as _;
+                child
+                    .stdin
+                    .take()
+                    .unwrap()
+                    .write_all(lines.as_bytes())
+                    .unwrap();
+                let o = child.wait_with_output().unwrap();
+                assert_eq!(o.status.code(), Some(0), "{path} {policy}: {}", stdout(&o));
+                let out = stdout(&o);
+                let decisions: Vec<&str> = out.lines().collect();
+                assert_eq!(decisions.len(), mine.len(), "{path} {policy}");
+                for (c, line) in mine.iter().zip(decisions) {
+                    let v: serde_json::Value = serde_json::from_str(line).unwrap();
+                    assert_eq!(
+                        v["decision"].as_str(),
+                        Some(c.2.as_str()),
+                        "{path} {policy} `{}` (json={json})",
+                        c.1
+                    );
+                    if let Some(r) = &c.3 {
+                        assert_eq!(
+                            v["reason"].as_str(),
+                            Some(r.as_str()),
+                            "{path} {policy} `{}` (json={json})",
+                            c.1
+                        );
+                    }
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > 250, "only {checked} expectations replayed");
+}

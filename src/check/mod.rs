@@ -98,7 +98,7 @@ impl CheckError {
             }
             CheckError::Pattern(PE::Address { pattern, cidr: false }) => format!("write `ip {pattern}`"),
             CheckError::Pattern(PE::Address { pattern, cidr: true }) => format!("write `cidr {pattern}`"),
-            CheckError::Pattern(PE::Invalid { why, .. }) => format!("{why}"),
+            CheckError::Pattern(PE::Invalid { why, .. }) => format!("{}: write a name like `example.com`", why.detail()),
             CheckError::SocketPath(_) => {
                 "write an absolute path with no `.` or `..` segment, no `//` and no trailing `/`".into()
             }

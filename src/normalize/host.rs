@@ -23,6 +23,16 @@ pub enum HostError {
     AmbiguousIp,
 }
 
+impl HostError {
+    /// What is wrong, without the reason code's words.
+    pub fn detail(&self) -> &'static str {
+        match self {
+            HostError::Invalid(why) => why,
+            HostError::AmbiguousIp => "a numeric name that resolvers would read as an address",
+        }
+    }
+}
+
 /// A normalised host: a lowercase A-label name without trailing dot, or an
 /// address (IPv4-mapped and -compatible IPv6 already turned into IPv4).
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]

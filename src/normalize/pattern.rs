@@ -24,7 +24,7 @@ pub enum PatternError {
         pattern: String,
         suggestion: Option<String>,
     },
-    #[error("`{pattern}` is not a valid domain pattern: {why}")]
+    #[error("`{pattern}` is not a valid domain pattern")]
     Invalid { pattern: String, why: HostError },
     #[error("`{pattern}` is an address, not a domain")]
     Address { pattern: String, cidr: bool },

@@ -1244,9 +1244,16 @@ impl Builder {
             Rule::q_socket => Query::Socket {
                 path: self.value(it.next()?)?.0,
             },
-            Rule::q_listen => Query::Listen {
-                addr: it.next()?.as_str().to_string(),
-            },
+            Rule::q_listen => {
+                let a = it.next()?;
+                let addr = if a.as_rule() == Rule::string {
+                    self.string(a)?.value
+                } else {
+                    a.as_str().to_string()
+                };
+                Query::Listen { addr }
+            }
+
             Rule::q_upstream => Query::Upstream,
             Rule::q_tool => Query::Tool {
                 permission: it.next()?.as_str().to_string(),
