@@ -6,6 +6,7 @@
 //! and sockets, permissions and apps become exact-match tables. The result is
 //! `Send + Sync`, cheap to clone (one `Arc`) and serialisable with serde.
 
+pub(crate) mod agent;
 pub mod domains;
 pub mod ports;
 pub mod prefixes;
@@ -123,6 +124,9 @@ pub(crate) struct Agent {
     pub granular: Vec<bool>,
     pub reviewer: Reviewer,
     pub web_search: Option<(WebSearchMode, RuleId)>,
+    pub commands: agent::Commands,
+    pub mcp: agent::Mcp,
+    pub paths: agent::SandboxPaths,
 }
 
 /// One compiled policy. Decide with the methods in [`crate::eval`].
@@ -211,6 +215,11 @@ struct Compiler<'s> {
 impl Compiler<'_> {
     /// Registers a statement as a rule that decisions can name.
     fn rule(&mut self, span: Span) -> RuleId {
+        self.rule_because(span, None)
+    }
+
+    /// A rule whose `because` text travels into decisions.
+    fn rule_because(&mut self, span: Span, because: Option<String>) -> RuleId {
         let (file, line, column, source) = match self.sources.get(span.file) {
             Some(f) => {
                 let lc = f.line_col(span.start);
@@ -229,6 +238,7 @@ impl Compiler<'_> {
             line,
             column,
             source,
+            because,
         });
         id
     }
@@ -273,6 +283,15 @@ impl Compiler<'_> {
             granular: vec![false; PromptCategory::ALL.len()],
             reviewer: Reviewer::User,
             web_search: None,
+            commands: agent::Commands::default(),
+            mcp: agent::Mcp::default(),
+            paths: agent::SandboxPaths {
+                writable: Vec::new(),
+                protect: [".git", ".agents", ".zerocode"]
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect(),
+            },
         };
         for section in &block.sections {
             match &section.kind {
@@ -340,6 +359,58 @@ impl Compiler<'_> {
                     if let Some(m) = s.modes.first() {
                         agent.sandbox = m.node;
                     }
+                    for st in s.block.iter().flatten() {
+                        match st {
+                            SandboxStmt::Writable(v, _) => agent
+                                .paths
+                                .writable
+                                .extend(v.iter().map(|p| p.node.clone())),
+                            SandboxStmt::Protect(v, _) => agent
+                                .paths
+                                .protect
+                                .extend(v.iter().map(|p| p.node.to_ascii_lowercase())),
+                        }
+                    }
+                }
+                SectionKind::Commands(rules) => {
+                    for r in rules {
+                        let because = r.because.as_ref().map(|b| b.value.clone());
+                        let rule = self.rule_because(r.span, because);
+                        let pattern = r.pattern.iter().map(|w| w.alternatives.clone()).collect();
+                        agent.commands.push(agent::CommandRule {
+                            effect: r.effect,
+                            pattern,
+                            rule,
+                        });
+                    }
+                }
+                SectionKind::Mcp(stmts) => {
+                    for st in stmts {
+                        match st {
+                            McpStmt::Server { server, mode, span } => {
+                                let rule = self.rule(*span);
+                                agent
+                                    .mcp
+                                    .servers
+                                    .entry(server.node.clone())
+                                    .or_insert((mode.node, rule));
+                            }
+                            McpStmt::Tool {
+                                server,
+                                tool,
+                                mode,
+                                span,
+                                ..
+                            } => {
+                                let rule = self.rule(*span);
+                                agent
+                                    .mcp
+                                    .tools
+                                    .entry(format!("{server}/{tool}"))
+                                    .or_insert((mode.node, rule));
+                            }
+                        }
+                    }
                 }
                 SectionKind::Approvals(a) => {
                     if let Some(m) = a.modes.first() {
@@ -365,10 +436,7 @@ impl Compiler<'_> {
                         agent.web_search = Some((m.node, self.rule(section.span)));
                     }
                 }
-                SectionKind::Mcp(_)
-                | SectionKind::Commands(_)
-                | SectionKind::Guardian(_)
-                | SectionKind::Log(_) => {}
+                SectionKind::Guardian(_) | SectionKind::Log(_) => {}
             }
         }
         // No network section: `network off`, the language default.

@@ -43,100 +43,90 @@ impl Outcome {
     }
 }
 
-/// Why: a stable snake_case reason code (language spec §16; the language
-/// reference in `docs/language.md` lists every one).
-#[derive(Clone, Copy, Debug, Eq, PartialEq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Reason {
-    // network
-    NetworkOff,
-    Unrestricted,
-    InvalidHost,
-    AmbiguousIpLiteral,
-    InvalidPort,
-    InvalidAddress,
-    InvalidPath,
-    ProtocolDisabled,
-    DnsOff,
-    DeniedByRule,
-    LocalAddress,
-    NonPublicResolution,
-    LookupFailed,
-    AllowedByRule,
-    DefaultAllow,
-    NotAllowed,
-    NonLoopbackListener,
-    Loopback,
-    // tools and apps
-    DefaultDeny,
-    UnknownPermission,
-    // web search
-    Configured,
-    Default,
-    /// The query kind is not decided by this version of the engine
-    /// (always a deny).
-    Unsupported,
-    /// An internal failure; always a deny (fail closed).
-    InternalError,
+macro_rules! reasons {
+    ($($(#[$m:meta])* $variant:ident = $text:literal,)+) => {
+        /// Why: a stable snake_case reason code (language spec §16; the
+        /// language reference in `docs/language.md` lists every one).
+        #[derive(Clone, Copy, Debug, Eq, PartialEq, Hash, Serialize, Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum Reason { $($(#[$m])* $variant,)+ }
+
+        impl Reason {
+            /// Every reason code, in declaration order.
+            pub const ALL: &'static [Reason] = &[$(Reason::$variant,)+];
+            pub fn as_str(self) -> &'static str {
+                match self { $(Reason::$variant => $text,)+ }
+            }
+        }
+    };
 }
 
-impl Reason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Reason::NetworkOff => "network_off",
-            Reason::Unrestricted => "unrestricted",
-            Reason::InvalidHost => "invalid_host",
-            Reason::AmbiguousIpLiteral => "ambiguous_ip_literal",
-            Reason::InvalidPort => "invalid_port",
-            Reason::InvalidAddress => "invalid_address",
-            Reason::InvalidPath => "invalid_path",
-            Reason::ProtocolDisabled => "protocol_disabled",
-            Reason::DnsOff => "dns_off",
-            Reason::DeniedByRule => "denied_by_rule",
-            Reason::LocalAddress => "local_address",
-            Reason::NonPublicResolution => "non_public_resolution",
-            Reason::LookupFailed => "lookup_failed",
-            Reason::AllowedByRule => "allowed_by_rule",
-            Reason::DefaultAllow => "default_allow",
-            Reason::NotAllowed => "not_allowed",
-            Reason::NonLoopbackListener => "non_loopback_listener",
-            Reason::Loopback => "loopback",
-            Reason::DefaultDeny => "default_deny",
-            Reason::UnknownPermission => "unknown_permission",
-            Reason::Configured => "configured",
-            Reason::Default => "default",
-            Reason::Unsupported => "unsupported",
-            Reason::InternalError => "internal_error",
-        }
-    }
-
-    /// Every reason code, for documentation tests.
-    pub const ALL: &'static [Reason] = &[
-        Reason::NetworkOff,
-        Reason::Unrestricted,
-        Reason::InvalidHost,
-        Reason::AmbiguousIpLiteral,
-        Reason::InvalidPort,
-        Reason::InvalidAddress,
-        Reason::InvalidPath,
-        Reason::ProtocolDisabled,
-        Reason::DnsOff,
-        Reason::DeniedByRule,
-        Reason::LocalAddress,
-        Reason::NonPublicResolution,
-        Reason::LookupFailed,
-        Reason::AllowedByRule,
-        Reason::DefaultAllow,
-        Reason::NotAllowed,
-        Reason::NonLoopbackListener,
-        Reason::Loopback,
-        Reason::DefaultDeny,
-        Reason::UnknownPermission,
-        Reason::Configured,
-        Reason::Default,
-        Reason::Unsupported,
-        Reason::InternalError,
-    ];
+reasons! {
+    // network
+    NetworkOff = "network_off",
+    Unrestricted = "unrestricted",
+    InvalidHost = "invalid_host",
+    AmbiguousIpLiteral = "ambiguous_ip_literal",
+    InvalidPort = "invalid_port",
+    InvalidAddress = "invalid_address",
+    InvalidPath = "invalid_path",
+    ProtocolDisabled = "protocol_disabled",
+    DnsOff = "dns_off",
+    DeniedByRule = "denied_by_rule",
+    LocalAddress = "local_address",
+    NonPublicResolution = "non_public_resolution",
+    LookupFailed = "lookup_failed",
+    AllowedByRule = "allowed_by_rule",
+    DefaultAllow = "default_allow",
+    NotAllowed = "not_allowed",
+    NonLoopbackListener = "non_loopback_listener",
+    Loopback = "loopback",
+    // tools and apps
+    DefaultDeny = "default_deny",
+    UnknownPermission = "unknown_permission",
+    // writes
+    Unsandboxed = "unsandboxed",
+    ReadOnlySandbox = "read_only_sandbox",
+    OutsideWritableRoots = "outside_writable_roots",
+    ProtectedPath = "protected_path",
+    WritableRoot = "writable_root",
+    Untrusted = "untrusted",
+    // exec
+    ForbiddenByRule = "forbidden_by_rule",
+    PromptRule = "prompt_rule",
+    DangerousCommand = "dangerous_command",
+    KnownSafe = "known_safe",
+    NotKnownSafe = "not_known_safe",
+    Escalation = "escalation",
+    Sandboxed = "sandboxed",
+    /// An empty argv, or a word holding NUL.
+    InvalidCommand = "invalid_command",
+    // prompts
+    ApprovalNever = "approval_never",
+    CategoryRejected = "category_rejected",
+    // mcp and prompt
+    ApprovalMode = "approval_mode",
+    DestructiveTool = "destructive_tool",
+    ReadOnlyTool = "read_only_tool",
+    ClosedWorldTool = "closed_world_tool",
+    ToolAnnotations = "tool_annotations",
+    CategoryPrompt = "category_prompt",
+    // review
+    Approved = "approved",
+    FailedClosed = "failed_closed",
+    Timeout = "timeout",
+    Cancelled = "cancelled",
+    ReviewerDenied = "reviewer_denied",
+    CriticalRisk = "critical_risk",
+    InsufficientAuthorization = "insufficient_authorization",
+    LevelNotAllowed = "level_not_allowed",
+    // web search
+    Configured = "configured",
+    Default = "default",
+    /// The query kind is not decided by this version (always a deny).
+    Unsupported = "unsupported",
+    /// An internal failure while deciding; always a deny (fail closed).
+    InternalError = "internal_error",
 }
 
 /// Who answers an approvable `not_allowed` connect.
@@ -194,4 +184,7 @@ pub struct RuleRef {
     pub column: usize,
     /// The statement's text, whitespace folded.
     pub source: String,
+    /// The rule's `because` text, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub because: Option<String>,
 }

@@ -5,12 +5,16 @@
 //! owned [`Query`] (the JSON and text forms) and never panics: an internal
 //! failure is a deny with reason `internal_error`.
 
+mod agent;
 pub mod decision;
+pub mod known_safe;
 mod network;
+pub mod shell;
 mod tools;
 
 use serde::Serialize;
 
+pub use agent::{Workspace, lexical_normalize};
 pub use decision::{Decision, Escalation, Outcome, Reason, RuleId, RuleRef};
 
 use crate::compile::{Policy, PolicySet};
@@ -29,16 +33,31 @@ fn port_u16(p: i64) -> u16 {
 }
 
 impl Policy {
-    /// Decides an owned query.
+    /// Decides an owned query. A `write` query without a workspace is
+    /// decided in the workspace it names, unbound (see [`Policy::decide_in`]).
     pub fn decide(&self, query: &Query) -> Result<Decision, EvalError> {
-        let run = || self.decide_inner(query);
+        self.decide_in(query, None)
+    }
+
+    /// Decides an owned query; `workspace` is the bound workspace for
+    /// `write` queries (its `.git` pointer already read).
+    pub fn decide_in(
+        &self,
+        query: &Query,
+        workspace: Option<&Workspace>,
+    ) -> Result<Decision, EvalError> {
+        let run = || self.decide_inner(query, workspace);
         match std::panic::catch_unwind(run) {
             Ok(r) => r,
             Err(_) => Ok(Decision::deny(Reason::InternalError, None)),
         }
     }
 
-    fn decide_inner(&self, query: &Query) -> Result<Decision, EvalError> {
+    fn decide_inner(
+        &self,
+        query: &Query,
+        workspace: Option<&Workspace>,
+    ) -> Result<Decision, EvalError> {
         Ok(match query {
             Query::Connect { host, port, via } => self.connect(host, port_u16(*port), *via),
             Query::Dns { name } => self.dns(name),
@@ -49,6 +68,21 @@ impl Policy {
             Query::Tool { permission } => self.tool(permission),
             Query::App { program } => self.app(program),
             Query::WebSearch => self.web_search(),
+            Query::Write {
+                path,
+                workspace: named,
+            } => match (workspace, named) {
+                (Some(ws), _) => self.write(path, ws),
+                (None, Some(root)) => self.write(path, &Workspace::new(root.clone())),
+                (None, None) => Decision::deny(Reason::InvalidPath, None),
+            },
+            Query::Exec { argv, escalate } => self.exec(argv, *escalate),
+            Query::Mcp {
+                server,
+                tool,
+                annotations,
+            } => self.mcp(server, tool, annotations),
+            Query::Prompt { category } => self.prompt(*category),
             other => return Err(EvalError::Unsupported(other.kind())),
         })
     }

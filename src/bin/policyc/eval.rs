@@ -30,12 +30,13 @@ pub fn run(args: &[String]) -> Exit {
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let mut bad = false;
+    let mut workspaces = crate::load::Workspaces::new(a.value("--workspace"));
     let mut line_out = |line: &str| -> std::io::Result<()> {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
             return Ok(());
         }
-        let text = answer(set, policy, line).unwrap_or_else(|e| {
+        let text = answer(set, policy, line, &mut workspaces).unwrap_or_else(|e| {
             bad = true;
             serde_json::json!({ "error": e }).to_string()
         });
@@ -87,12 +88,19 @@ pub fn pick<'a>(set: &'a PolicySet, name: Option<&str>) -> Result<&'a Policy, Ex
 }
 
 /// One query line (text form or JSON object) → one JSON decision.
-fn answer(set: &PolicySet, policy: &Policy, line: &str) -> Result<String, String> {
+fn answer(
+    set: &PolicySet,
+    policy: &Policy,
+    line: &str,
+    workspaces: &mut crate::load::Workspaces,
+) -> Result<String, String> {
     let query = if line.starts_with('{') {
         Query::from_json(line).map_err(|e| format!("invalid JSON query: {e}"))?
     } else {
         gatehouse::syntax::parse_query(line).map_err(|e| e.to_string())?
     };
-    let d = policy.decide(&query).map_err(|e| e.to_string())?;
+    let d = policy
+        .decide_in(&query, Some(workspaces.for_query(&query)))
+        .map_err(|e| e.to_string())?;
     serde_json::to_string(&set.report(policy, &d)).map_err(|e| e.to_string())
 }

@@ -68,3 +68,38 @@ pub fn compiled(sources: SourceMap) -> Result<(gatehouse::Build, gatehouse::Poli
         }
     }
 }
+
+/// Workspaces bound for `write` queries: the one a query names, else
+/// `--workspace`, else the current directory. Each is bound once (its `.git`
+/// pointer read once).
+pub struct Workspaces {
+    default: String,
+    bound: std::collections::HashMap<String, gatehouse::eval::Workspace>,
+}
+
+impl Workspaces {
+    pub fn new(default: Option<&str>) -> Self {
+        let default = match default {
+            Some(d) => d.to_string(),
+            None => std::env::current_dir()
+                .map(|d| d.display().to_string())
+                .unwrap_or_default(),
+        };
+        Workspaces {
+            default,
+            bound: std::collections::HashMap::new(),
+        }
+    }
+
+    pub fn for_query(&mut self, q: &gatehouse::query::Query) -> &gatehouse::eval::Workspace {
+        let root = match q {
+            gatehouse::query::Query::Write {
+                workspace: Some(w), ..
+            } => w.clone(),
+            _ => self.default.clone(),
+        };
+        self.bound
+            .entry(root.clone())
+            .or_insert_with(|| gatehouse::eval::Workspace::bind(Path::new(&root)))
+    }
+}

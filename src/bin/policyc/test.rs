@@ -16,6 +16,7 @@ pub fn run(args: &[String]) -> Exit {
     };
     let set = &set;
     let (mut passed, mut failed) = (0usize, 0usize);
+    let mut workspaces = crate::load::Workspaces::new(None);
     for (file, (_, src)) in b.files.iter().zip(b.sources.files()) {
         for item in &file.items {
             let Item::Test(t) = item else { continue };
@@ -26,7 +27,7 @@ pub fn run(args: &[String]) -> Exit {
                     TestStmt::Expect(e) => {
                         let at = src.line_col(e.span.start);
                         let Some(p) = policy else { continue };
-                        match outcome(set, p, e) {
+                        match outcome(set, p, e, &mut workspaces) {
                             Ok(()) => passed += 1,
                             Err(why) => {
                                 failed += 1;
@@ -59,9 +60,10 @@ fn outcome(
     set: &PolicySet,
     p: &Policy,
     e: &gatehouse::syntax::ast::Expectation,
+    workspaces: &mut crate::load::Workspaces,
 ) -> Result<(), String> {
     let d = p
-        .decide(&e.query)
+        .decide_in(&e.query, Some(workspaces.for_query(&e.query)))
         .map_err(|err| format!("actual:   error: {err}"))?;
     let decision_ok = d.outcome.as_str() == e.decision.node;
     let reason_ok = e

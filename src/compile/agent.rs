@@ -1,0 +1,63 @@
+//! Agent-side tables: `commands` rules indexed by program, MCP modes, and
+//! the sandbox's writable roots and protected names.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::eval::decision::RuleId;
+use crate::syntax::ast::{CommandEffect, McpMode};
+
+/// One `commands` rule: alternatives per position (position 0 is the
+/// program).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct CommandRule {
+    pub effect: CommandEffect,
+    pub pattern: Vec<Vec<String>>,
+    pub rule: RuleId,
+}
+
+/// `commands` rules, indexed by each program spelling of position 0.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub(crate) struct Commands {
+    pub rules: Vec<CommandRule>,
+    pub by_program: HashMap<String, Vec<usize>>,
+}
+
+impl Commands {
+    pub fn push(&mut self, r: CommandRule) {
+        let i = self.rules.len();
+        for p in r.pattern.first().into_iter().flatten() {
+            self.by_program.entry(p.clone()).or_default().push(i);
+        }
+        self.rules.push(r);
+    }
+
+    /// Whether a `forbid` or `prompt` rule names this program (for the
+    /// raises of unknown scripts).
+    pub fn raises_on(&self, word: &str) -> bool {
+        let name = crate::eval::known_safe::basename(word);
+        [word, name].iter().any(|w| {
+            self.by_program.get(*w).into_iter().flatten().any(|&i| {
+                self.rules
+                    .get(i)
+                    .is_some_and(|r| r.effect != CommandEffect::Allow)
+            })
+        })
+    }
+}
+
+/// MCP approval modes by server and by `server/tool`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub(crate) struct Mcp {
+    pub servers: HashMap<String, (McpMode, RuleId)>,
+    pub tools: HashMap<String, (McpMode, RuleId)>,
+}
+
+/// The sandbox's extra writable roots and protected names.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub(crate) struct SandboxPaths {
+    pub writable: Vec<String>,
+    /// Lowercase; always holds `.git`, `.agents`, `.zerocode`.
+    pub protect: Vec<String>,
+}

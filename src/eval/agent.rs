@@ -1,0 +1,419 @@
+//! Agent decisions (language spec §9–§10): sandbox writes, `exec`, MCP
+//! tools and bare prompts, each resolved through one category rule.
+
+use std::path::Path;
+
+use super::decision::{Decision, Outcome, Reason, RuleId};
+use super::known_safe::{basename, is_dangerous, is_known_safe, trusted_name};
+use super::shell::{self, Script};
+use crate::compile::Policy;
+use crate::normalize::is_normal_absolute_path;
+use crate::query::Annotations;
+use crate::syntax::ast::{
+    ApprovalMode, CommandEffect, McpMode, PromptCategory, Reviewer, SandboxMode,
+};
+
+/// A workspace as the engine sees it: its root, and the git directory that a
+/// `.git` pointer file names, if any. Binding reads the file system once;
+/// deciding never does.
+#[derive(Clone, Debug, Eq, PartialEq)]
+pub struct Workspace {
+    pub root: String,
+    /// The resolved `gitdir:` of a `.git` pointer file (protected too).
+    pub gitdir: Option<String>,
+}
+
+impl Workspace {
+    /// A workspace known only by its root.
+    pub fn new(root: impl Into<String>) -> Self {
+        Workspace {
+            root: root.into(),
+            gitdir: None,
+        }
+    }
+
+    /// Binds a workspace directory: when `DIR/.git` is a pointer file
+    /// (`gitdir: PATH`, relative to DIR), the resolved git directory is
+    /// recorded, lexically normalised.
+    pub fn bind(dir: &Path) -> Workspace {
+        let root = dir.to_string_lossy().into_owned();
+        let gitdir = std::fs::read_to_string(dir.join(".git"))
+            .ok()
+            .and_then(|text| {
+                let target = text
+                    .lines()
+                    .next()?
+                    .strip_prefix("gitdir:")?
+                    .trim()
+                    .to_string();
+                let joined = if target.starts_with('/') {
+                    target
+                } else {
+                    format!("{root}/{target}")
+                };
+                lexical_normalize(&joined)
+            });
+        Workspace { root, gitdir }
+    }
+}
+
+/// Resolves `.` and `..` of an absolute path lexically; `None` when `..`
+/// climbs above the root or the path is relative.
+pub fn lexical_normalize(path: &str) -> Option<String> {
+    let rest = path.strip_prefix('/')?;
+    let mut parts: Vec<&str> = Vec::new();
+    for seg in rest.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            s => parts.push(s),
+        }
+    }
+    Some(format!("/{}", parts.join("/")))
+}
+
+/// `path` is `root` or inside it; returns the rest (`""` for the root).
+fn inside<'p>(path: &'p str, root: &str) -> Option<&'p str> {
+    let root = root.trim_end_matches('/');
+    let rest = path.strip_prefix(root)?;
+    if rest.is_empty() {
+        Some("")
+    } else {
+        rest.strip_prefix('/')
+    }
+}
+
+/// How strict a decision is, for "the strictest wins".
+fn severity(d: &Decision) -> u8 {
+    match d.outcome {
+        Outcome::Deny | Outcome::Denied | Outcome::TimedOut | Outcome::Aborted => 2,
+        Outcome::Ask | Outcome::Review => 1,
+        _ => 0,
+    }
+}
+
+/// At most this many shell wrappers, the outer one included.
+const MAX_WRAPPERS: usize = 3;
+
+/// Shells whose `-c` scripts gatehouse cannot judge unless they are a
+/// recognised wrapper.
+const SHELLS: &[&str] = &[
+    "sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "csh", "tcsh", "ash", "yash", "busybox",
+];
+
+impl Policy {
+    fn category_on(&self, c: PromptCategory) -> bool {
+        let i = PromptCategory::ALL.iter().position(|x| *x == c);
+        i.and_then(|i| self.agent.granular.get(i))
+            .copied()
+            .unwrap_or(false)
+    }
+
+    /// The category rule (language spec §9): how a prompt of category `c`
+    /// raised for `reason` resolves.
+    pub(crate) fn prompt_for(
+        &self,
+        c: PromptCategory,
+        reason: Reason,
+        rule: Option<RuleId>,
+    ) -> Decision {
+        let a = &self.agent;
+        match a.approvals {
+            ApprovalMode::Never => Decision::deny(Reason::ApprovalNever, rule),
+            ApprovalMode::Granular if !self.category_on(c) => {
+                Decision::deny(Reason::CategoryRejected, rule)
+            }
+            ApprovalMode::OnRequest | ApprovalMode::Granular
+                if a.reviewer == Reviewer::AutoReview =>
+            {
+                Decision::new(Outcome::Review, reason, rule)
+            }
+            _ => Decision::new(Outcome::Ask, reason, rule),
+        }
+    }
+
+    fn sandbox_prompt(&self, reason: Reason) -> Decision {
+        self.prompt_for(PromptCategory::SandboxApproval, reason, None)
+    }
+
+    // ------------------------------------------------------------- write
+
+    /// May the agent write `path` (absolute) in `workspace`?
+    pub fn write(&self, path: &str, workspace: &Workspace) -> Decision {
+        // Validation first, under every mode: the engine never guesses what
+        // a relative or non-normal path means.
+        if !is_normal_absolute_path(path) {
+            return Decision::deny(Reason::InvalidPath, None);
+        }
+        let untrusted = self.agent.approvals == ApprovalMode::Untrusted;
+        let d = match self.agent.sandbox {
+            SandboxMode::DangerFullAccess => return Decision::allow(Reason::Unsandboxed, None),
+            SandboxMode::ReadOnly => self.sandbox_prompt(Reason::ReadOnlySandbox),
+            SandboxMode::WorkspaceWrite => {
+                if !is_normal_absolute_path(&workspace.root) {
+                    return Decision::deny(Reason::InvalidPath, None);
+                }
+                self.workspace_write(path, workspace)
+            }
+        };
+        // Under `untrusted`, every write asks (the user, never the reviewer).
+        if untrusted && d.outcome == Outcome::Allow {
+            return Decision::new(Outcome::Ask, Reason::Untrusted, None);
+        }
+        d
+    }
+
+    fn workspace_write(&self, path: &str, ws: &Workspace) -> Decision {
+        let paths = &self.agent.paths;
+        let roots = std::iter::once(ws.root.as_str())
+            .chain(std::iter::once("/tmp"))
+            .chain(paths.writable.iter().map(String::as_str));
+        let mut within = false;
+        for root in roots {
+            let Some(rest) = inside(path, root) else {
+                continue;
+            };
+            within = true;
+            // A protected name directly under the root, and all beneath it;
+            // compared without case (case-insensitive file systems).
+            let first = rest.split('/').next().unwrap_or("");
+            if !first.is_empty() && paths.protect.iter().any(|p| p.eq_ignore_ascii_case(first)) {
+                return self.sandbox_prompt(Reason::ProtectedPath);
+            }
+        }
+        if let Some(gitdir) = &ws.gitdir {
+            if inside(path, gitdir).is_some() {
+                return self.sandbox_prompt(Reason::ProtectedPath);
+            }
+        }
+        if within {
+            Decision::allow(Reason::WritableRoot, None)
+        } else {
+            self.sandbox_prompt(Reason::OutsideWritableRoots)
+        }
+    }
+
+    // -------------------------------------------------------------- exec
+
+    /// May the agent run `argv` (`escalate`: it asks to leave the sandbox)?
+    pub fn exec(&self, argv: &[String], escalate: bool) -> Decision {
+        if argv.is_empty() || argv.iter().any(|w| w.contains('\0')) {
+            return Decision::deny(Reason::InvalidCommand, None);
+        }
+        self.judge(argv, escalate, 1)
+    }
+
+    /// Step 1: shell wrappers.
+    fn judge(&self, argv: &[String], escalate: bool, wrappers: usize) -> Decision {
+        if let [program, flag, script] = argv {
+            if flag == "-c" || flag == "-lc" {
+                let recognised =
+                    trusted_name(program).is_some_and(|n| matches!(n, "bash" | "sh" | "zsh"));
+                if recognised && !script.trim().is_empty() {
+                    return match shell::split(script) {
+                        Script::Plain(commands) if wrappers <= MAX_WRAPPERS => {
+                            self.judge_plain_script(argv, &commands, escalate, wrappers)
+                        }
+                        _ => self.judge_unknown(argv, script, escalate),
+                    };
+                }
+                if SHELLS.contains(&basename(program)) && !script.trim().is_empty() {
+                    return self.judge_unknown(argv, script, escalate);
+                }
+            }
+        }
+        self.judge_argv(argv, escalate, true)
+    }
+
+    fn judge_plain_script(
+        &self,
+        wrapper: &[String],
+        commands: &[Vec<String>],
+        escalate: bool,
+        wrappers: usize,
+    ) -> Decision {
+        // The wrapper argv is judged by the rules too; then every command.
+        let mut best = self.rules_only(wrapper);
+        for cmd in commands {
+            let d = self.judge(cmd, escalate, wrappers + 1);
+            if best.is_none_or(|b| severity(&d) > severity(&b)) {
+                best = Some(d);
+            }
+        }
+        best.unwrap_or_else(|| Decision::deny(Reason::InvalidCommand, None))
+    }
+
+    /// An unknown script: judged as its wrapper argv (never known-safe),
+    /// raised by every `forbid`/`prompt` program name and `rm -f` in it.
+    fn judge_unknown(&self, argv: &[String], script: &str, escalate: bool) -> Decision {
+        let own = self.judge_argv(argv, escalate, false);
+        let words: Vec<String> = shell::loose_words(script).map(String::from).collect();
+        let mut raise: Option<Decision> = None;
+        let consider = |d: Decision, raise: &mut Option<Decision>| {
+            if raise.is_none_or(|r| severity(&d) > severity(&r)) {
+                *raise = Some(d);
+            }
+        };
+        for (i, w) in words.iter().enumerate() {
+            if self.agent.commands.raises_on(w) {
+                consider(
+                    self.prompt_for(PromptCategory::Rules, Reason::PromptRule, None),
+                    &mut raise,
+                );
+            }
+            if basename(w) == "rm"
+                && words
+                    .get(i + 1..)
+                    .is_some_and(|rest| super::known_safe::has_force(rest))
+            {
+                consider(self.dangerous(), &mut raise);
+            }
+        }
+        match raise {
+            Some(r) if severity(&r) >= severity(&own) => r,
+            _ => own,
+        }
+    }
+
+    /// What the dangerous-command rule says.
+    fn dangerous(&self) -> Decision {
+        let a = &self.agent;
+        match (a.approvals, a.sandbox) {
+            (ApprovalMode::Never, SandboxMode::DangerFullAccess) => {
+                Decision::allow(Reason::Unsandboxed, None)
+            }
+            _ => self.sandbox_prompt(Reason::DangerousCommand),
+        }
+    }
+
+    /// The strictest matching `commands` rule, as a decision.
+    fn rules_only(&self, argv: &[String]) -> Option<Decision> {
+        let (program, args) = argv.split_first()?;
+        let cmds = &self.agent.commands;
+        let name = basename(program);
+        let trusted = trusted_name(program).is_some();
+        let mut candidates: Vec<usize> = cmds
+            .by_program
+            .get(program.as_str())
+            .cloned()
+            .unwrap_or_default();
+        if name != program {
+            for &i in cmds.by_program.get(name).into_iter().flatten() {
+                // A path inherits forbid and prompt rules of its basename,
+                // allow rules only from a system directory.
+                let effect = cmds.rules.get(i).map(|r| r.effect);
+                if effect != Some(CommandEffect::Allow) || trusted {
+                    candidates.push(i);
+                }
+            }
+        }
+        let best = candidates
+            .iter()
+            .filter_map(|&i| cmds.rules.get(i))
+            .filter(|r| {
+                r.pattern.len() <= argv.len()
+                    && r.pattern
+                        .iter()
+                        .skip(1)
+                        .zip(args)
+                        .all(|(alts, a)| alts.iter().any(|x| x == a))
+            })
+            .max_by_key(|r| (r.effect, std::cmp::Reverse(r.rule)))?;
+        Some(match best.effect {
+            CommandEffect::Forbid => Decision::deny(Reason::ForbiddenByRule, Some(best.rule)),
+            CommandEffect::Prompt => {
+                self.prompt_for(PromptCategory::Rules, Reason::PromptRule, Some(best.rule))
+            }
+            CommandEffect::Allow => Decision::allow(Reason::AllowedByRule, Some(best.rule)),
+        })
+    }
+
+    /// Steps 2 and 3 for one argv.
+    fn judge_argv(&self, argv: &[String], escalate: bool, may_be_safe: bool) -> Decision {
+        if let Some(d) = self.rules_only(argv) {
+            return d;
+        }
+        if is_dangerous(argv) {
+            return self.dangerous();
+        }
+        let a = &self.agent;
+        let full = a.sandbox == SandboxMode::DangerFullAccess;
+        let escalate = escalate && !full;
+        let ran = if full {
+            Reason::Unsandboxed
+        } else {
+            Reason::Sandboxed
+        };
+        match a.approvals {
+            ApprovalMode::Untrusted => {
+                let safe = may_be_safe && is_known_safe(argv);
+                match (safe, escalate) {
+                    (true, false) => Decision::allow(Reason::KnownSafe, None),
+                    (false, _) => Decision::new(Outcome::Ask, Reason::NotKnownSafe, None),
+                    (true, true) => Decision::new(Outcome::Ask, Reason::Escalation, None),
+                }
+            }
+            ApprovalMode::OnRequest | ApprovalMode::Granular if escalate => {
+                self.sandbox_prompt(Reason::Escalation)
+            }
+            ApprovalMode::Never if escalate => Decision::deny(Reason::ApprovalNever, None),
+            _ => Decision::allow(ran, None),
+        }
+    }
+
+    // --------------------------------------------------------- mcp, prompt
+
+    /// May the agent call MCP tool `server/tool` with these annotations?
+    pub fn mcp(&self, server: &str, tool: &str, ann: &Annotations) -> Decision {
+        let m = &self.agent.mcp;
+        let key = format!("{server}/{tool}");
+        let (mode, rule) = match m.tools.get(&key).or_else(|| m.servers.get(server)) {
+            Some((mode, rule)) => (*mode, Some(*rule)),
+            None => (McpMode::Auto, None),
+        };
+        let destructive = ann.destructive_hint == Some(true);
+        let prompt = |reason| self.prompt_for(PromptCategory::McpElicitations, reason, rule);
+        match mode {
+            McpMode::Prompt => prompt(Reason::ApprovalMode),
+            _ if destructive => prompt(Reason::DestructiveTool),
+            McpMode::Approve => Decision::allow(Reason::ApprovalMode, rule),
+            McpMode::Auto if ann.read_only_hint == Some(true) => {
+                Decision::allow(Reason::ReadOnlyTool, rule)
+            }
+            McpMode::Auto
+                if ann.destructive_hint == Some(false) && ann.open_world_hint == Some(false) =>
+            {
+                Decision::allow(Reason::ClosedWorldTool, rule)
+            }
+            McpMode::Auto => prompt(Reason::ToolAnnotations),
+        }
+    }
+
+    /// A bare prompt of one category (`request_permissions`, ...).
+    pub fn prompt(&self, c: PromptCategory) -> Decision {
+        self.prompt_for(c, Reason::CategoryPrompt, None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lexical_normalisation() {
+        assert_eq!(lexical_normalize("/a/./b/../c").as_deref(), Some("/a/c"));
+        assert_eq!(lexical_normalize("/a/b/").as_deref(), Some("/a/b"));
+        assert_eq!(lexical_normalize("/.."), None);
+        assert_eq!(lexical_normalize("a/b"), None);
+    }
+
+    #[test]
+    fn inside_compares_components() {
+        assert_eq!(inside("/w/.git/x", "/w"), Some(".git/x"));
+        assert_eq!(inside("/w", "/w"), Some(""));
+        assert_eq!(inside("/wx/a", "/w"), None);
+        assert_eq!(inside("/w/a", "/w/"), Some("a"));
+    }
+}

@@ -1,0 +1,348 @@
+//! Known-safe (read-only) commands and the dangerous-command rule
+//! (language spec §9), written as data plus small predicates.
+
+/// Directories whose programs the agent cannot have written itself.
+pub const SYSTEM_DIRS: &[&str] = &[
+    "/bin",
+    "/usr/bin",
+    "/usr/local/bin",
+    "/sbin",
+    "/usr/sbin",
+    "/opt/homebrew/bin",
+];
+
+/// The program's basename when `program` is a bare name or an absolute path
+/// directly in a system directory; `None` for any other path (`./cat`,
+/// `/tmp/cat`, `/usr/bin/x/cat`): a program the agent may have written.
+pub fn trusted_name(program: &str) -> Option<&str> {
+    match program.rsplit_once('/') {
+        None => Some(program),
+        Some((dir, name)) if SYSTEM_DIRS.contains(&dir) && !name.is_empty() => Some(name),
+        Some(_) => None,
+    }
+}
+
+/// The basename of any program path.
+pub fn basename(program: &str) -> &str {
+    program.rsplit('/').next().unwrap_or(program)
+}
+
+/// How a known-safe program is judged.
+enum Check {
+    /// Any arguments.
+    Any,
+    /// Safe unless one of these options appears in any spelling.
+    Without(&'static [&'static str]),
+    /// Safe unless one of these words appears (`find` primaries).
+    WithoutWords(&'static [&'static str]),
+    /// `sed -n Np` / `sed -n M,Np` with at most one file.
+    SedPrint,
+    /// Read-only `git` subcommands.
+    Git,
+}
+
+const KNOWN_SAFE: &[(&str, Check)] = &[
+    ("cat", Check::Any),
+    ("cd", Check::Any),
+    ("cut", Check::Any),
+    ("echo", Check::Any),
+    ("expr", Check::Any),
+    ("false", Check::Any),
+    ("grep", Check::Any),
+    ("head", Check::Any),
+    ("id", Check::Any),
+    ("ls", Check::Any),
+    ("nl", Check::Any),
+    ("paste", Check::Any),
+    ("pwd", Check::Any),
+    ("rev", Check::Any),
+    ("seq", Check::Any),
+    ("stat", Check::Any),
+    ("tail", Check::Any),
+    ("tr", Check::Any),
+    ("true", Check::Any),
+    ("uname", Check::Any),
+    ("uniq", Check::Any),
+    ("wc", Check::Any),
+    ("which", Check::Any),
+    ("whoami", Check::Any),
+    ("numfmt", Check::Any),
+    ("tac", Check::Any),
+    ("base64", Check::Without(&["-o", "--output"])),
+    (
+        "find",
+        Check::WithoutWords(&[
+            "-exec", "-execdir", "-ok", "-okdir", "-delete", "-fls", "-fprint", "-fprint0",
+            "-fprintf",
+        ]),
+    ),
+    (
+        "rg",
+        Check::Without(&["--pre", "--hostname-bin", "--search-zip", "-z"]),
+    ),
+    ("sed", Check::SedPrint),
+    ("git", Check::Git),
+];
+
+/// Whether any argument is one of `forbidden` in any spelling: separate
+/// (`-o FILE`), attached (`-oFILE`), with `=` (`--output=x`), inside a bundle
+/// of single-letter options (`-nz`), or an abbreviation of a long option
+/// (`--out` for `--output`).
+pub fn has_option(args: &[String], forbidden: &[&str]) -> bool {
+    args.iter().any(|a| {
+        if let Some(long) = a.strip_prefix("--") {
+            let name = long.split('=').next().unwrap_or(long);
+            !name.is_empty()
+                && forbidden
+                    .iter()
+                    .filter_map(|f| f.strip_prefix("--"))
+                    .any(|f| f.starts_with(name))
+        } else if let Some(bundle) = a.strip_prefix('-') {
+            forbidden
+                .iter()
+                .filter(|f| !f.starts_with("--"))
+                .filter_map(|f| f.strip_prefix('-'))
+                .any(|letter| bundle.contains(letter))
+        } else {
+            false
+        }
+    })
+}
+
+/// Whether `argv` is a known-safe (read-only) command.
+pub fn is_known_safe(argv: &[String]) -> bool {
+    let Some((program, args)) = argv.split_first() else {
+        return false;
+    };
+    let Some(name) = trusted_name(program) else {
+        return false;
+    };
+    let Some((_, check)) = KNOWN_SAFE.iter().find(|(n, _)| *n == name) else {
+        return false;
+    };
+    match check {
+        Check::Any => true,
+        Check::Without(opts) => !has_option(args, opts),
+        Check::WithoutWords(words) => !args.iter().any(|a| words.contains(&a.as_str())),
+        Check::SedPrint => sed_print(args),
+        Check::Git => git_read_only(args),
+    }
+}
+
+fn sed_print(args: &[String]) -> bool {
+    let range = |s: &str| {
+        let Some(body) = s.strip_suffix('p') else {
+            return false;
+        };
+        let num = |n: &str| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
+        match body.split_once(',') {
+            Some((m, n)) => num(m) && num(n),
+            None => num(body),
+        }
+    };
+    match args {
+        [n, script] => n == "-n" && range(script),
+        [n, script, file] => n == "-n" && range(script) && !file.starts_with('-'),
+        _ => false,
+    }
+}
+
+/// Options git may never carry here, in any spelling.
+const GIT_NEVER: &[&str] = &[
+    "--output",
+    "--ext-diff",
+    "--textconv",
+    "--exec",
+    "--paginate",
+];
+/// Global options that are forbidden before the subcommand.
+const GIT_GLOBAL_FORBIDDEN: &[&str] = &[
+    "-c",
+    "--config-env",
+    "--exec-path",
+    "--git-dir",
+    "--namespace",
+    "--super-prefix",
+    "--work-tree",
+    "-p",
+    "--paginate",
+];
+const GIT_BRANCH_READ: &[&str] = &[
+    "--list",
+    "-l",
+    "--show-current",
+    "-a",
+    "--all",
+    "-r",
+    "--remotes",
+    "-v",
+    "-vv",
+    "--verbose",
+];
+
+fn git_read_only(args: &[String]) -> bool {
+    // Global options: only `-C DIR` and `--no-pager` are known to be harmless.
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        if !a.starts_with('-') {
+            break;
+        }
+        match a.as_str() {
+            "-C" => i += 2,
+            // `-Cdir`: the rest is a directory, not an option bundle.
+            s if s.starts_with("-C") => i += 1,
+            _ if has_option(std::slice::from_ref(a), GIT_GLOBAL_FORBIDDEN) => return false,
+            "--no-pager" => i += 1,
+            _ => return false,
+        }
+    }
+    let Some((sub, rest)) = args.get(i..).and_then(<[String]>::split_first) else {
+        return false;
+    };
+    if has_option(rest, GIT_NEVER) {
+        return false;
+    }
+    match sub.as_str() {
+        "status" | "log" | "diff" | "show" => true,
+        "branch" => rest
+            .iter()
+            .all(|a| GIT_BRANCH_READ.contains(&a.as_str()) || a.starts_with("--format=")),
+        _ => false,
+    }
+}
+
+/// sudo's options that take a value.
+const SUDO_VALUE_OPTIONS: &[&str] = &[
+    "-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-T", "-U", "-R",
+];
+
+/// `rm` with a force flag in any spelling, directly or behind `sudo` (with
+/// or without sudo's own options).
+pub fn is_dangerous(argv: &[String]) -> bool {
+    let Some((program, args)) = argv.split_first() else {
+        return false;
+    };
+    match basename(program) {
+        "rm" => has_force(args),
+        "sudo" => {
+            let mut i = 0;
+            while let Some(a) = args.get(i) {
+                if a == "--" {
+                    i += 1;
+                    break;
+                }
+                if !a.starts_with('-') {
+                    break;
+                }
+                i += if SUDO_VALUE_OPTIONS.contains(&a.as_str()) {
+                    2
+                } else {
+                    1
+                };
+            }
+            args.get(i..).is_some_and(is_dangerous)
+        }
+        _ => false,
+    }
+}
+
+/// `-f`, `-rf`, `-fr`, `-Rf`, `--force` (and its abbreviations), anywhere.
+pub fn has_force(args: &[String]) -> bool {
+    args.iter().any(|a| {
+        if let Some(long) = a.strip_prefix("--") {
+            !long.is_empty() && "force".starts_with(long)
+        } else {
+            a.strip_prefix('-').is_some_and(|b| b.contains('f'))
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn known_safe_commands() {
+        for s in [
+            "cat a",
+            "/bin/ls -la",
+            "/usr/local/bin/rg foo",
+            "base64 x",
+            "find . -name x",
+            "rg -n foo",
+            "sed -n 5p f",
+            "sed -n 1,10p",
+            "git status",
+            "git -C dir log",
+            "git branch",
+            "git branch --list -v",
+            "git branch --format=%(refname)",
+            "git diff HEAD~1",
+            "git --no-pager show",
+            "git -Csrc status",
+        ] {
+            assert!(is_known_safe(&v(s)), "{s}");
+        }
+    }
+
+    #[test]
+    fn not_known_safe() {
+        for s in [
+            "./cat a",
+            "/tmp/cat a",
+            "/usr/bin/x/cat",
+            "base64 -o out",
+            "base64 -dofile",
+            "base64 --out=x",
+            "find . -delete",
+            "find . -exec rm {} ;",
+            "rg -nz foo",
+            "rg --pre x",
+            "rg --search-z",
+            "sed -n 5p -i",
+            "sed -i s/a/b/ f",
+            "sed 5p",
+            "git push",
+            "git -c x=y status",
+            "git -cx=y log",
+            "git --git-dir=x status",
+            "git --exec-path=/x log",
+            "git diff --output=f",
+            "git log --ext-diff",
+            "git show --textc",
+            "git -p log",
+            "git --bare status",
+            "git branch -d x",
+            "git branch new",
+            "cargo build",
+            "",
+        ] {
+            assert!(!is_known_safe(&v(s)), "{s}");
+        }
+    }
+
+    #[test]
+    fn dangerous_commands() {
+        for s in [
+            "rm -f x",
+            "rm -rf /",
+            "rm -fr x",
+            "rm -Rf x",
+            "rm --force x",
+            "rm --forc x",
+            "/tmp/rm -rf x",
+            "sudo rm -rf /",
+            "sudo -u root rm -f x",
+            "sudo -E -- rm -rf x",
+        ] {
+            assert!(is_dangerous(&v(s)), "{s}");
+        }
+        for s in ["rm x", "rm -r x", "sudo ls", "echo rm -rf", "rmdir -f"] {
+            assert!(!is_dangerous(&v(s)), "{s}");
+        }
+    }
+}
