@@ -294,7 +294,7 @@ fn build(text: &str) -> Option<Both> {
 /// (outcome, reason, rule line:column) from the engine.
 fn engine(b: &Both, q: &Query) -> (String, String, Option<(usize, usize)>) {
     let p = b.set.single().unwrap();
-    let d = p.decide(q).unwrap();
+    let d = p.decide(q);
     let rule = d
         .rule
         .and_then(|r| b.set.rule(r))

@@ -43,6 +43,14 @@ pub enum CheckError {
     BlankBecause,
     #[error("`allow {0}` is not allowed in a guardian")]
     GuardianAllowLevel(&'static str),
+    #[error("invalid regular expression: {0}")]
+    Regex(String),
+    #[error("the guardian's regular expressions together exceed the automaton size limit")]
+    RegexTooBig,
+    #[error("only `high` risk takes an authorization level")]
+    AuthorizeLevel,
+    #[error("`{0}` is not a tool written SERVER/TOOL")]
+    ToolPattern(String),
     #[error("`requirements` blocks are not enforced by this version of gatehouse")]
     RequirementsUnsupported,
     #[error("no policy named `{0}`")]
@@ -76,6 +84,10 @@ impl CheckError {
             CheckError::GranularMissing(_) => "granular_missing",
             CheckError::BlankBecause => "blank_because",
             CheckError::GuardianAllowLevel(_) => "guardian_allow_level",
+            CheckError::Regex(_) => "invalid_regex",
+            CheckError::RegexTooBig => "regex_too_big",
+            CheckError::AuthorizeLevel => "authorize_level",
+            CheckError::ToolPattern(_) => "invalid_tool_pattern",
             CheckError::RequirementsUnsupported => "unsupported",
             CheckError::UnknownPolicy(_) => "unknown_policy",
             CheckError::TestWithoutPolicy => "test_without_policy",
@@ -113,6 +125,13 @@ impl CheckError {
                 "`allow` names `low` and `medium`; high risk goes through `authorize high with LEVEL`, and critical is never approved"
                     .into()
             }
+            CheckError::Regex(_) => "regular expressions use the syntax of the Rust `regex` crate; write them as r\"...\"".into(),
+            CheckError::RegexTooBig => format!(
+                "the automaton may use at most {} KiB; split or simplify the expressions",
+                crate::compile::guardian::NFA_SIZE_LIMIT / 1024
+            ),
+            CheckError::AuthorizeLevel => "write `authorize high with LEVEL`".into(),
+            CheckError::ToolPattern(_) => "for example `tool github/delete_repo`, `tool github/*` or `tool */delete_repo`".into(),
             CheckError::RequirementsUnsupported => {
                 "requirements would be silently ignored, so they are refused; remove the block until requirements are supported"
                     .into()
@@ -247,22 +266,64 @@ fn block(b: &Block, diags: &mut Vec<Diagnostic>) {
                     }
                 }
             }
-            SectionKind::Guardian(stmts) => {
-                for st in stmts {
-                    if let GuardianStmt::Allow { levels, .. } = st {
-                        for l in levels {
-                            if matches!(l.node, RiskLevel::High | RiskLevel::Critical) {
-                                diags.push(error(
-                                    CheckError::GuardianAllowLevel(l.node.as_str()),
-                                    l.span,
-                                ));
-                            }
-                        }
+            SectionKind::Guardian(stmts) => guardian(stmts, s.keyword, diags),
+            SectionKind::Apps(_) | SectionKind::Mcp(_) | SectionKind::Log(_) => {}
+        }
+    }
+}
+
+fn guardian(stmts: &[GuardianStmt], keyword: Span, diags: &mut Vec<Diagnostic>) {
+    let mut patterns = Vec::new();
+    let mut matcher = |m: &Matcher, diags: &mut Vec<Diagnostic>| match m {
+        Matcher::CommandRegex(s) => {
+            match crate::compile::guardian::build_regex(std::slice::from_ref(&s.value)) {
+                Ok(_) => patterns.push(s.value.clone()),
+                Err(e) => diags.push(error(CheckError::Regex(e), s.span)),
+            }
+        }
+        Matcher::Host(v) => {
+            for h in v {
+                if let Err(e) = crate::normalize::pattern::DomainPattern::parse(&h.node) {
+                    diags.push(error(CheckError::Pattern(e), h.span));
+                }
+            }
+        }
+        Matcher::Tool(v) => {
+            for t in v {
+                let ok = t
+                    .node
+                    .split_once('/')
+                    .is_some_and(|(a, b)| !a.is_empty() && !b.is_empty() && !b.contains('/'));
+                if !ok {
+                    diags.push(error(CheckError::ToolPattern(t.node.clone()), t.span));
+                }
+            }
+        }
+        Matcher::CommandPrefix(_) | Matcher::Path(_) => {}
+    };
+    for st in stmts {
+        match st {
+            GuardianStmt::Allow { levels, .. } => {
+                for l in levels {
+                    if matches!(l.node, RiskLevel::High | RiskLevel::Critical) {
+                        diags.push(error(
+                            CheckError::GuardianAllowLevel(l.node.as_str()),
+                            l.span,
+                        ));
                     }
                 }
             }
-            SectionKind::Apps(_) | SectionKind::Mcp(_) | SectionKind::Log(_) => {}
+            GuardianStmt::Authorize { level, .. } if level.node != RiskLevel::High => {
+                diags.push(error(CheckError::AuthorizeLevel, level.span));
+            }
+            GuardianStmt::Risk { matcher: m, .. } | GuardianStmt::DenyAction { matcher: m, .. } => {
+                matcher(m, diags)
+            }
+            _ => {}
         }
+    }
+    if crate::compile::guardian::build_regex(&patterns).is_err() {
+        diags.push(error(CheckError::RegexTooBig, keyword));
     }
 }
 

@@ -8,6 +8,7 @@
 
 pub(crate) mod agent;
 pub mod domains;
+pub(crate) mod guardian;
 pub mod ports;
 pub mod prefixes;
 
@@ -127,6 +128,7 @@ pub(crate) struct Agent {
     pub commands: agent::Commands,
     pub mcp: agent::Mcp,
     pub paths: agent::SandboxPaths,
+    pub guardian: guardian::Guardian,
 }
 
 /// One compiled policy. Decide with the methods in [`crate::eval`].
@@ -285,6 +287,7 @@ impl Compiler<'_> {
             web_search: None,
             commands: agent::Commands::default(),
             mcp: agent::Mcp::default(),
+            guardian: guardian::Guardian::default(),
             paths: agent::SandboxPaths {
                 writable: Vec::new(),
                 protect: [".git", ".agents", ".zerocode"]
@@ -436,7 +439,10 @@ impl Compiler<'_> {
                         agent.web_search = Some((m.node, self.rule(section.span)));
                     }
                 }
-                SectionKind::Guardian(_) | SectionKind::Log(_) => {}
+                SectionKind::Guardian(stmts) => {
+                    agent.guardian = self.guardian(stmts).map_err(|w| internal(&w))?;
+                }
+                SectionKind::Log(_) => {}
             }
         }
         // No network section: `network off`, the language default.
@@ -449,6 +455,75 @@ impl Compiler<'_> {
             apps,
             agent,
         })
+    }
+
+    fn guardian(&mut self, stmts: &[GuardianStmt]) -> Result<guardian::Guardian, String> {
+        use guardian::{GMatcher, Glob, RiskRule};
+        let mut g = guardian::Guardian::default();
+        let mut patterns: Vec<String> = Vec::new();
+        let mut matcher = |m: &Matcher| -> Result<GMatcher, String> {
+            Ok(match m {
+                Matcher::CommandRegex(s) => {
+                    patterns.push(s.value.clone());
+                    GMatcher::Regex(patterns.len() - 1)
+                }
+                Matcher::CommandPrefix(words) => {
+                    GMatcher::Prefix(words.iter().map(|w| w.alternatives.clone()).collect())
+                }
+                Matcher::Path(v) => GMatcher::Path(v.iter().map(|p| Glob::new(&p.node)).collect()),
+                Matcher::Host(v) => GMatcher::Host(
+                    v.iter()
+                        .map(|p| DomainPattern::parse(&p.node).map_err(|e| e.to_string()))
+                        .collect::<Result<_, _>>()?,
+                ),
+                Matcher::Tool(v) => GMatcher::Tool(
+                    v.iter()
+                        .map(|t| {
+                            t.node
+                                .split_once('/')
+                                .map(|(a, b)| (a.to_string(), b.to_string()))
+                                .ok_or("bad tool")
+                        })
+                        .collect::<Result<_, _>>()?,
+                ),
+            })
+        };
+        for st in stmts {
+            match st {
+                GuardianStmt::Risk {
+                    level,
+                    category,
+                    matcher: m,
+                    span,
+                } => {
+                    let rule = self.rule(*span);
+                    g.risks.push(RiskRule {
+                        level: level.node,
+                        category: category.node,
+                        matcher: matcher(m)?,
+                        rule,
+                    });
+                }
+                GuardianStmt::DenyCategory { category, span } => {
+                    g.deny_categories.push((category.node, self.rule(*span)))
+                }
+                GuardianStmt::DenyAction { matcher: m, span } => {
+                    let rule = self.rule(*span);
+                    g.deny_actions.push((matcher(m)?, rule));
+                }
+                GuardianStmt::Allow { levels, span } => {
+                    g.allow = levels.iter().map(|l| l.node).collect();
+                    g.allow_rule = Some(self.rule(*span));
+                }
+                GuardianStmt::Authorize { with, span, .. } => {
+                    g.authorize = with.node;
+                    g.authorize_rule = Some(self.rule(*span));
+                }
+            }
+        }
+        guardian::build_regex(&patterns)?;
+        g.regex = guardian::RegexSet::from(patterns);
+        Ok(g)
     }
 
     fn network(&mut self, n: &Network, span: Span) -> Result<Net, String> {

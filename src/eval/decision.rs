@@ -153,6 +153,9 @@ pub struct Decision {
     pub escalation: Option<Escalation>,
     /// HTTP-style status; `403` on denied tool calls.
     pub status: Option<u16>,
+    /// Review verdicts: the final risk and category.
+    pub risk: Option<crate::syntax::ast::RiskLevel>,
+    pub category: Option<crate::syntax::ast::RiskCategory>,
 }
 
 impl Decision {
@@ -163,6 +166,8 @@ impl Decision {
             rule,
             escalation: None,
             status: None,
+            risk: None,
+            category: None,
         }
     }
     pub const fn allow(reason: Reason, rule: Option<RuleId>) -> Self {

@@ -9,6 +9,7 @@ mod agent;
 pub mod decision;
 pub mod known_safe;
 mod network;
+mod review;
 pub mod shell;
 mod tools;
 
@@ -20,13 +21,6 @@ pub use decision::{Decision, Escalation, Outcome, Reason, RuleId, RuleRef};
 use crate::compile::{Policy, PolicySet};
 use crate::query::Query;
 
-/// Errors of the evaluation phase: the query could not be decided at all.
-#[derive(Clone, Debug, Eq, PartialEq, thiserror::Error)]
-pub enum EvalError {
-    #[error("`{0}` queries are not supported yet")]
-    Unsupported(&'static str),
-}
-
 fn port_u16(p: i64) -> u16 {
     // Out of range means invalid: port 0 is never a destination.
     u16::try_from(p).unwrap_or(0)
@@ -35,30 +29,22 @@ fn port_u16(p: i64) -> u16 {
 impl Policy {
     /// Decides an owned query. A `write` query without a workspace is
     /// decided in the workspace it names, unbound (see [`Policy::decide_in`]).
-    pub fn decide(&self, query: &Query) -> Result<Decision, EvalError> {
+    pub fn decide(&self, query: &Query) -> Decision {
         self.decide_in(query, None)
     }
 
     /// Decides an owned query; `workspace` is the bound workspace for
     /// `write` queries (its `.git` pointer already read).
-    pub fn decide_in(
-        &self,
-        query: &Query,
-        workspace: Option<&Workspace>,
-    ) -> Result<Decision, EvalError> {
+    pub fn decide_in(&self, query: &Query, workspace: Option<&Workspace>) -> Decision {
         let run = || self.decide_inner(query, workspace);
         match std::panic::catch_unwind(run) {
             Ok(r) => r,
-            Err(_) => Ok(Decision::deny(Reason::InternalError, None)),
+            Err(_) => Decision::deny(Reason::InternalError, None),
         }
     }
 
-    fn decide_inner(
-        &self,
-        query: &Query,
-        workspace: Option<&Workspace>,
-    ) -> Result<Decision, EvalError> {
-        Ok(match query {
+    fn decide_inner(&self, query: &Query, workspace: Option<&Workspace>) -> Decision {
+        match query {
             Query::Connect { host, port, via } => self.connect(host, port_u16(*port), *via),
             Query::Dns { name } => self.dns(name),
             Query::Resolved { host, addrs, port } => self.resolved(host, addrs, port.map(port_u16)),
@@ -83,8 +69,8 @@ impl Policy {
                 annotations,
             } => self.mcp(server, tool, annotations),
             Query::Prompt { category } => self.prompt(*category),
-            other => return Err(EvalError::Unsupported(other.kind())),
-        })
+            Query::Review { action, assessment } => self.review(action, assessment),
+        }
     }
 }
 
@@ -99,6 +85,13 @@ pub struct DecisionReport<'a> {
     pub escalation: Option<Escalation>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub risk: Option<crate::syntax::ast::RiskLevel>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub category: Option<crate::syntax::ast::RiskCategory>,
+    /// The deciding rule's `because` text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub because: Option<&'a str>,
 }
 
 impl PolicySet {
@@ -111,6 +104,12 @@ impl PolicySet {
             rule: d.rule.and_then(|r| self.rule(r)),
             escalation: d.escalation,
             status: d.status,
+            risk: d.risk,
+            category: d.category,
+            because: d
+                .rule
+                .and_then(|r| self.rule(r))
+                .and_then(|r| r.because.as_deref()),
         }
     }
 }

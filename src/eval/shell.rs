@@ -160,13 +160,10 @@ pub fn loose_words(script: &str) -> impl Iterator<Item = &str> {
 mod tests {
     use super::*;
 
-    fn plain(s: &str) -> Vec<Vec<&str>> {
+    fn plain(s: &str) -> Vec<Vec<String>> {
         match split(s) {
-            Script::Plain(c) => c
-                .iter()
-                .map(|w| w.iter().map(String::as_str).collect())
-                .collect(),
-            Script::Unknown => vec![vec!["<unknown>"]],
+            Script::Plain(c) => c,
+            Script::Unknown => vec![vec!["<unknown>".to_string()]],
         }
     }
 

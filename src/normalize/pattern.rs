@@ -4,7 +4,9 @@
 use super::host::{HostError, OwnedHost, normalize_host_owned};
 
 /// A normalised domain pattern.
-#[derive(Clone, Debug, Eq, PartialEq, Hash, Ord, PartialOrd)]
+#[derive(
+    Clone, Debug, Eq, PartialEq, Hash, Ord, PartialOrd, serde::Serialize, serde::Deserialize,
+)]
 pub enum DomainPattern {
     /// `example.com`: that name only.
     Exact(String),

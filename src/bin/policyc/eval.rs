@@ -99,8 +99,6 @@ fn answer(
     } else {
         gatehouse::syntax::parse_query(line).map_err(|e| e.to_string())?
     };
-    let d = policy
-        .decide_in(&query, Some(workspaces.for_query(&query)))
-        .map_err(|e| e.to_string())?;
+    let d = policy.decide_in(&query, Some(workspaces.for_query(&query)));
     serde_json::to_string(&set.report(policy, &d)).map_err(|e| e.to_string())
 }

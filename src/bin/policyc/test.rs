@@ -62,9 +62,7 @@ fn outcome(
     e: &gatehouse::syntax::ast::Expectation,
     workspaces: &mut crate::load::Workspaces,
 ) -> Result<(), String> {
-    let d = p
-        .decide_in(&e.query, Some(workspaces.for_query(&e.query)))
-        .map_err(|err| format!("actual:   error: {err}"))?;
+    let d = p.decide_in(&e.query, Some(workspaces.for_query(&e.query)));
     let decision_ok = d.outcome.as_str() == e.decision.node;
     let reason_ok = e
         .because
