@@ -266,7 +266,7 @@ impl Policy {
             if basename(w) == "rm"
                 && words
                     .get(i + 1..)
-                    .is_some_and(|rest| super::known_safe::has_force(rest))
+                    .is_some_and(super::known_safe::has_force)
             {
                 consider(self.dangerous(), &mut raise);
             }
