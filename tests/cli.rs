@@ -467,3 +467,36 @@ fn every_expectation_holds_through_eval_in_both_query_forms() {
     }
     assert!(checked > 250, "only {checked} expectations replayed");
 }
+
+#[test]
+fn the_enterprise_requirements_compose_with_team_policies() {
+    let o = policyc(&["test", "policies/enterprise"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(stdout(&o).contains(" passed, 0 failed"));
+    // The violating policy names the policy line and the requirement line.
+    let o = policyc(&[
+        "check",
+        "--format",
+        "json",
+        "policies/invalid/requirements-violation.policy",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let violations: Vec<_> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["code"] == "requirement_violation")
+        .collect();
+    assert_eq!(violations.len(), 5);
+    for d in violations {
+        assert!(
+            d["related"][0]["line"].as_u64().is_some_and(|l| l < 13),
+            "no requirement location in {d}"
+        );
+        assert!(
+            d["line"].as_u64().is_some_and(|l| l > 13),
+            "not at the policy line: {d}"
+        );
+    }
+}

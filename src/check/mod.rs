@@ -5,6 +5,9 @@
 //! file is reported in one run.
 
 mod network;
+mod requirements;
+
+pub use requirements::RequirementError;
 
 use std::collections::HashMap;
 
@@ -51,8 +54,6 @@ pub enum CheckError {
     AuthorizeLevel,
     #[error("`{0}` is not a tool written SERVER/TOOL")]
     ToolPattern(String),
-    #[error("`requirements` blocks are not enforced by this version of gatehouse")]
-    RequirementsUnsupported,
     #[error("no policy named `{0}`")]
     UnknownPolicy(String),
     #[error("this test does not say which policy it runs against")]
@@ -88,7 +89,6 @@ impl CheckError {
             CheckError::RegexTooBig => "regex_too_big",
             CheckError::AuthorizeLevel => "authorize_level",
             CheckError::ToolPattern(_) => "invalid_tool_pattern",
-            CheckError::RequirementsUnsupported => "unsupported",
             CheckError::UnknownPolicy(_) => "unknown_policy",
             CheckError::TestWithoutPolicy => "test_without_policy",
         }
@@ -132,10 +132,6 @@ impl CheckError {
             ),
             CheckError::AuthorizeLevel => "write `authorize high with LEVEL`".into(),
             CheckError::ToolPattern(_) => "for example `tool github/delete_repo`, `tool github/*` or `tool */delete_repo`".into(),
-            CheckError::RequirementsUnsupported => {
-                "requirements would be silently ignored, so they are refused; remove the block until requirements are supported"
-                    .into()
-            }
             CheckError::UnknownPolicy(_) | CheckError::TestWithoutPolicy => return None,
         })
     }
@@ -163,12 +159,31 @@ pub fn check(files: &[File]) -> Vec<Diagnostic> {
                     } else {
                         policies.insert(name, b.name.span);
                     }
-                    block(b, &mut diags);
+                    block(b, false, &mut diags);
                 }
                 Item::Requirements(b) => {
-                    diags.push(error(CheckError::RequirementsUnsupported, b.name.span));
+                    block(b, true, &mut diags);
+                    requirements::check_block(b, &mut diags);
                 }
                 Item::Test(_) => {}
+            }
+        }
+    }
+    let reqs: Vec<&Block> = files
+        .iter()
+        .flat_map(|f| &f.items)
+        .filter_map(|i| {
+            if let Item::Requirements(b) = i {
+                Some(b)
+            } else {
+                None
+            }
+        })
+        .collect();
+    for p in files.iter().flat_map(|f| &f.items) {
+        if let Item::Policy(p) = p {
+            for r in &reqs {
+                requirements::check_policy(p, r, &mut diags);
             }
         }
     }
@@ -215,7 +230,8 @@ fn test_block(t: &TestBlock, names: &[&str], diags: &mut Vec<Diagnostic>) {
     }
 }
 
-fn block(b: &Block, diags: &mut Vec<Diagnostic>) {
+/// Checks one block; `requirements` blocks hold lists of allowed values.
+fn block(b: &Block, requirements: bool, diags: &mut Vec<Diagnostic>) {
     let mut seen: HashMap<&'static str, Span> = HashMap::new();
     for s in &b.sections {
         let kw = s.kind.keyword();
@@ -250,6 +266,14 @@ fn block(b: &Block, diags: &mut Vec<Diagnostic>) {
                     }
                 }
             }
+            _ if requirements
+                && matches!(
+                    s.kind,
+                    SectionKind::Sandbox(_)
+                        | SectionKind::Approvals(_)
+                        | SectionKind::Reviewer(_)
+                        | SectionKind::WebSearch(_)
+                ) => {}
             SectionKind::Sandbox(sb) => one_value(&sb.modes, "sandbox mode", s.span, diags),
             SectionKind::Approvals(a) => {
                 one_value(&a.modes, "approval policy", s.span, diags);

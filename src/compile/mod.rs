@@ -7,6 +7,7 @@
 //! `Send + Sync`, cheap to clone (one `Arc`) and serialisable with serde.
 
 pub(crate) mod agent;
+mod compose;
 pub mod domains;
 pub(crate) mod guardian;
 pub mod ports;
@@ -190,11 +191,22 @@ pub fn compile(sources: &SourceMap, files: &[File]) -> Result<PolicySet, Compile
         sources,
         rules: Vec::new(),
     };
+    let requirements: Vec<&Block> = files
+        .iter()
+        .flat_map(|f| &f.items)
+        .filter_map(|i| {
+            if let Item::Requirements(b) = i {
+                Some(b)
+            } else {
+                None
+            }
+        })
+        .collect();
     let mut policies = Vec::new();
     for file in files {
         for item in &file.items {
             if let Item::Policy(block) = item {
-                policies.push(c.policy(block)?);
+                policies.push(c.policy(&compose::compose(block, &requirements))?);
             }
         }
     }

@@ -263,11 +263,7 @@ impl Policy {
                     &mut raise,
                 );
             }
-            if basename(w) == "rm"
-                && words
-                    .get(i + 1..)
-                    .is_some_and(super::known_safe::has_force)
-            {
+            if basename(w) == "rm" && words.get(i + 1..).is_some_and(super::known_safe::has_force) {
                 consider(self.dangerous(), &mut raise);
             }
         }
