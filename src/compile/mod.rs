@@ -9,7 +9,7 @@
 pub(crate) mod agent;
 mod compose;
 pub mod domains;
-pub(crate) mod guardian;
+pub mod guardian;
 pub mod ports;
 pub mod prefixes;
 

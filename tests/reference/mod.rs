@@ -15,6 +15,8 @@
     clippy::panic
 )]
 
+mod agent;
+
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use gatehouse::query::{Query, Via};
@@ -32,7 +34,7 @@ pub struct RefDecision {
     pub rule_at: Option<u32>,
 }
 
-fn d(outcome: &'static str, reason: &'static str, rule_at: Option<u32>) -> RefDecision {
+pub(crate) fn d(outcome: &'static str, reason: &'static str, rule_at: Option<u32>) -> RefDecision {
     RefDecision {
         outcome,
         reason,
@@ -41,13 +43,13 @@ fn d(outcome: &'static str, reason: &'static str, rule_at: Option<u32>) -> RefDe
 }
 
 #[derive(Clone, Debug, PartialEq)]
-enum H {
+pub(crate) enum H {
     Name(String),
     Ip(IpAddr),
 }
 
 /// Spec §5, step by step.
-fn normalize(host: &str) -> Result<H, &'static str> {
+pub(crate) fn normalize(host: &str) -> Result<H, &'static str> {
     if host.is_empty() {
         return Err("invalid_host");
     }
@@ -195,7 +197,7 @@ fn rule_net(t: &NetTarget) -> Option<(IpNet, bool)> {
     }
 }
 
-fn pattern_matches(p: &str, name: &str) -> bool {
+pub(crate) fn pattern_matches(p: &str, name: &str) -> bool {
     let norm = |s: &str| match normalize(s) {
         Ok(H::Name(n)) => n,
         _ => String::from("\u{0}invalid"),
@@ -501,6 +503,17 @@ impl<'a> RefPolicy<'a> {
                 }
                 d("allow", "default_allow", None)
             }
+            Query::Write { path, workspace } => {
+                self.write(path, workspace.as_deref().unwrap_or(""))
+            }
+            Query::Exec { argv, escalate } => self.exec(argv, *escalate),
+            Query::Mcp {
+                server,
+                tool,
+                annotations,
+            } => self.mcp(server, tool, annotations),
+            Query::Prompt { category } => self.prompt_query(*category),
+            Query::Review { action, assessment } => self.review(action, assessment),
             _ => return None,
         })
     }

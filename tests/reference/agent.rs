@@ -1,0 +1,535 @@
+//! The oracle for agent queries (language spec §9–§11), read straight off
+//! the spec: linear scans over the AST, no indexes.
+//!
+//! Shared with the engine, deliberately: the shell splitter, the known-safe
+//! classifier, the dangerous-command predicate and the glob matcher. Each has
+//! its own unit tables; what this oracle checks is everything built on them
+//! (mode tables, the category rule, rule matching and strictness, paths,
+//! annotations, the verdict).
+
+use gatehouse::eval::known_safe::{basename, has_force, is_dangerous, is_known_safe, trusted_name};
+use gatehouse::eval::shell::{Script, loose_words, split};
+use gatehouse::query::{Annotations, Assessment, Query, ReviewOutcome, ReviewStatus};
+use gatehouse::syntax::ast::*;
+
+use super::{RefDecision, RefPolicy, d};
+
+fn rank(r: &RefDecision) -> u8 {
+    match r.outcome {
+        "deny" | "denied" | "timed_out" | "aborted" => 2,
+        "ask" | "review" => 1,
+        _ => 0,
+    }
+}
+
+impl RefPolicy<'_> {
+    fn sections(&self) -> impl Iterator<Item = &SectionKind> {
+        self.block.sections.iter().map(|s| &s.kind)
+    }
+    fn sandbox(&self) -> SandboxMode {
+        self.sections()
+            .find_map(|k| {
+                if let SectionKind::Sandbox(s) = k {
+                    s.modes.first().map(|m| m.node)
+                } else {
+                    None
+                }
+            })
+            .unwrap_or(SandboxMode::WorkspaceWrite)
+    }
+    fn approvals(&self) -> ApprovalMode {
+        self.sections()
+            .find_map(|k| {
+                if let SectionKind::Approvals(a) = k {
+                    a.modes.first().map(|m| m.node)
+                } else {
+                    None
+                }
+            })
+            .unwrap_or(ApprovalMode::OnRequest)
+    }
+    fn reviewer(&self) -> Reviewer {
+        self.sections()
+            .find_map(|k| {
+                if let SectionKind::Reviewer(r) = k {
+                    r.first().map(|m| m.node)
+                } else {
+                    None
+                }
+            })
+            .unwrap_or(Reviewer::User)
+    }
+    fn category_on(&self, c: PromptCategory) -> bool {
+        self.sections()
+            .find_map(|k| match k {
+                SectionKind::Approvals(a) => a.granular.as_ref(),
+                _ => None,
+            })
+            .into_iter()
+            .flatten()
+            .any(|g| g.category.node == c && g.value.node == Switch::On)
+    }
+
+    /// The category rule.
+    fn prompt(&self, c: PromptCategory, reason: &'static str, rule_at: Option<u32>) -> RefDecision {
+        match self.approvals() {
+            ApprovalMode::Never => d("deny", "approval_never", rule_at),
+            ApprovalMode::Granular if !self.category_on(c) => {
+                d("deny", "category_rejected", rule_at)
+            }
+            ApprovalMode::Untrusted => d("ask", reason, rule_at),
+            _ if self.reviewer() == Reviewer::AutoReview => d("review", reason, rule_at),
+            _ => d("ask", reason, rule_at),
+        }
+    }
+
+    pub fn prompt_query(&self, c: PromptCategory) -> RefDecision {
+        self.prompt(c, "category_prompt", None)
+    }
+
+    // ----------------------------------------------------------------- write
+
+    pub fn write(&self, path: &str, root: &str) -> RefDecision {
+        let normal = |p: &str| {
+            p.starts_with('/')
+                && p.len() > 1
+                && !p.contains('\0')
+                && p[1..]
+                    .split('/')
+                    .all(|s| !s.is_empty() && s != "." && s != "..")
+        };
+        if !normal(path) {
+            return d("deny", "invalid_path", None);
+        }
+        let untrusted = self.approvals() == ApprovalMode::Untrusted;
+        let r = match self.sandbox() {
+            SandboxMode::DangerFullAccess => return d("allow", "unsandboxed", None),
+            SandboxMode::ReadOnly => {
+                self.prompt(PromptCategory::SandboxApproval, "read_only_sandbox", None)
+            }
+            SandboxMode::WorkspaceWrite => {
+                if !normal(root) {
+                    return d("deny", "invalid_path", None);
+                }
+                let mut roots = vec![root.to_string(), "/tmp".to_string()];
+                let mut protect = vec![
+                    ".git".to_string(),
+                    ".agents".to_string(),
+                    ".zerocode".to_string(),
+                ];
+                for k in self.sections() {
+                    if let SectionKind::Sandbox(s) = k {
+                        for st in s.block.iter().flatten() {
+                            match st {
+                                SandboxStmt::Writable(v, _) => {
+                                    roots.extend(v.iter().map(|x| x.node.clone()))
+                                }
+                                SandboxStmt::Protect(v, _) => {
+                                    protect.extend(v.iter().map(|x| x.node.clone()))
+                                }
+                            }
+                        }
+                    }
+                }
+                let mut within = false;
+                let mut protected = false;
+                for r in &roots {
+                    let r = r.trim_end_matches('/');
+                    if path == r || path.starts_with(&format!("{r}/")) {
+                        within = true;
+                        let first = path[r.len()..]
+                            .trim_start_matches('/')
+                            .split('/')
+                            .next()
+                            .unwrap_or("");
+                        protected |= protect.iter().any(|p| p.eq_ignore_ascii_case(first));
+                    }
+                }
+                if protected {
+                    self.prompt(PromptCategory::SandboxApproval, "protected_path", None)
+                } else if within {
+                    d("allow", "writable_root", None)
+                } else {
+                    self.prompt(
+                        PromptCategory::SandboxApproval,
+                        "outside_writable_roots",
+                        None,
+                    )
+                }
+            }
+        };
+        if untrusted && r.outcome == "allow" {
+            d("ask", "untrusted", None)
+        } else {
+            r
+        }
+    }
+
+    // ------------------------------------------------------------------ exec
+
+    fn command_rules(&self) -> Vec<&CommandRule> {
+        self.sections()
+            .filter_map(|k| {
+                if let SectionKind::Commands(r) = k {
+                    Some(r)
+                } else {
+                    None
+                }
+            })
+            .flatten()
+            .collect()
+    }
+
+    /// The strictest matching rule: a linear scan in source order.
+    fn rule_decision(&self, argv: &[String]) -> Option<RefDecision> {
+        let program = argv.first()?;
+        let mut best: Option<&CommandRule> = None;
+        for r in self.command_rules() {
+            if r.pattern.len() > argv.len() {
+                continue;
+            }
+            let prog_ok = r.pattern[0].alternatives.iter().any(|a| {
+                a == program
+                    || (a == basename(program)
+                        && (r.effect != CommandEffect::Allow || trusted_name(program).is_some()))
+            });
+            let rest_ok = r
+                .pattern
+                .iter()
+                .skip(1)
+                .zip(&argv[1..])
+                .all(|(w, a)| w.alternatives.contains(a));
+            if prog_ok && rest_ok && best.is_none_or(|b| r.effect > b.effect) {
+                best = Some(r);
+            }
+        }
+        let r = best?;
+        Some(match r.effect {
+            CommandEffect::Forbid => d("deny", "forbidden_by_rule", Some(r.span.start)),
+            CommandEffect::Prompt => {
+                self.prompt(PromptCategory::Rules, "prompt_rule", Some(r.span.start))
+            }
+            CommandEffect::Allow => d("allow", "allowed_by_rule", Some(r.span.start)),
+        })
+    }
+
+    fn dangerous(&self) -> RefDecision {
+        if self.approvals() == ApprovalMode::Never
+            && self.sandbox() == SandboxMode::DangerFullAccess
+        {
+            d("allow", "unsandboxed", None)
+        } else {
+            self.prompt(PromptCategory::SandboxApproval, "dangerous_command", None)
+        }
+    }
+
+    fn plain_argv(&self, argv: &[String], escalate: bool, may_be_safe: bool) -> RefDecision {
+        if let Some(r) = self.rule_decision(argv) {
+            return r;
+        }
+        if is_dangerous(argv) {
+            return self.dangerous();
+        }
+        let full = self.sandbox() == SandboxMode::DangerFullAccess;
+        let escalate = escalate && !full;
+        let ran = if full { "unsandboxed" } else { "sandboxed" };
+        match self.approvals() {
+            ApprovalMode::Untrusted => {
+                let safe = may_be_safe && is_known_safe(argv);
+                if !safe {
+                    d("ask", "not_known_safe", None)
+                } else if escalate {
+                    d("ask", "escalation", None)
+                } else {
+                    d("allow", "known_safe", None)
+                }
+            }
+            ApprovalMode::Never if escalate => d("deny", "approval_never", None),
+            ApprovalMode::Never => d("allow", ran, None),
+            _ if escalate => self.prompt(PromptCategory::SandboxApproval, "escalation", None),
+            _ => d("allow", ran, None),
+        }
+    }
+
+    fn unknown(&self, argv: &[String], script: &str, escalate: bool) -> RefDecision {
+        let own = self.plain_argv(argv, escalate, false);
+        let words: Vec<&str> = loose_words(script).collect();
+        let raising: Vec<&str> = self
+            .command_rules()
+            .iter()
+            .filter(|r| r.effect != CommandEffect::Allow)
+            .flat_map(|r| r.pattern[0].alternatives.iter().map(String::as_str))
+            .collect();
+        let mut raise: Option<RefDecision> = None;
+        for (i, w) in words.iter().enumerate() {
+            let mut here = Vec::new();
+            if raising.iter().any(|p| *p == *w || *p == basename(w)) {
+                here.push(self.prompt(PromptCategory::Rules, "prompt_rule", None));
+            }
+            let rest: Vec<String> = words[i + 1..].iter().map(|s| s.to_string()).collect();
+            if basename(w) == "rm" && has_force(&rest) {
+                here.push(self.dangerous());
+            }
+            for h in here {
+                if raise.as_ref().is_none_or(|r| rank(&h) > rank(r)) {
+                    raise = Some(h);
+                }
+            }
+        }
+        match raise {
+            Some(r) if rank(&r) >= rank(&own) => r,
+            _ => own,
+        }
+    }
+
+    fn judge(&self, argv: &[String], escalate: bool, depth: usize) -> RefDecision {
+        if argv.len() == 3 && (argv[1] == "-c" || argv[1] == "-lc") && !argv[2].trim().is_empty() {
+            let recognised = matches!(trusted_name(&argv[0]), Some("bash" | "sh" | "zsh"));
+            if recognised {
+                return match split(&argv[2]) {
+                    Script::Plain(cmds) if depth <= 3 => {
+                        let mut best = self.rule_decision(argv);
+                        for c in &cmds {
+                            let r = self.judge(c, escalate, depth + 1);
+                            if best.as_ref().is_none_or(|b| rank(&r) > rank(b)) {
+                                best = Some(r);
+                            }
+                        }
+                        best.unwrap()
+                    }
+                    _ => self.unknown(argv, &argv[2], escalate),
+                };
+            }
+            let shells = [
+                "sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "csh", "tcsh", "ash", "yash",
+                "busybox",
+            ];
+            if shells.contains(&basename(&argv[0])) {
+                return self.unknown(argv, &argv[2], escalate);
+            }
+        }
+        self.plain_argv(argv, escalate, true)
+    }
+
+    pub fn exec(&self, argv: &[String], escalate: bool) -> RefDecision {
+        if argv.is_empty() || argv.iter().any(|w| w.contains('\0')) {
+            return d("deny", "invalid_command", None);
+        }
+        self.judge(argv, escalate, 1)
+    }
+
+    // ------------------------------------------------------------ mcp, prompt
+
+    pub fn mcp(&self, server: &str, tool: &str, a: &Annotations) -> RefDecision {
+        let mut server_mode = None;
+        let mut tool_mode = None;
+        for k in self.sections() {
+            if let SectionKind::Mcp(stmts) = k {
+                for st in stmts {
+                    match st {
+                        McpStmt::Server {
+                            server: s,
+                            mode,
+                            span,
+                        } if s.node == server && server_mode.is_none() => {
+                            server_mode = Some((mode.node, span.start))
+                        }
+                        McpStmt::Tool {
+                            server: s,
+                            tool: t,
+                            mode,
+                            span,
+                            ..
+                        } if s == server && t == tool && tool_mode.is_none() => {
+                            tool_mode = Some((mode.node, span.start))
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        let (mode, at) = tool_mode
+            .or(server_mode)
+            .map_or((McpMode::Auto, None), |(m, s)| (m, Some(s)));
+        let p = |reason| self.prompt(PromptCategory::McpElicitations, reason, at);
+        if mode == McpMode::Prompt {
+            return p("approval_mode");
+        }
+        if a.destructive_hint == Some(true) {
+            return p("destructive_tool");
+        }
+        if mode == McpMode::Approve {
+            return d("allow", "approval_mode", at);
+        }
+        if a.read_only_hint == Some(true) {
+            return d("allow", "read_only_tool", at);
+        }
+        if a.destructive_hint == Some(false) && a.open_world_hint == Some(false) {
+            return d("allow", "closed_world_tool", at);
+        }
+        p("tool_annotations")
+    }
+
+    // ---------------------------------------------------------------- review
+
+    fn guardian(&self) -> Vec<&GuardianStmt> {
+        self.sections()
+            .filter_map(|k| {
+                if let SectionKind::Guardian(g) = k {
+                    Some(g)
+                } else {
+                    None
+                }
+            })
+            .flatten()
+            .collect()
+    }
+
+    fn matches(m: &Matcher, action: &Query) -> bool {
+        let (lines, argvs, paths): (Vec<String>, Vec<Vec<String>>, Vec<String>) = match action {
+            Query::Exec { argv, .. } => {
+                let mut lines = vec![argv.join(" ")];
+                let mut argvs = vec![argv.clone()];
+                let mut words: Vec<String> = argv.clone();
+                if argv.len() == 3 && (argv[1] == "-c" || argv[1] == "-lc") {
+                    lines.push(argv[2].clone());
+                    if trusted_name(&argv[0]).is_some() {
+                        if let Script::Plain(c) = split(&argv[2]) {
+                            words.extend(c.iter().flatten().cloned());
+                            argvs.extend(c);
+                        }
+                    }
+                    words.extend(loose_words(&argv[2]).map(String::from));
+                }
+                let paths = words
+                    .into_iter()
+                    .filter(|w| w.contains('/') || w.starts_with('.') || w.starts_with('~'))
+                    .collect();
+                (lines, argvs, paths)
+            }
+            Query::Write { path, .. } => (vec![], vec![], vec![path.clone()]),
+            _ => (vec![], vec![], vec![]),
+        };
+        match m {
+            Matcher::CommandRegex(s) => {
+                let re = regex_automata::meta::Regex::new(&s.value).unwrap();
+                lines.iter().any(|l| re.is_match(l))
+            }
+            Matcher::CommandPrefix(words) => argvs.iter().any(|a| {
+                words.len() <= a.len()
+                    && words.iter().zip(a).enumerate().all(|(i, (w, x))| {
+                        w.alternatives
+                            .iter()
+                            .any(|alt| alt == x || (i == 0 && alt == basename(x)))
+                    })
+            }),
+            Matcher::Path(globs) => paths.iter().any(|p| {
+                globs
+                    .iter()
+                    .any(|g| gatehouse::compile::guardian::Glob::new(&g.node).matches(p))
+            }),
+            Matcher::Host(pats) => match action {
+                Query::Connect { host, .. } => {
+                    let h = match super::normalize(host) {
+                        Ok(super::H::Name(n)) => n,
+                        _ => return false,
+                    };
+                    pats.iter().any(|p| super::pattern_matches(&p.node, &h))
+                }
+                _ => false,
+            },
+            Matcher::Tool(tools) => match action {
+                Query::Mcp { server, tool, .. } => tools.iter().any(|t| {
+                    let (s, n) = t.node.split_once('/').unwrap();
+                    (s == "*" || s == server) && (n == "*" || n == tool)
+                }),
+                _ => false,
+            },
+        }
+    }
+
+    pub fn review(&self, action: &Query, a: &Assessment) -> RefDecision {
+        match a.status.unwrap_or(ReviewStatus::Ok) {
+            ReviewStatus::Failed => return d("denied", "failed_closed", None),
+            ReviewStatus::Timeout => return d("timed_out", "timeout", None),
+            ReviewStatus::Cancelled => return d("aborted", "cancelled", None),
+            ReviewStatus::Ok => {}
+        }
+        let g = self.guardian();
+        let mut risk = a.risk.unwrap_or(RiskLevel::Low);
+        let mut risk_at = None;
+        let mut categories: Vec<RiskCategory> = a.category.into_iter().collect();
+        for st in &g {
+            if let GuardianStmt::Risk {
+                level,
+                category,
+                matcher,
+                span,
+            } = st
+            {
+                if Self::matches(matcher, action) {
+                    categories.push(category.node);
+                    if level.node > risk || (level.node == risk && risk_at.is_none()) {
+                        risk = level.node;
+                        risk_at = Some(span.start);
+                    }
+                }
+            }
+        }
+        // A rule at the assessed level counts as the deciding one only when
+        // no rule is higher; a level above every rule is the assessment's.
+        let mut deny_at: Option<u32> = None;
+        for st in &g {
+            let at = match st {
+                GuardianStmt::DenyAction { matcher, span } if Self::matches(matcher, action) => {
+                    Some(span.start)
+                }
+                GuardianStmt::DenyCategory { category, span }
+                    if categories.contains(&category.node) =>
+                {
+                    Some(span.start)
+                }
+                _ => None,
+            };
+            if deny_at.is_none() {
+                deny_at = at;
+            }
+        }
+        if let Some(at) = deny_at {
+            return d("denied", "denied_by_rule", Some(at));
+        }
+        if a.outcome == Some(ReviewOutcome::Deny) {
+            return d("denied", "reviewer_denied", risk_at);
+        }
+        let mut allow = vec![RiskLevel::Low, RiskLevel::Medium];
+        let mut allow_at = None;
+        let mut authorize = AuthLevel::Medium;
+        let mut authorize_at = None;
+        for st in &g {
+            match st {
+                GuardianStmt::Allow { levels, span } => {
+                    allow = levels.iter().map(|l| l.node).collect();
+                    allow_at = Some(span.start);
+                }
+                GuardianStmt::Authorize { with, span, .. } => {
+                    authorize = with.node;
+                    authorize_at = Some(span.start);
+                }
+                _ => {}
+            }
+        }
+        match risk {
+            RiskLevel::Critical => d("denied", "critical_risk", risk_at),
+            RiskLevel::High if a.user_authorization.unwrap_or(AuthLevel::Unknown) >= authorize => {
+                d("approved", "approved", risk_at)
+            }
+            RiskLevel::High => d(
+                "denied",
+                "insufficient_authorization",
+                authorize_at.or(risk_at),
+            ),
+            level if allow.contains(&level) => d("approved", "approved", risk_at),
+            _ => d("denied", "level_not_allowed", allow_at),
+        }
+    }
+}
