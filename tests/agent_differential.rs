@@ -323,6 +323,7 @@ const REQUIREMENTS: &[&str] = &[
     "guardian { deny command ls }",
     "approvals untrusted on-request never granular",
     "approvals never untrusted on-request",
+    "approvals never",
     "reviewer user auto_review",
     "reviewer auto_review user",
     "sandbox read-only",

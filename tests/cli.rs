@@ -378,6 +378,7 @@ fn every_expectation_holds_through_eval_in_both_query_forms() {
     use gatehouse::syntax::ast::{Item, TestStmt};
     let mut paths = valid();
     paths.push("tests/data/spec.policy".to_string());
+    paths.push("tests/data/spec-agent.policy".to_string());
     let mut checked = 0;
     for path in &paths {
         let text =
@@ -465,7 +466,7 @@ fn every_expectation_holds_through_eval_in_both_query_forms() {
             }
         }
     }
-    assert!(checked > 250, "only {checked} expectations replayed");
+    assert!(checked > 500, "only {checked} expectations replayed");
 }
 
 #[test]
@@ -499,4 +500,69 @@ fn the_enterprise_requirements_compose_with_team_policies() {
             "not at the policy line: {d}"
         );
     }
+}
+
+#[test]
+fn the_spec_examples_of_sections_9_to_13_hold() {
+    for path in [
+        "tests/data/spec-agent.policy",
+        "tests/data/spec-requirements",
+    ] {
+        let o = policyc(&["test", path]);
+        let out = stdout(&o);
+        assert_eq!(o.status.code(), Some(0), "{path}: {out}");
+        assert!(out.contains(" passed, 0 failed"), "{out}");
+    }
+}
+
+#[test]
+fn a_git_pointer_file_protects_the_git_directory_it_names() {
+    let base = std::env::temp_dir().join(format!("gatehouse-ws-{}", std::process::id()));
+    let ws = base.join("worktree");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join(".git"), "gitdir: ../main/.git/worktrees/wt\n").unwrap();
+    let policy = base.join("p.policy");
+    std::fs::write(
+        &policy,
+        format!(
+            "policy p {{\n  sandbox workspace-write {{\n    writable \"{}\"\n  }}\n}}\n",
+            base.display()
+        ),
+    )
+    .unwrap();
+    let gitdir = base.join("main/.git/worktrees/wt/HEAD");
+    let o = policyc(&[
+        "eval",
+        policy.to_str().unwrap(),
+        "--workspace",
+        ws.to_str().unwrap(),
+        "--query",
+        &format!("write \"{}\"", gitdir.display()),
+        "--query",
+        &format!("write \"{}\"", ws.join(".git").display()),
+        "--query",
+        &format!("write \"{}\"", ws.join("src/lib.rs").display()),
+        "--query",
+        &format!("write \"{}\"", base.join("main/README").display()),
+    ]);
+    let out = stdout(&o);
+    let reasons: Vec<String> = out
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["reason"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            "protected_path",
+            "protected_path",
+            "writable_root",
+            "writable_root"
+        ],
+        "{out}"
+    );
 }

@@ -46,6 +46,10 @@ pub enum CheckError {
     BlankBecause,
     #[error("`allow {0}` is not allowed in a guardian")]
     GuardianAllowLevel(&'static str),
+    #[error("`{0}` is not an absolute, normal path")]
+    WritablePath(String),
+    #[error("`{0}` is not a single file name")]
+    ProtectName(String),
     #[error("invalid regular expression: {0}")]
     Regex(String),
     #[error("the guardian's regular expressions together exceed the automaton size limit")]
@@ -85,6 +89,8 @@ impl CheckError {
             CheckError::GranularMissing(_) => "granular_missing",
             CheckError::BlankBecause => "blank_because",
             CheckError::GuardianAllowLevel(_) => "guardian_allow_level",
+            CheckError::WritablePath(_) => "invalid_writable_root",
+            CheckError::ProtectName(_) => "invalid_protected_name",
             CheckError::Regex(_) => "invalid_regex",
             CheckError::RegexTooBig => "regex_too_big",
             CheckError::AuthorizeLevel => "authorize_level",
@@ -125,6 +131,8 @@ impl CheckError {
                 "`allow` names `low` and `medium`; high risk goes through `authorize high with LEVEL`, and critical is never approved"
                     .into()
             }
+            CheckError::WritablePath(_) => "write an absolute path such as \"/var/cache/build\"".into(),
+            CheckError::ProtectName(_) => "protect a name directly under every writable root, such as \".secrets\"".into(),
             CheckError::Regex(_) => "regular expressions use the syntax of the Rust `regex` crate; write them as r\"...\"".into(),
             CheckError::RegexTooBig => format!(
                 "the automaton may use at most {} KiB; split or simplify the expressions",
@@ -274,7 +282,30 @@ fn block(b: &Block, requirements: bool, diags: &mut Vec<Diagnostic>) {
                         | SectionKind::Reviewer(_)
                         | SectionKind::WebSearch(_)
                 ) => {}
-            SectionKind::Sandbox(sb) => one_value(&sb.modes, "sandbox mode", s.span, diags),
+            SectionKind::Sandbox(sb) => {
+                one_value(&sb.modes, "sandbox mode", s.span, diags);
+                for st in sb.block.iter().flatten() {
+                    match st {
+                        SandboxStmt::Writable(v, _) => {
+                            for p in v.iter().filter(|p| {
+                                !crate::normalize::is_normal_absolute_path(&p.node) && p.node != "/"
+                            }) {
+                                diags.push(error(CheckError::WritablePath(p.node.clone()), p.span));
+                            }
+                        }
+                        SandboxStmt::Protect(v, _) => {
+                            for p in v.iter().filter(|p| {
+                                p.node.is_empty()
+                                    || p.node.contains(['/', '\\', '\0'])
+                                    || p.node == "."
+                                    || p.node == ".."
+                            }) {
+                                diags.push(error(CheckError::ProtectName(p.node.clone()), p.span));
+                            }
+                        }
+                    }
+                }
+            }
             SectionKind::Approvals(a) => {
                 one_value(&a.modes, "approval policy", s.span, diags);
                 approvals(a, s.span, diags);

@@ -125,6 +125,9 @@ pub(crate) struct Agent {
     /// Granular switches, in [`PromptCategory::ALL`] order.
     pub granular: Vec<bool>,
     pub reviewer: Reviewer,
+    /// Whether the policy itself writes its approval policy (rather than
+    /// taking it from requirements).
+    pub own_approvals: bool,
     pub web_search: Option<(WebSearchMode, RuleId)>,
     pub commands: agent::Commands,
     pub mcp: agent::Mcp,
@@ -206,7 +209,12 @@ pub fn compile(sources: &SourceMap, files: &[File]) -> Result<PolicySet, Compile
     for file in files {
         for item in &file.items {
             if let Item::Policy(block) = item {
-                policies.push(c.policy(&compose::compose(block, &requirements))?);
+                let mut policy = c.policy(&compose::compose(block, &requirements))?;
+                policy.agent.own_approvals = block
+                    .sections
+                    .iter()
+                    .any(|s| matches!(s.kind, SectionKind::Approvals(_)));
+                policies.push(policy);
             }
         }
     }
@@ -296,6 +304,7 @@ impl Compiler<'_> {
             approvals: ApprovalMode::OnRequest,
             granular: vec![false; PromptCategory::ALL.len()],
             reviewer: Reviewer::User,
+            own_approvals: false,
             web_search: None,
             commands: agent::Commands::default(),
             mcp: agent::Mcp::default(),

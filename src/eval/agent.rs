@@ -273,11 +273,14 @@ impl Policy {
         }
     }
 
-    /// What the dangerous-command rule says.
+    /// What the dangerous-command rule says. The exception for full access
+    /// under `never` holds only when the policy itself writes `approvals
+    /// never`: an approval policy taken from requirements never lets a
+    /// dangerous command run unasked.
     fn dangerous(&self) -> Decision {
         let a = &self.agent;
         match (a.approvals, a.sandbox) {
-            (ApprovalMode::Never, SandboxMode::DangerFullAccess) => {
+            (ApprovalMode::Never, SandboxMode::DangerFullAccess) if a.own_approvals => {
                 Decision::allow(Reason::Unsandboxed, None)
             }
             _ => self.sandbox_prompt(Reason::DangerousCommand),

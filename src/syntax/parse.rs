@@ -1340,7 +1340,7 @@ impl Builder {
                 let action = it.next()?;
                 let action = self.query(action.into_inner().next()?)?;
                 let mut a = Assessment::default();
-                for kv in it.skip(1) {
+                for kv in it.filter(|p| p.as_rule() == Rule::kv) {
                     let s = self.span(&kv);
                     let (k, v) = kv.as_str().split_once('=')?;
                     let ok = match k {
