@@ -123,8 +123,6 @@ reasons! {
     // web search
     Configured = "configured",
     Default = "default",
-    /// The query kind is not decided by this version (always a deny).
-    Unsupported = "unsupported",
     /// An internal failure while deciding; always a deny (fail closed).
     InternalError = "internal_error",
 }
