@@ -372,42 +372,65 @@ fn invalid_policies_fail_with_the_right_codes() {
 }
 
 /// Every expectation of the shipped and spec policies, replayed through
-/// `policyc eval` in the text form and in the JSON form, streaming.
+/// `policyc eval` in the text form and in the JSON form, streaming. A set is
+/// a file or a directory (requirements apply across its files).
 #[test]
 fn every_expectation_holds_through_eval_in_both_query_forms() {
     use gatehouse::syntax::ast::{Item, TestStmt};
-    let mut paths = valid();
-    paths.push("tests/data/spec.policy".to_string());
-    paths.push("tests/data/spec-agent.policy".to_string());
-    let mut checked = 0;
-    for path in &paths {
-        let text =
-            std::fs::read_to_string(format!("{}/{path}", env!("CARGO_MANIFEST_DIR"))).unwrap();
-        let (file, diags) = gatehouse::syntax::parse_file(gatehouse::source::FileId(0), &text);
-        assert!(diags.is_empty());
-        let single = file
-            .items
+    let mut sets = valid();
+    for extra in [
+        "tests/data/spec.policy",
+        "tests/data/spec-agent.policy",
+        "tests/data/spec-requirements",
+        "policies/enterprise",
+    ] {
+        sets.push(extra.to_string());
+    }
+    let (mut checked, mut collected) = (0, 0);
+    for set in &sets {
+        let full = format!("{}/{set}", env!("CARGO_MANIFEST_DIR"));
+        let mut files: Vec<String> = if std::path::Path::new(&full).is_dir() {
+            std::fs::read_dir(&full)
+                .unwrap()
+                .map(|e| e.unwrap().path().display().to_string())
+                .collect()
+        } else {
+            vec![full.clone()]
+        };
+        files.sort();
+        let asts: Vec<_> = files
             .iter()
-            .filter(|i| matches!(i, Item::Policy(_)))
-            .count()
-            == 1;
+            .map(|f| {
+                let (file, diags) = gatehouse::syntax::parse_file(
+                    gatehouse::source::FileId(0),
+                    &std::fs::read_to_string(f).unwrap(),
+                );
+                assert!(diags.is_empty(), "{f}");
+                file
+            })
+            .collect();
+        let policies: Vec<String> = asts
+            .iter()
+            .flat_map(|f| &f.items)
+            .filter_map(|i| {
+                if let Item::Policy(b) = i {
+                    Some(b.name.node.clone())
+                } else {
+                    None
+                }
+            })
+            .collect();
         // (policy, query, decision, reason)
         let mut cases: Vec<(String, gatehouse::query::Query, String, Option<String>)> = Vec::new();
-        for item in &file.items {
+        for item in asts.iter().flat_map(|f| &f.items) {
             let Item::Test(t) = item else { continue };
-            let mut policy = if single {
-                file.items.iter().find_map(|i| {
-                    if let Item::Policy(b) = i {
-                        Some(b.name.node.clone())
-                    } else {
-                        None
-                    }
-                })
+            let mut policy = if policies.len() == 1 {
+                policies.first().cloned()
             } else {
                 None
             };
-            for s in &t.stmts {
-                match s {
+            for st in &t.stmts {
+                match st {
                     TestStmt::Policy(n) => policy = Some(n.node.clone()),
                     TestStmt::Expect(e) => cases.push((
                         policy.clone().unwrap(),
@@ -418,8 +441,9 @@ fn every_expectation_holds_through_eval_in_both_query_forms() {
                 }
             }
         }
-        let policies: std::collections::BTreeSet<&String> = cases.iter().map(|c| &c.0).collect();
-        for policy in policies {
+        collected += cases.len();
+        let names: std::collections::BTreeSet<&String> = cases.iter().map(|c| &c.0).collect();
+        for policy in names {
             let mine: Vec<_> = cases.iter().filter(|c| &c.0 == policy).collect();
             for json in [false, true] {
                 let lines: String = mine
@@ -427,7 +451,7 @@ fn every_expectation_holds_through_eval_in_both_query_forms() {
                     .map(|c| if json { serde_json::to_string(&c.1).unwrap() } else { c.1.to_string() } + "\n")
                     .collect();
                 let mut child = Command::new(env!("CARGO_BIN_EXE_policyc"))
-                    .args(["eval", path, "--policy", policy, "--queries", "-"])
+                    .args(["eval", set, "--policy", policy, "--queries", "-"])
                     .current_dir(env!("CARGO_MANIFEST_DIR"))
                     .stdin(std::process::Stdio::piped())
                     .stdout(std::process::Stdio::piped())
@@ -441,23 +465,23 @@ fn every_expectation_holds_through_eval_in_both_query_forms() {
                     .write_all(lines.as_bytes())
                     .unwrap();
                 let o = child.wait_with_output().unwrap();
-                assert_eq!(o.status.code(), Some(0), "{path} {policy}: {}", stdout(&o));
+                assert_eq!(o.status.code(), Some(0), "{set} {policy}: {}", stdout(&o));
                 let out = stdout(&o);
                 let decisions: Vec<&str> = out.lines().collect();
-                assert_eq!(decisions.len(), mine.len(), "{path} {policy}");
+                assert_eq!(decisions.len(), mine.len(), "{set} {policy}");
                 for (c, line) in mine.iter().zip(decisions) {
                     let v: serde_json::Value = serde_json::from_str(line).unwrap();
                     assert_eq!(
                         v["decision"].as_str(),
                         Some(c.2.as_str()),
-                        "{path} {policy} `{}` (json={json})",
+                        "{set} {policy} `{}` (json={json})",
                         c.1
                     );
                     if let Some(r) = &c.3 {
                         assert_eq!(
                             v["reason"].as_str(),
                             Some(r.as_str()),
-                            "{path} {policy} `{}` (json={json})",
+                            "{set} {policy} `{}` (json={json})",
                             c.1
                         );
                     }
@@ -466,40 +490,62 @@ fn every_expectation_holds_through_eval_in_both_query_forms() {
             }
         }
     }
-    assert!(checked > 500, "only {checked} expectations replayed");
+    assert_eq!(checked, 2 * collected, "every expectation, in both forms");
+    assert!(collected > 250, "only {collected} expectations found");
 }
 
+/// The table of `docs/presets.md` is exactly what the preset tests check.
 #[test]
-fn the_enterprise_requirements_compose_with_team_policies() {
-    let o = policyc(&["test", "policies/enterprise"]);
-    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
-    assert!(stdout(&o).contains(" passed, 0 failed"));
-    // The violating policy names the policy line and the requirement line.
-    let o = policyc(&[
-        "check",
-        "--format",
-        "json",
-        "policies/invalid/requirements-violation.policy",
-    ]);
-    assert_eq!(o.status.code(), Some(1));
-    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-    let violations: Vec<_> = v
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|d| d["code"] == "requirement_violation")
+fn the_presets_table_in_the_docs_matches_the_shipped_tests() {
+    use gatehouse::syntax::ast::{Item, TestStmt};
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/presets.md")).unwrap();
+    let rows: Vec<Vec<String>> = doc
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| action"))
+        .map(|l| {
+            l.trim_matches('|')
+                .split('|')
+                .map(|c| c.trim().replace('`', ""))
+                .collect()
+        })
         .collect();
-    assert_eq!(violations.len(), 5);
-    for d in violations {
-        assert!(
-            d["related"][0]["line"].as_u64().is_some_and(|l| l < 13),
-            "no requirement location in {d}"
-        );
-        assert!(
-            d["line"].as_u64().is_some_and(|l| l > 13),
-            "not at the policy line: {d}"
-        );
+    let header: Vec<String> = doc
+        .lines()
+        .find(|l| l.starts_with("| action"))
+        .unwrap()
+        .trim_matches('|')
+        .split('|')
+        .map(|c| c.trim().to_string())
+        .collect();
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/policies/zerocode-presets.policy"
+    ))
+    .unwrap();
+    let (file, _) = gatehouse::syntax::parse_file(gatehouse::source::FileId(0), &text);
+    let mut compared = 0;
+    for item in &file.items {
+        let Item::Test(t) = item else { continue };
+        let mut policy = String::new();
+        let mut row = 0;
+        for st in &t.stmts {
+            match st {
+                TestStmt::Policy(n) => policy = n.node.clone(),
+                TestStmt::Expect(e) => {
+                    let col = header.iter().position(|h| *h == policy).unwrap();
+                    let cell = &rows[row][col];
+                    let expected =
+                        format!("{} {}", e.decision.node, e.because.as_ref().unwrap().node);
+                    assert_eq!(cell, &expected, "{policy}, row {row}");
+                    row += 1;
+                    compared += 1;
+                }
+            }
+        }
+        assert_eq!(row, rows.len(), "{policy}: the test covers every row");
     }
+    assert_eq!(compared, 6 * 8);
 }
 
 #[test]
