@@ -177,17 +177,7 @@ pub fn check(files: &[File]) -> Vec<Diagnostic> {
             }
         }
     }
-    let reqs: Vec<&Block> = files
-        .iter()
-        .flat_map(|f| &f.items)
-        .filter_map(|i| {
-            if let Item::Requirements(b) = i {
-                Some(b)
-            } else {
-                None
-            }
-        })
-        .collect();
+    let reqs = requirements_of(files);
     for p in files.iter().flat_map(|f| &f.items) {
         if let Item::Policy(p) = p {
             for r in &reqs {

@@ -194,17 +194,7 @@ pub fn compile(sources: &SourceMap, files: &[File]) -> Result<PolicySet, Compile
         sources,
         rules: Vec::new(),
     };
-    let requirements: Vec<&Block> = files
-        .iter()
-        .flat_map(|f| &f.items)
-        .filter_map(|i| {
-            if let Item::Requirements(b) = i {
-                Some(b)
-            } else {
-                None
-            }
-        })
-        .collect();
+    let requirements = requirements_of(files);
     let mut policies = Vec::new();
     for file in files {
         for item in &file.items {

@@ -193,6 +193,21 @@ impl Item {
     }
 }
 
+/// The `requirements` blocks of a set of files, in order.
+pub fn requirements_of(files: &[File]) -> Vec<&Block> {
+    files
+        .iter()
+        .flat_map(|f| &f.items)
+        .filter_map(|i| {
+            if let Item::Requirements(b) = i {
+                Some(b)
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
 /// A `policy` or `requirements` block.
 #[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
 pub struct Block {
