@@ -47,11 +47,11 @@ impl Commands {
     }
 }
 
-/// MCP approval modes by server and by `server/tool`.
+/// MCP approval modes by server, and by tool within a server.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub(crate) struct Mcp {
     pub servers: HashMap<String, (McpMode, RuleId)>,
-    pub tools: HashMap<String, (McpMode, RuleId)>,
+    pub tools: HashMap<String, HashMap<String, (McpMode, RuleId)>>,
 }
 
 /// The sandbox's extra writable roots and protected names.

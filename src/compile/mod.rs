@@ -420,7 +420,9 @@ impl Compiler<'_> {
                                 agent
                                     .mcp
                                     .tools
-                                    .entry(format!("{server}/{tool}"))
+                                    .entry(server.clone())
+                                    .or_default()
+                                    .entry(tool.clone())
                                     .or_insert((mode.node, rule));
                             }
                         }

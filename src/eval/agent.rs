@@ -367,8 +367,12 @@ impl Policy {
     /// May the agent call MCP tool `server/tool` with these annotations?
     pub fn mcp(&self, server: &str, tool: &str, ann: &Annotations) -> Decision {
         let m = &self.agent.mcp;
-        let key = format!("{server}/{tool}");
-        let (mode, rule) = match m.tools.get(&key).or_else(|| m.servers.get(server)) {
+        let (mode, rule) = match m
+            .tools
+            .get(server)
+            .and_then(|t| t.get(tool))
+            .or_else(|| m.servers.get(server))
+        {
             Some((mode, rule)) => (*mode, Some(*rule)),
             None => (McpMode::Auto, None),
         };

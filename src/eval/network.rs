@@ -209,8 +209,18 @@ impl Policy {
         if addrs.is_empty() {
             return Decision::deny(Reason::LookupFailed, None);
         }
-        if addrs.iter().any(|a| a.as_ref().parse::<IpAddr>().is_err()) {
-            return Decision::deny(Reason::InvalidAddress, None);
+        // Parse once; up to INLINE answers are kept on the stack for step 4.
+        const INLINE: usize = 16;
+        let mut parsed = [IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED); INLINE];
+        for (i, a) in addrs.iter().enumerate() {
+            match a.as_ref().parse::<IpAddr>() {
+                Ok(ip) => {
+                    if let Some(slot) = parsed.get_mut(i) {
+                        *slot = ip;
+                    }
+                }
+                Err(_) => return Decision::deny(Reason::InvalidAddress, None),
+            }
         }
         if port == Some(0) {
             return Decision::deny(Reason::InvalidPort, None);
@@ -226,9 +236,13 @@ impl Policy {
             return by_name;
         }
         // 4. Every address; one bad address denies the whole answer.
-        for a in addrs {
-            let Ok(ip) = a.as_ref().parse::<IpAddr>() else {
-                return Decision::deny(Reason::InvalidAddress, None);
+        for (i, a) in addrs.iter().enumerate() {
+            let ip = match parsed.get(i) {
+                Some(ip) => *ip,
+                None => match a.as_ref().parse::<IpAddr>() {
+                    Ok(ip) => ip,
+                    Err(_) => return Decision::deny(Reason::InvalidAddress, None),
+                },
             };
             let ip = crate::normalize::canonical_ip(ip);
             let hit = self.ip_hit(ip, q);
