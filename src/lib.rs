@@ -42,6 +42,7 @@
 //! # Ok::<(), gatehouse::Error>(())
 //! ```
 #![forbid(unsafe_code)]
+pub mod artifact;
 pub mod build;
 pub mod check;
 pub mod compile;

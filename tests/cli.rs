@@ -612,3 +612,47 @@ fn a_git_pointer_file_protects_the_git_directory_it_names() {
         "{out}"
     );
 }
+
+#[test]
+fn compile_writes_an_artifact_that_eval_loads_and_corruption_is_refused() {
+    let out = std::env::temp_dir().join(format!("gatehouse-{}.gha", std::process::id()));
+    let o = policyc(&[
+        "compile",
+        "policies/coding-agent.policy",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let from_source = policyc(&[
+        "eval",
+        "policies/coding-agent.policy",
+        "--query",
+        "connect github.com:443",
+    ]);
+    let from_artifact = policyc(&[
+        "eval",
+        "--artifact",
+        out.to_str().unwrap(),
+        "--query",
+        "connect github.com:443",
+    ]);
+    assert_eq!(stdout(&from_source), stdout(&from_artifact));
+    let mut bytes = std::fs::read(&out).unwrap();
+    let last = bytes.len() - 10;
+    bytes[last] ^= 1;
+    std::fs::write(&out, &bytes).unwrap();
+    let o = policyc(&[
+        "eval",
+        "--artifact",
+        out.to_str().unwrap(),
+        "--query",
+        "upstream",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("checksum does not match"));
+}

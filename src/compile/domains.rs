@@ -269,6 +269,44 @@ impl DomainTrie {
         hit
     }
 
+    /// Checks every index of a loaded automaton: no lookup can go out of
+    /// range or loop (collision chains must strictly decrease).
+    pub(crate) fn validate(&self, rules: usize) -> Result<(), String> {
+        let n = self.nodes.len() as u32;
+        if n == 0 {
+            return Err("no root".into());
+        }
+        let slot_ok = |i: u32| i == NONE || (i as usize) < self.slots.len();
+        for (i, node) in self.nodes.iter().enumerate() {
+            let i = i as u32;
+            let label_end = node.label_start as usize + node.label_len as usize;
+            if label_end > self.labels.len()
+                || !self.labels.is_char_boundary(node.label_start as usize)
+            {
+                return Err("label out of range".into());
+            }
+            if i > 0 && node.parent >= i {
+                return Err("bad parent".into());
+            }
+            if node.next_same_hash != NONE && node.next_same_hash >= i {
+                return Err("bad collision chain".into());
+            }
+            if !(slot_ok(node.exact) && slot_ok(node.sub) && slot_ok(node.both)) {
+                return Err("slot out of range".into());
+            }
+        }
+        if self.index.values().any(|&v| v >= n) {
+            return Err("index out of range".into());
+        }
+        self.ports.validate(rules)?;
+        self.star.validate(&self.ports, rules)?;
+        for s in &self.slots {
+            s.deny.validate(&self.ports, rules)?;
+            s.allow.validate(&self.ports, rules)?;
+        }
+        Ok(())
+    }
+
     /// The `allow domain *` rule for a query, if any (it also covers IP
     /// literals).
     pub fn star(&self, q: PortQ) -> Option<RuleId> {

@@ -69,6 +69,11 @@ impl From<RegexSet> for Vec<String> {
 }
 
 impl RegexSet {
+    /// Whether the automaton could be rebuilt (a loaded artifact).
+    pub(crate) fn is_built(&self) -> bool {
+        self.re.is_some()
+    }
+
     /// Which patterns match any of the haystacks (by index).
     pub fn matching(&self, haystacks: &[&str]) -> Vec<bool> {
         let n = self.patterns.len();

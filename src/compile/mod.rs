@@ -156,6 +156,9 @@ impl Policy {
 struct SetInner {
     policies: Vec<Policy>,
     rules: Vec<RuleRef>,
+    /// The revision (a hash of the serialised set), computed once on demand.
+    #[serde(skip)]
+    revision: std::sync::OnceLock<String>,
 }
 
 /// An immutable, compiled set of policies. Cheap to clone; `Send + Sync`.
@@ -183,6 +186,114 @@ impl PolicySet {
     /// Where a rule was written.
     pub fn rule(&self, id: RuleId) -> Option<&RuleRef> {
         self.inner.rules.get(id.0 as usize)
+    }
+
+    /// The set's revision: the first 16 hex digits of the SHA-256 of its
+    /// serialised form (the same bytes a compiled artifact checksums).
+    pub fn revision(&self) -> &str {
+        self.inner.revision.get_or_init(|| {
+            crate::artifact::sha256_hex(&self.canonical_bytes())
+                .chars()
+                .take(16)
+                .collect()
+        })
+    }
+
+    /// The set serialised canonically: maps in key order (through
+    /// `serde_json::Value`), so the same set always gives the same bytes.
+    pub(crate) fn canonical_bytes(&self) -> Vec<u8> {
+        serde_json::to_value(self)
+            .and_then(|v| serde_json::to_vec(&v))
+            .unwrap_or_default()
+    }
+
+    /// Checks every internal index (a set loaded from an artifact).
+    pub(crate) fn validate(&self) -> Result<(), String> {
+        let rules = self.inner.rules.len();
+        let rid = |r: Option<RuleId>| ports::check_rule(r.map_or(u32::MAX, |r| r.0), rules);
+        for p in &self.inner.policies {
+            let n = &p.net;
+            for r in [n.mode_rule, n.default_rule, n.dns_off, n.socket_any] {
+                rid(r)?;
+            }
+            n.domains.validate(rules)?;
+            n.v4.validate(rules)?;
+            n.v6.validate(rules)?;
+            for e in n.sockets.values() {
+                rid(e.deny)?;
+                rid(e.allow)?;
+            }
+            for s in [
+                p.proxy.socks5,
+                p.proxy.socks5_udp,
+                p.proxy.upstream,
+                p.proxy.listen_any,
+            ] {
+                rid(s.rule)?;
+            }
+            if p.perms.rules.len() != Permission::ALL.len()
+                || p.agent.granular.len() != PromptCategory::ALL.len()
+            {
+                return Err("wrong table size".into());
+            }
+            for (d, a) in &p.perms.rules {
+                rid(*d)?;
+                rid(*a)?;
+            }
+            rid(p.perms.default_rule)?;
+            for r in p.apps.denied.values() {
+                rid(Some(*r))?;
+            }
+            let a = &p.agent;
+            rid(a.web_search.map(|w| w.1))?;
+            let cmds = &a.commands.rules.len();
+            for r in &a.commands.rules {
+                rid(Some(r.rule))?;
+                if r.pattern.is_empty() {
+                    return Err("empty command pattern".into());
+                }
+            }
+            if a.commands
+                .by_program
+                .values()
+                .flatten()
+                .any(|&i| i >= *cmds)
+            {
+                return Err("command index out of range".into());
+            }
+            for (_, r) in a.mcp.servers.values() {
+                rid(Some(*r))?;
+            }
+            for (_, r) in a.mcp.tools.values().flat_map(|t| t.values()) {
+                rid(Some(*r))?;
+            }
+            let g = &a.guardian;
+            if !g.regex.is_built() {
+                return Err("the guardian's regular expressions do not build".into());
+            }
+            let matcher_ok = |m: &guardian::GMatcher| match m {
+                guardian::GMatcher::Regex(i) => *i < g.regex.patterns.len(),
+                _ => true,
+            };
+            for r in &g.risks {
+                rid(Some(r.rule))?;
+                if !matcher_ok(&r.matcher) {
+                    return Err("regex index out of range".into());
+                }
+            }
+            for (m, r) in &g.deny_actions {
+                rid(Some(*r))?;
+                if !matcher_ok(m) {
+                    return Err("regex index out of range".into());
+                }
+            }
+            for (_, r) in &g.deny_categories {
+                rid(Some(*r))?;
+            }
+            rid(g.allow_rule)?;
+            rid(g.authorize_rule)?;
+        }
+        Ok(())
     }
 }
 
@@ -215,6 +326,7 @@ pub fn compile(sources: &SourceMap, files: &[File]) -> Result<PolicySet, Compile
         inner: Arc::new(SetInner {
             policies,
             rules: c.rules,
+            revision: std::sync::OnceLock::new(),
         }),
     })
 }

@@ -62,7 +62,37 @@ fn id(x: u32) -> Option<RuleId> {
     (x != NONE).then_some(RuleId(x))
 }
 
+/// Checks a loaded index (compiled artifacts).
+pub(crate) fn check_rule(id: u32, rules: usize) -> Result<(), String> {
+    if id == NONE || (id as usize) < rules {
+        Ok(())
+    } else {
+        Err(format!("rule {id} out of range"))
+    }
+}
+
+impl PortArena {
+    pub(crate) fn validate(&self, rules: usize) -> Result<(), String> {
+        for s in &self.segs {
+            if s.lo > s.hi || s.lo == 0 {
+                return Err("bad port segment".into());
+            }
+            check_rule(s.rule, rules)?;
+        }
+        Ok(())
+    }
+}
+
 impl Group {
+    pub(crate) fn validate(&self, arena: &PortArena, rules: usize) -> Result<(), String> {
+        let end = self.start as usize + self.len as usize;
+        if end > arena.segs.len() {
+            return Err("port group out of range".into());
+        }
+        check_rule(self.portless, rules)?;
+        check_rule(self.any, rules)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.any == NONE
     }

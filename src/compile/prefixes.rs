@@ -120,6 +120,29 @@ impl Intervals {
         out
     }
 
+    /// Checks every index of a loaded table.
+    pub(crate) fn validate(&self, rules: usize) -> Result<(), String> {
+        if self.starts.len() != self.slots.len()
+            || self.starts.windows(2).any(|w| w.first() >= w.get(1))
+        {
+            return Err("interval starts out of order".into());
+        }
+        if self
+            .slots
+            .iter()
+            .any(|&s| s != NONE && s as usize >= self.table.len())
+        {
+            return Err("interval slot out of range".into());
+        }
+        self.ports.validate(rules)?;
+        for s in &self.table {
+            for g in [&s.deny, &s.allow, &s.exact_allow] {
+                g.validate(&self.ports, rules)?;
+            }
+        }
+        Ok(())
+    }
+
     /// What the rules say about one address (canonical form, widened).
     pub fn lookup(&self, addr: u128, q: PortQ) -> IpHit {
         let i = self.starts.partition_point(|&s| s <= addr);

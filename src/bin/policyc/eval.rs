@@ -8,9 +8,15 @@ use gatehouse::{Policy, PolicySet};
 use crate::Exit;
 
 pub fn run(args: &[String]) -> Exit {
-    let options = ["--policy", "--workspace", "--query", "--queries"];
-    let (a, sources) = match crate::load::args_and_sources(args, &[], &options) {
-        Ok(x) => x,
+    let options = [
+        "--policy",
+        "--workspace",
+        "--query",
+        "--queries",
+        "--artifact",
+    ];
+    let a = match crate::args::Args::parse(args, &[], &options) {
+        Ok(a) => a,
         Err(e) => return e,
     };
     let queries = a.all("--query");
@@ -18,9 +24,33 @@ pub fn run(args: &[String]) -> Exit {
     if queries.is_empty() == file.is_none() {
         return Exit::Usage("give either `--query TEXT` (any number) or `--queries FILE|-`".into());
     }
-    let (_, set) = match crate::load::compiled(sources) {
-        Ok(x) => x,
-        Err(e) => return e,
+    let set = match (a.value("--artifact"), a.paths.is_empty()) {
+        (Some(path), true) => match std::fs::read(path) {
+            Ok(bytes) => match PolicySet::from_artifact(&bytes) {
+                Ok(set) => set,
+                Err(e) => {
+                    eprintln!("error: cannot load `{path}`: {e}");
+                    return Exit::Failed;
+                }
+            },
+            Err(e) => return Exit::Usage(format!("cannot read `{path}`: {e}")),
+        },
+        (Some(_), false) => {
+            return Exit::Usage("give policy files or `--artifact FILE`, not both".into());
+        }
+        (None, _) => {
+            if let Err(e) = a.need_paths() {
+                return e;
+            }
+            let sources = match crate::load::sources(&a.paths) {
+                Ok(s) => s,
+                Err(e) => return e,
+            };
+            match crate::load::compiled(sources) {
+                Ok((_, set)) => set,
+                Err(e) => return e,
+            }
+        }
     };
     let set = &set;
     let policy = match pick(set, a.value("--policy")) {

@@ -5,6 +5,7 @@
 
 mod args;
 mod check;
+mod compile;
 mod eval;
 mod fmt;
 mod load;
@@ -15,9 +16,10 @@ use std::process::ExitCode;
 const USAGE: &str = "\
 usage:
   policyc check [--format human|json] [--deny-warnings] PATH...
-  policyc eval  [--policy NAME] PATH... (--query TEXT | --queries FILE|-)
+  policyc eval  [--policy NAME] [--workspace DIR] (PATH... | --artifact FILE) (--query TEXT | --queries FILE|-)
   policyc test  PATH...
   policyc fmt   [--check] PATH...
+  policyc compile PATH... -o FILE
 
 PATH is a .policy file or a directory (read recursively for *.policy).";
 
@@ -41,6 +43,7 @@ fn main() -> ExitCode {
         Some("eval") => eval::run(&rest),
         Some("test") => test::run(&rest),
         Some("fmt") => fmt::run(&rest),
+        Some("compile") => compile::run(&rest),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             Exit::Ok
@@ -50,7 +53,7 @@ fn main() -> ExitCode {
             Exit::Ok
         }
         Some(other) => {
-            let known = ["check", "eval", "test", "fmt"];
+            let known = ["check", "eval", "test", "fmt", "compile"];
             let hint = gatehouse::diag::did_you_mean(other, known)
                 .map(|h| format!(" ({h})"))
                 .unwrap_or_default();

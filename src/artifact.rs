@@ -1,0 +1,120 @@
+//! Compiled artifacts: a compiled [`PolicySet`] in a file, so that a proxy
+//! can load it without the parser or the compiler.
+//!
+//! Layout (all integers little-endian):
+//!
+//! | bytes | field |
+//! |---|---|
+//! | 8 | magic `GATEHSE\0` |
+//! | 4 | format version (this build writes and reads [`FORMAT_VERSION`]) |
+//! | 8 | payload length |
+//! | 32 | SHA-256 of the payload |
+//! | n | payload: the set, serialised with serde (canonical JSON: maps in key order, so the same set gives the same bytes) |
+//!
+//! Loading checks the header, the length and the checksum, deserialises, then
+//! validates every internal index; anything wrong is a clear error, never a
+//! panic and never a partly loaded set.
+
+use sha2::{Digest, Sha256};
+
+use crate::compile::PolicySet;
+
+pub const MAGIC: &[u8; 8] = b"GATEHSE\0";
+pub const FORMAT_VERSION: u32 = 1;
+const HEADER: usize = 8 + 4 + 8 + 32;
+
+/// Why an artifact was refused.
+#[derive(Clone, Debug, Eq, PartialEq, thiserror::Error)]
+pub enum ArtifactError {
+    #[error("not a gatehouse artifact (no `GATEHSE` header)")]
+    NotAnArtifact,
+    #[error(
+        "the artifact was written by a newer gatehouse (format {found}); this one reads format {supported}"
+    )]
+    NewerFormat { found: u32, supported: u32 },
+    #[error("unknown artifact format {0}")]
+    UnknownFormat(u32),
+    #[error("the artifact is truncated: {found} of {expected} bytes")]
+    Truncated { expected: u64, found: u64 },
+    #[error("the artifact has {0} bytes after its end")]
+    TrailingBytes(u64),
+    #[error("the artifact is corrupted: its checksum does not match")]
+    Checksum,
+    #[error("the artifact's content is invalid: {0}")]
+    Invalid(String),
+}
+
+/// Hex SHA-256 of some bytes.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+impl PolicySet {
+    /// The set as an artifact.
+    pub fn to_artifact(&self) -> Vec<u8> {
+        let payload = self.canonical_bytes();
+        let mut out = Vec::with_capacity(HEADER + payload.len());
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+        out.extend_from_slice(&Sha256::digest(&payload));
+        out.extend_from_slice(&payload);
+        out
+    }
+
+    /// Loads an artifact, refusing anything corrupted, truncated or newer.
+    pub fn from_artifact(bytes: &[u8]) -> Result<PolicySet, ArtifactError> {
+        let magic = bytes.get(..8).ok_or(ArtifactError::NotAnArtifact)?;
+        if magic != MAGIC {
+            return Err(ArtifactError::NotAnArtifact);
+        }
+        let truncated = |expected: usize| ArtifactError::Truncated {
+            expected: expected as u64,
+            found: bytes.len() as u64,
+        };
+        let header = bytes.get(..HEADER).ok_or_else(|| truncated(HEADER))?;
+        let version = u32::from_le_bytes(
+            header
+                .get(8..12)
+                .and_then(|b| b.try_into().ok())
+                .ok_or_else(|| truncated(HEADER))?,
+        );
+        if version > FORMAT_VERSION {
+            return Err(ArtifactError::NewerFormat {
+                found: version,
+                supported: FORMAT_VERSION,
+            });
+        }
+        if version != FORMAT_VERSION {
+            return Err(ArtifactError::UnknownFormat(version));
+        }
+        let len = u64::from_le_bytes(
+            header
+                .get(12..20)
+                .and_then(|b| b.try_into().ok())
+                .ok_or_else(|| truncated(HEADER))?,
+        );
+        let sum = header.get(20..52).ok_or_else(|| truncated(HEADER))?;
+        let total = usize::try_from(len)
+            .ok()
+            .and_then(|l| l.checked_add(HEADER))
+            .ok_or(ArtifactError::Invalid("length".into()))?;
+        if bytes.len() < total {
+            return Err(truncated(total));
+        }
+        if bytes.len() > total {
+            return Err(ArtifactError::TrailingBytes((bytes.len() - total) as u64));
+        }
+        let payload = bytes.get(HEADER..total).ok_or_else(|| truncated(total))?;
+        if Sha256::digest(payload).as_slice() != sum {
+            return Err(ArtifactError::Checksum);
+        }
+        let set: PolicySet =
+            serde_json::from_slice(payload).map_err(|e| ArtifactError::Invalid(e.to_string()))?;
+        set.validate().map_err(ArtifactError::Invalid)?;
+        Ok(set)
+    }
+}

@@ -1,0 +1,29 @@
+//! `policyc compile`: write the compiled set as an artifact.
+
+use crate::Exit;
+
+pub fn run(args: &[String]) -> Exit {
+    let (a, sources) = match crate::load::args_and_sources(args, &[], &["-o", "--output"]) {
+        Ok(x) => x,
+        Err(e) => return e,
+    };
+    let Some(out) = a.value("-o").or(a.value("--output")) else {
+        return Exit::Usage("give the artifact's path with `-o FILE`".into());
+    };
+    let (_, set) = match crate::load::compiled(sources) {
+        Ok(x) => x,
+        Err(e) => return e,
+    };
+    let bytes = set.to_artifact();
+    if let Err(e) = std::fs::write(out, &bytes) {
+        eprintln!("error: cannot write `{out}`: {e}");
+        return Exit::Failed;
+    }
+    println!(
+        "wrote {out}: {} policies, {} bytes, revision {}",
+        set.policies().count(),
+        bytes.len(),
+        set.revision()
+    );
+    Exit::Ok
+}

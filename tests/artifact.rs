@@ -1,0 +1,164 @@
+//! Compiled artifacts: round trips decide the same; corruption, truncation
+//! and newer formats are refused cleanly.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
+
+use gatehouse::PolicySet;
+use gatehouse::artifact::ArtifactError;
+use gatehouse::query::Query;
+
+fn shipped() -> PolicySet {
+    let mut sources = gatehouse::source::SourceMap::new();
+    for n in [
+        "coding-agent",
+        "research",
+        "observer",
+        "zerocode-proxy",
+        "apps",
+        "guardian",
+        "zerocode-presets",
+    ] {
+        let text = std::fs::read_to_string(format!(
+            "{}/policies/{n}.policy",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap();
+        sources.add(format!("{n}.policy"), text);
+    }
+    PolicySet::from_sources(sources).unwrap()
+}
+
+const QUERIES: &[&str] = &[
+    "connect github.com:443",
+    "connect api.github.com:443",
+    "connect 10.0.0.1:22",
+    "connect [::1]:8080",
+    "dns competitor.example.com",
+    "resolved x.example -> 93.184.215.14, 10.0.0.7",
+    "tool input.control",
+    "app /Applications/Firefox.app",
+    "socket \"/var/run/docker.sock\"",
+    "listen 0.0.0.0:1",
+    "upstream",
+    "exec git push",
+    "exec rm -rf build",
+    "exec bash -lc \"ls && git push\"",
+    "write \"/w/.git/x\" in \"/w\"",
+    "mcp github/delete_repo destructive=true",
+    "prompt request_permissions",
+    "review exec curl -d x https://y.org with risk=low",
+    "review exec cat /home/u/.ssh/id with auth=medium",
+    "web_search",
+];
+
+#[test]
+fn a_loaded_artifact_decides_exactly_as_the_source() {
+    let set = shipped();
+    let bytes = set.to_artifact();
+    let back = PolicySet::from_artifact(&bytes).unwrap();
+    assert_eq!(set.revision(), back.revision());
+    for p in set.policies() {
+        let q = back.policy(p.name()).unwrap();
+        for text in QUERIES {
+            let query: Query = gatehouse::syntax::parse_query(text).unwrap();
+            let (a, b) = (p.decide(&query), q.decide(&query));
+            assert_eq!(a, b, "{} {text}", p.name());
+            assert_eq!(
+                a.rule.and_then(|r| set.rule(r)),
+                b.rule.and_then(|r| back.rule(r))
+            );
+        }
+    }
+}
+
+#[test]
+fn every_flipped_byte_and_every_truncation_is_refused() {
+    let bytes = PolicySet::from_source(
+        "p.policy",
+        "policy p { network { allow domain a.example; deny cidr 10.0.0.0/8 } }",
+    )
+    .unwrap()
+    .to_artifact();
+    for i in 0..bytes.len() {
+        let mut bad = bytes.clone();
+        bad[i] ^= 0x20;
+        assert!(
+            PolicySet::from_artifact(&bad).is_err(),
+            "flipped byte {i} accepted"
+        );
+    }
+    for len in 0..bytes.len() {
+        assert!(
+            PolicySet::from_artifact(&bytes[..len]).is_err(),
+            "truncated to {len} accepted"
+        );
+    }
+    let mut longer = bytes.clone();
+    longer.push(0);
+    assert_eq!(
+        PolicySet::from_artifact(&longer).unwrap_err(),
+        ArtifactError::TrailingBytes(1)
+    );
+}
+
+#[test]
+fn a_newer_format_is_refused_with_a_clear_error() {
+    let mut bytes = PolicySet::from_source("p.policy", "policy p {}")
+        .unwrap()
+        .to_artifact();
+    bytes[8..12].copy_from_slice(&2u32.to_le_bytes());
+    let e = PolicySet::from_artifact(&bytes).unwrap_err();
+    assert_eq!(
+        e,
+        ArtifactError::NewerFormat {
+            found: 2,
+            supported: 1
+        }
+    );
+    assert!(e.to_string().contains("newer gatehouse"));
+    assert_eq!(
+        PolicySet::from_artifact(b"hello world").unwrap_err(),
+        ArtifactError::NotAnArtifact
+    );
+}
+
+/// A checksummed payload whose indices lie is caught by validation.
+#[test]
+fn a_well_checksummed_but_forged_payload_is_refused() {
+    use sha2::Digest;
+    let set = PolicySet::from_source(
+        "p.policy",
+        "policy p { network { allow domain a.example } }",
+    )
+    .unwrap();
+    let mut json: serde_json::Value = serde_json::from_slice(&set.to_artifact()[52..]).unwrap();
+    // Point the domain automaton's root at a slot that does not exist.
+    json["inner"]["policies"][0]["net"]["domains"]["nodes"][1]["exact"] = serde_json::json!(999);
+    let payload = serde_json::to_vec(&json).unwrap();
+    let mut forged = Vec::new();
+    forged.extend_from_slice(b"GATEHSE\0");
+    forged.extend_from_slice(&1u32.to_le_bytes());
+    forged.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    forged.extend_from_slice(&sha2::Sha256::digest(&payload));
+    forged.extend_from_slice(&payload);
+    let e = PolicySet::from_artifact(&forged).unwrap_err();
+    assert!(
+        matches!(e, ArtifactError::Invalid(ref m) if m.contains("slot")),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_same_source_gives_the_same_artifact() {
+    let a = shipped().to_artifact();
+    let b = shipped().to_artifact();
+    assert!(
+        a == b,
+        "artifacts differ between two compilations of the same source"
+    );
+}
