@@ -139,6 +139,8 @@ pub(crate) struct Agent {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Policy {
     pub(crate) name: String,
+    /// Fields masked in decision logs.
+    pub(crate) log_masks: Vec<LogField>,
     pub(crate) net: Net,
     pub(crate) proxy: Proxy,
     pub(crate) perms: Perms,
@@ -397,6 +399,7 @@ impl Compiler<'_> {
             default_deny: false,
             default_rule: None,
         };
+        let mut log_masks = Vec::new();
         let mut apps = Apps {
             denied: HashMap::new(),
             max_len: 0,
@@ -567,13 +570,16 @@ impl Compiler<'_> {
                 SectionKind::Guardian(stmts) => {
                     agent.guardian = self.guardian(stmts).map_err(|w| internal(&w))?;
                 }
-                SectionKind::Log(_) => {}
+                SectionKind::Log(stmts) => {
+                    log_masks.extend(stmts.iter().flat_map(|s| s.fields.iter().map(|f| f.node)));
+                }
             }
         }
         // No network section: `network off`, the language default.
         let net = net.unwrap_or_else(|| Net::empty(NetMode::Off));
         Ok(Policy {
             name,
+            log_masks,
             net,
             proxy,
             perms,

@@ -14,6 +14,7 @@ pub fn run(args: &[String]) -> Exit {
         "--query",
         "--queries",
         "--artifact",
+        "--log",
     ];
     let a = match crate::args::Args::parse(args, &[], &options) {
         Ok(a) => a,
@@ -61,12 +62,24 @@ pub fn run(args: &[String]) -> Exit {
     let mut out = BufWriter::new(stdout.lock());
     let mut bad = false;
     let mut workspaces = crate::load::Workspaces::new(a.value("--workspace"));
+    let sink = match a.value("--log") {
+        None => None,
+        Some(path) => match std::fs::File::create(path) {
+            Ok(f) => Some(gatehouse::log::JsonLinesSink::new(std::io::BufWriter::new(
+                f,
+            ))),
+            Err(e) => return Exit::Usage(format!("cannot write `{path}`: {e}")),
+        },
+    };
     let mut line_out = |line: &str| -> std::io::Result<()> {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
             return Ok(());
         }
-        let text = answer(set, policy, line, &mut workspaces).unwrap_or_else(|e| {
+        let sink = sink
+            .as_ref()
+            .map(|s| s as &dyn gatehouse::log::DecisionSink);
+        let text = answer(set, policy, line, &mut workspaces, sink).unwrap_or_else(|e| {
             bad = true;
             serde_json::json!({ "error": e }).to_string()
         });
@@ -123,12 +136,17 @@ fn answer(
     policy: &Policy,
     line: &str,
     workspaces: &mut crate::load::Workspaces,
+    sink: Option<&dyn gatehouse::log::DecisionSink>,
 ) -> Result<String, String> {
     let query = if line.starts_with('{') {
         Query::from_json(line).map_err(|e| format!("invalid JSON query: {e}"))?
     } else {
         gatehouse::syntax::parse_query(line).map_err(|e| e.to_string())?
     };
-    let d = policy.decide_in(&query, Some(workspaces.for_query(&query)));
+    let ws = Some(workspaces.for_query(&query));
+    let d = match sink {
+        Some(sink) => set.decide_logged(policy, &query, ws, sink),
+        None => policy.decide_in(&query, ws),
+    };
     serde_json::to_string(&set.report(policy, &d)).map_err(|e| e.to_string())
 }

@@ -1,0 +1,235 @@
+//! Decision logs: every decision reported to a sink the embedder provides.
+//!
+//! [`crate::Policy::decide`] builds no event at all; only
+//! [`PolicySet::decide_logged`] does, so there is no cost without a sink.
+//! Fields named in the policy's `log { mask ... }` keep their shape (an argv
+//! keeps its program and its length) but not their content. A sink that
+//! panics cannot change or lose the decision.
+
+use std::io::Write;
+use std::sync::Mutex;
+
+use serde::Serialize;
+
+use crate::compile::{Policy, PolicySet};
+use crate::eval::{Decision, Outcome, RuleRef, Workspace};
+use crate::query::Query;
+use crate::syntax::ast::LogField;
+
+const MASK: &str = "***";
+
+/// One logged decision.
+#[derive(Clone, Debug, Serialize)]
+pub struct DecisionEvent<'a> {
+    /// RFC 3339, UTC.
+    pub time: String,
+    pub policy: &'a str,
+    /// The compiled set's revision ([`PolicySet::revision`]).
+    pub revision: &'a str,
+    /// The query, with masked fields.
+    pub query: serde_json::Value,
+    pub decision: &'static str,
+    pub reason: &'static str,
+    pub rule: Option<&'a RuleRef>,
+    /// For agent actions, what the seed's `tool_decision` telemetry names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_decision: Option<ToolDecision>,
+}
+
+/// `approved`/`denied`/`pending`, and who decided.
+#[derive(Clone, Copy, Debug, Eq, PartialEq, Serialize)]
+pub struct ToolDecision {
+    pub decision: &'static str,
+    /// `configuration` (the policy decided), `user` or `auto_review` (a
+    /// prompt went to them).
+    pub source: &'static str,
+}
+
+/// Where decisions go.
+pub trait DecisionSink: Send + Sync {
+    fn record(&self, event: &DecisionEvent<'_>);
+}
+
+/// A sink writing JSON lines to any writer (a file for `policyc eval --log`).
+pub struct JsonLinesSink<W: Write + Send> {
+    out: Mutex<W>,
+}
+
+impl<W: Write + Send> JsonLinesSink<W> {
+    pub fn new(out: W) -> Self {
+        JsonLinesSink {
+            out: Mutex::new(out),
+        }
+    }
+    pub fn into_inner(self) -> W {
+        match self.out.into_inner() {
+            Ok(w) => w,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+}
+
+impl<W: Write + Send> DecisionSink for JsonLinesSink<W> {
+    fn record(&self, event: &DecisionEvent<'_>) {
+        if let (Ok(line), Ok(mut out)) = (serde_json::to_string(event), self.out.lock()) {
+            let _ = writeln!(out, "{line}");
+        }
+    }
+}
+
+impl PolicySet {
+    /// Decides and reports the decision to `sink`. The decision is the same
+    /// as [`Policy::decide_in`]'s, whatever the sink does.
+    pub fn decide_logged(
+        &self,
+        policy: &Policy,
+        query: &Query,
+        workspace: Option<&Workspace>,
+        sink: &dyn DecisionSink,
+    ) -> Decision {
+        let d = policy.decide_in(query, workspace);
+        let event = DecisionEvent {
+            time: now_rfc3339(),
+            policy: policy.name(),
+            revision: self.revision(),
+            query: masked(query, &policy.log_masks),
+            decision: d.outcome.as_str(),
+            reason: d.reason.as_str(),
+            rule: d.rule.and_then(|r| self.rule(r)),
+            tool_decision: tool_decision(query, &d),
+        };
+        // A sink that panics must not take the decision with it.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sink.record(&event)));
+        d
+    }
+}
+
+fn tool_decision(q: &Query, d: &Decision) -> Option<ToolDecision> {
+    if !matches!(
+        q,
+        Query::Exec { .. } | Query::Write { .. } | Query::Mcp { .. } | Query::Prompt { .. }
+    ) {
+        return None;
+    }
+    Some(match d.outcome {
+        Outcome::Allow => ToolDecision {
+            decision: "approved",
+            source: "configuration",
+        },
+        Outcome::Ask => ToolDecision {
+            decision: "pending",
+            source: "user",
+        },
+        Outcome::Review => ToolDecision {
+            decision: "pending",
+            source: "auto_review",
+        },
+        _ => ToolDecision {
+            decision: "denied",
+            source: "configuration",
+        },
+    })
+}
+
+/// The query as JSON with the masked fields replaced, shape kept.
+pub fn masked(q: &Query, masks: &[LogField]) -> serde_json::Value {
+    let on = |f: LogField| masks.contains(&f);
+    let mut q = q.clone();
+    mask_query(&mut q, &on, false);
+    serde_json::to_value(&q).unwrap_or(serde_json::Value::Null)
+}
+
+fn mask_argv(argv: &mut [String]) {
+    for w in argv.iter_mut().skip(1) {
+        *w = MASK.to_string();
+    }
+}
+
+/// Masks in place; `all` masks every field (a masked review action).
+fn mask_query(q: &mut Query, on: &dyn Fn(LogField) -> bool, all: bool) {
+    let m = |f: LogField| all || on(f);
+    match q {
+        Query::Connect { host, .. } if m(LogField::ConnectHost) => *host = MASK.into(),
+        Query::Dns { name } if m(LogField::DnsName) => *name = MASK.into(),
+        Query::Resolved { host, addrs, .. } => {
+            if m(LogField::ResolvedName) {
+                *host = MASK.into();
+            }
+            if m(LogField::ResolvedAddrs) {
+                addrs.iter_mut().for_each(|a| *a = MASK.into());
+            }
+        }
+        Query::Socket { path } if m(LogField::SocketPath) => *path = MASK.into(),
+        Query::App { program } if m(LogField::AppProgram) => *program = MASK.into(),
+        Query::Write { path, workspace } if m(LogField::WritePath) => {
+            *path = MASK.into();
+            if all {
+                *workspace = workspace.as_ref().map(|_| MASK.into());
+            }
+        }
+        Query::Exec { argv, .. } if m(LogField::ExecArgv) => mask_argv(argv),
+        Query::Mcp { tool, .. } if m(LogField::McpTool) => *tool = MASK.into(),
+        Query::Review { action, .. } => {
+            let whole = on(LogField::ReviewAction);
+            mask_query(action, on, all || whole);
+        }
+        _ => {}
+    }
+}
+
+/// The current time as RFC 3339 UTC (`2026-11-29T19:30:00Z`).
+fn now_rfc3339() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_clock_formats_as_rfc3339() {
+        let t = now_rfc3339();
+        assert_eq!(t.len(), 20, "{t}");
+        assert!(t.starts_with("20") && t.ends_with('Z'), "{t}");
+    }
+
+    #[test]
+    fn masks_keep_the_shape() {
+        let q = Query::Exec {
+            argv: vec!["curl".into(), "-d".into(), "@secret".into()],
+            escalate: false,
+        };
+        let v = masked(&q, &[LogField::ExecArgv]);
+        assert_eq!(v["argv"], serde_json::json!(["curl", "***", "***"]));
+        let r = Query::Review {
+            action: Box::new(q.clone()),
+            assessment: Default::default(),
+        };
+        let v = masked(&r, &[LogField::ReviewAction]);
+        assert_eq!(
+            v["action"]["argv"],
+            serde_json::json!(["curl", "***", "***"])
+        );
+        let v = masked(&r, &[]);
+        assert_eq!(v["action"]["argv"][2], "@secret");
+    }
+}
