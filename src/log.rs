@@ -202,6 +202,7 @@ fn now_rfc3339() -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing)]
 mod tests {
     use super::*;
 

@@ -1,6 +1,6 @@
 //! Decision logs: a sink that panics cannot change or lose a decision.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 

@@ -320,20 +320,38 @@ impl Policy {
                         .all(|(alts, a)| alts.iter().any(|x| x == a))
             })
             .max_by_key(|r| (r.effect, std::cmp::Reverse(r.rule)))?;
-        Some(match best.effect {
-            CommandEffect::Forbid => Decision::deny(Reason::ForbiddenByRule, Some(best.rule)),
+        Some(self.rule_decision(best.effect, best.rule))
+    }
+
+    fn rule_decision(&self, effect: CommandEffect, rule: RuleId) -> Decision {
+        match effect {
+            CommandEffect::Forbid => Decision::deny(Reason::ForbiddenByRule, Some(rule)),
             CommandEffect::Prompt => {
-                self.prompt_for(PromptCategory::Rules, Reason::PromptRule, Some(best.rule))
+                self.prompt_for(PromptCategory::Rules, Reason::PromptRule, Some(rule))
             }
-            CommandEffect::Allow => Decision::allow(Reason::AllowedByRule, Some(best.rule)),
-        })
+            CommandEffect::Allow => Decision::allow(Reason::AllowedByRule, Some(rule)),
+        }
     }
 
     /// Steps 2 and 3 for one argv.
     fn judge_argv(&self, argv: &[String], escalate: bool, may_be_safe: bool) -> Decision {
-        if let Some(d) = self.rules_only(argv) {
-            return d;
+        let Some(d) = self.rules_only(argv) else {
+            return self.without_rules(argv, escalate, may_be_safe);
+        };
+        // A `prompt` rule never makes a command more permissive than it is
+        // without the rule: an escalation or a dangerous command that its
+        // own category would reject stays rejected. The rule wins ties.
+        if d.reason == Reason::PromptRule {
+            let base = self.without_rules(argv, escalate, may_be_safe);
+            if severity(&base) > severity(&d) {
+                return base;
+            }
         }
+        d
+    }
+
+    /// Step 3: no rule matched.
+    fn without_rules(&self, argv: &[String], escalate: bool, may_be_safe: bool) -> Decision {
         if is_dangerous(argv) {
             return self.dangerous();
         }

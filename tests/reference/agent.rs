@@ -224,9 +224,16 @@ impl RefPolicy<'_> {
     }
 
     fn plain_argv(&self, argv: &[String], escalate: bool, may_be_safe: bool) -> RefDecision {
-        if let Some(r) = self.rule_decision(argv) {
-            return r;
+        let without = self.no_rule(argv, escalate, may_be_safe);
+        match self.rule_decision(argv) {
+            // A prompt rule is weighed against the command without rules.
+            Some(r) if r.reason == "prompt_rule" && rank(&without) > rank(&r) => without,
+            Some(r) => r,
+            None => without,
         }
+    }
+
+    fn no_rule(&self, argv: &[String], escalate: bool, may_be_safe: bool) -> RefDecision {
         if is_dangerous(argv) {
             return self.dangerous();
         }
