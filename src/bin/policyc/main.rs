@@ -8,6 +8,7 @@ mod check;
 mod compile;
 mod eval;
 mod fmt;
+mod import;
 mod load;
 mod test;
 
@@ -20,6 +21,8 @@ usage:
   policyc test  PATH...
   policyc fmt   [--check] PATH...
   policyc compile PATH... -o FILE
+  policyc import zerocode CONFIG.toml [--requirements REQUIREMENTS.toml] [--profile NAME]
+  policyc import zoo POLICY.json
 
 PATH is a .policy file or a directory (read recursively for *.policy).";
 
@@ -44,6 +47,7 @@ fn main() -> ExitCode {
         Some("test") => test::run(&rest),
         Some("fmt") => fmt::run(&rest),
         Some("compile") => compile::run(&rest),
+        Some("import") => import::run(&rest),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             Exit::Ok
@@ -53,7 +57,7 @@ fn main() -> ExitCode {
             Exit::Ok
         }
         Some(other) => {
-            let known = ["check", "eval", "test", "fmt", "compile"];
+            let known = ["check", "eval", "test", "fmt", "compile", "import"];
             let hint = gatehouse::diag::did_you_mean(other, known)
                 .map(|h| format!(" ({h})"))
                 .unwrap_or_default();

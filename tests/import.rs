@@ -1,0 +1,351 @@
+//! The importers on every TOML block of the ZeroCode seed and every recipe
+//! of the Zoo seed: each imports, passes `check`, and decides as the seed
+//! says.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
+
+use std::process::Command;
+
+use gatehouse::PolicySet;
+use gatehouse::import::{Import, Severity};
+
+fn data(name: &str) -> String {
+    std::fs::read_to_string(format!(
+        "{}/tests/data/import/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
+/// Imports, requires a clean check, and checks each (query, decision, reason).
+fn holds(import: Import, name: &str, rows: &[(&str, &str, &str)]) {
+    assert!(!import.has_errors(), "{name}: {:?}", import.notes);
+    let set = PolicySet::from_source(name, &import.text)
+        .unwrap_or_else(|e| panic!("{name} does not check:\n{e}\n{}", import.text));
+    let b = gatehouse::build({
+        let mut s = gatehouse::source::SourceMap::new();
+        s.add(name, import.text.as_str());
+        s
+    });
+    assert!(
+        b.diagnostics.is_empty(),
+        "{name} has warnings:\n{}",
+        b.render()
+    );
+    let p = set.policies().next().unwrap();
+    for (query, decision, reason) in rows {
+        let q = gatehouse::syntax::parse_query(query).unwrap();
+        let d = p.decide(&q);
+        assert_eq!(
+            (d.outcome.as_str(), d.reason.as_str()),
+            (*decision, *reason),
+            "{name}: `{query}`\n{}",
+            import.text
+        );
+    }
+}
+
+fn zerocode(file: &str, rows: &[(&str, &str, &str)]) {
+    holds(
+        gatehouse::import::zerocode::import(&data(file), None, None, None),
+        file,
+        rows,
+    );
+}
+
+fn zoo(file: &str, rows: &[(&str, &str, &str)]) {
+    holds(gatehouse::import::zoo::import(&data(file)), file, rows);
+}
+
+#[test]
+fn zerocode_network_access_alone_is_unrestricted() {
+    zerocode(
+        "zc-network-access.toml",
+        &[
+            ("connect anything.example:443", "allow", "unrestricted"),
+            ("connect 10.0.0.1:22", "allow", "unrestricted"),
+            ("exec cargo build", "allow", "sandboxed"),
+        ],
+    );
+}
+
+#[test]
+fn zerocode_the_three_way_table() {
+    // Network off + network_proxy on: network stays off.
+    zerocode(
+        "zc-proxy-only.toml",
+        &[("connect api.zerotwo.ai:443", "deny", "network_off")],
+    );
+    // Network on + network_proxy on: constrained by the policy.
+    zerocode(
+        "zc-proxy-and-access.toml",
+        &[
+            ("connect api.zerotwo.ai:443", "allow", "allowed_by_rule"),
+            ("connect example.com:443", "deny", "denied_by_rule"),
+            ("connect other.example:443", "deny", "not_allowed"),
+            ("connect 169.254.169.254:80", "deny", "local_address"),
+            ("connect localhost:8080", "deny", "local_address"),
+        ],
+    );
+    // The boolean shorthand, as dotted keys.
+    zerocode(
+        "zc-shorthand.toml",
+        &[("connect api.zerotwo.ai:443", "deny", "not_allowed")],
+    );
+}
+
+#[test]
+fn zerocode_web_search_and_auto_review() {
+    zerocode(
+        "zc-web-search.toml",
+        &[("web_search", "cached", "configured")],
+    );
+    zerocode(
+        "zc-auto-review.toml",
+        &[
+            ("exec cargo build escalate", "review", "escalation"),
+            ("exec cargo build", "allow", "sandboxed"),
+            ("prompt request_permissions", "review", "category_prompt"),
+        ],
+    );
+}
+
+#[test]
+fn zerocode_config_basics() {
+    zerocode(
+        "zc-config-basics.toml",
+        &[
+            ("exec ls", "allow", "known_safe"),
+            ("exec cargo build", "ask", "not_known_safe"),
+            ("exec bash -lc ls", "deny", "forbidden_by_rule"),
+            ("exec bash -c ls", "allow", "known_safe"),
+            (r#"write "/w/a" in "/w""#, "ask", "read_only_sandbox"),
+            ("connect github.com:443", "deny", "network_off"),
+        ],
+    );
+    zerocode(
+        "zc-granular.toml",
+        &[
+            ("prompt request_permissions", "deny", "category_rejected"),
+            ("prompt skill_approval", "deny", "category_rejected"),
+            ("exec cargo build escalate", "ask", "escalation"),
+            (
+                "mcp github/delete_repo destructive=true",
+                "ask",
+                "destructive_tool",
+            ),
+        ],
+    );
+}
+
+#[test]
+fn zerocode_profile_files() {
+    let base = data("zc-web-search.toml");
+    let full = gatehouse::import::zerocode::import(
+        &base,
+        None,
+        Some("full_auto"),
+        Some(&data("full_auto.config.toml")),
+    );
+    holds(
+        full,
+        "full_auto",
+        &[
+            ("exec cargo build", "allow", "sandboxed"),
+            ("web_search", "cached", "configured"),
+        ],
+    );
+    let quiet = gatehouse::import::zerocode::import(
+        &base,
+        None,
+        Some("readonly_quiet"),
+        Some(&data("readonly_quiet.config.toml")),
+    );
+    holds(
+        quiet,
+        "readonly_quiet",
+        &[
+            ("exec cargo build escalate", "deny", "approval_never"),
+            (r#"write "/w/a" in "/w""#, "deny", "approval_never"),
+        ],
+    );
+    let table =
+        "sandbox_mode = \"read-only\"\n[profiles.open]\nsandbox_mode = \"workspace-write\"\n";
+    let open = gatehouse::import::zerocode::import(table, None, Some("open"), None);
+    holds(
+        open,
+        "open",
+        &[(r#"write "/w/a" in "/w""#, "allow", "writable_root")],
+    );
+}
+
+#[test]
+fn zerocode_settings_that_decide_nothing_are_skipped_by_name() {
+    for f in ["zc-otel.toml", "zc-otel-exporter.toml"] {
+        let i = gatehouse::import::zerocode::import(&data(f), None, None, None);
+        assert!(i.notes.is_empty(), "{f}: {:?}", i.notes);
+        assert!(
+            i.text.contains("# Skipped (they decide nothing): otel"),
+            "{}",
+            i.text
+        );
+        holds(i, f, &[("exec ls", "allow", "sandboxed")]);
+    }
+}
+
+#[test]
+fn zerocode_managed_requirements() {
+    let i = gatehouse::import::zerocode::import(
+        &data("zc-managed.toml"),
+        Some(&data("zc-requirements.toml")),
+        None,
+        None,
+    );
+    assert!(
+        i.text.contains("#   Never approve uploads to paste sites."),
+        "{}",
+        i.text
+    );
+    holds(
+        i,
+        "managed",
+        &[
+            ("connect build.acme.example:443", "allow", "allowed_by_rule"),
+            ("connect x.pastebin.com:443", "deny", "denied_by_rule"),
+            ("connect github.com:443", "deny", "not_allowed"),
+            (
+                "connect build.acme.example:443 via socks5",
+                "deny",
+                "protocol_disabled",
+            ),
+            ("exec ls", "allow", "known_safe"),
+            ("exec cargo build", "ask", "not_known_safe"),
+        ],
+    );
+}
+
+#[test]
+fn zoo_recipes_decide_as_the_seed_says() {
+    zoo(
+        "zoo-coding-agent.json",
+        &[
+            ("connect github.com:443", "allow", "allowed_by_rule"),
+            ("connect api.github.com:443", "deny", "not_allowed"),
+            ("connect GitHub.COM.:443", "allow", "allowed_by_rule"),
+            ("dns pypi.org", "allow", "allowed_by_rule"),
+            ("dns exfil.attacker.example", "deny", "not_allowed"),
+        ],
+    );
+    zoo(
+        "zoo-research.json",
+        &[
+            ("connect 169.254.169.254:80", "deny", "local_address"),
+            ("connect 2130706433:80", "deny", "ambiguous_ip_literal"),
+            ("connect [::ffff:10.1.2.3]:443", "deny", "denied_by_rule"),
+            (
+                "resolved anything.example -> 93.184.215.14, 10.0.0.7",
+                "deny",
+                "denied_by_rule",
+            ),
+            (
+                "resolved rebind.example -> 127.0.0.1",
+                "deny",
+                "non_public_resolution",
+            ),
+            ("dns competitor.example.com", "deny", "denied_by_rule"),
+            ("connect example.org:443", "allow", "default_allow"),
+        ],
+    );
+    zoo(
+        "zoo-observer.json",
+        &[
+            ("tool input.control", "deny", "denied_by_rule"),
+            ("tool screen.read", "allow", "default_allow"),
+            ("tool files.write", "deny", "denied_by_rule"),
+        ],
+    );
+    zoo(
+        "zoo-network-policy.json",
+        &[
+            ("connect github.com:443", "allow", "allowed_by_rule"),
+            ("connect 10.0.0.5:80", "allow", "allowed_by_rule"),
+            ("connect 192.168.1.1:80", "deny", "denied_by_rule"),
+            ("app /usr/lib/firefox/firefox", "deny", "denied_by_rule"),
+        ],
+    );
+}
+
+#[test]
+fn bad_input_gets_errors_and_warnings_with_their_lines() {
+    let i = gatehouse::import::zerocode::import(&data("zc-typos.toml"), None, None, None);
+    let lines: Vec<(Severity, usize)> = i.notes.iter().map(|n| (n.severity, n.line)).collect();
+    assert_eq!(
+        lines,
+        [(Severity::Warning, 1), (Severity::Error, 2)],
+        "{:?}",
+        i.notes
+    );
+    assert!(
+        i.notes[0].message.contains("did you mean `model`"),
+        "{:?}",
+        i.notes
+    );
+    assert!(
+        i.notes[1].message.contains("did you mean `live`"),
+        "{:?}",
+        i.notes
+    );
+    let z = gatehouse::import::zoo::import(&data("zoo-bad.json"));
+    let lines: Vec<usize> = z.notes.iter().map(|n| n.line).collect();
+    assert_eq!(lines, [2, 3], "{:?}", z.notes);
+    // Through the CLI: notes on stderr with file:line, exit 1.
+    let o = Command::new(env!("CARGO_BIN_EXE_policyc"))
+        .args(["import", "zerocode", "tests/data/import/zc-typos.toml"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("warning: tests/data/import/zc-typos.toml:1: unknown key `modle`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("error: tests/data/import/zc-typos.toml:2: `web_search`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn imported_text_passes_policyc_check() {
+    let dir = std::env::temp_dir().join(format!("gatehouse-import-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (format, file) in [
+        ("zerocode", "zc-proxy-and-access.toml"),
+        ("zoo", "zoo-research.json"),
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_policyc"))
+            .args(["import", format, &format!("tests/data/import/{file}")])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0));
+        let out = dir.join(format!("{file}.policy"));
+        std::fs::write(&out, &o.stdout).unwrap();
+        let c = Command::new(env!("CARGO_BIN_EXE_policyc"))
+            .args(["check", "--deny-warnings", out.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_eq!(
+            c.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&c.stdout)
+        );
+    }
+}
