@@ -186,7 +186,7 @@ fn zerocode_profile_files() {
 
 #[test]
 fn zerocode_settings_that_decide_nothing_are_skipped_by_name() {
-    for f in ["zc-otel.toml", "zc-otel-exporter.toml"] {
+    for f in ["zc-otel.toml", "zc-otel-exporter.toml", "zc-otel-grpc.toml"] {
         let i = gatehouse::import::zerocode::import(&data(f), None, None, None);
         assert!(i.notes.is_empty(), "{f}: {:?}", i.notes);
         assert!(
