@@ -49,6 +49,7 @@ pub mod compile;
 pub mod diag;
 pub mod eval;
 pub mod fmt;
+#[cfg(feature = "import")]
 pub mod import;
 pub mod log;
 pub mod normalize;

@@ -1,0 +1,164 @@
+//! The gatehouse engine for the browser (and Node): thin wasm-bindgen glue,
+//! JSON in and JSON out. No policy logic lives here; every function calls
+//! the core crate and serialises what it returns.
+
+use gatehouse::diag::to_json_records;
+use gatehouse::query::Query;
+use gatehouse::source::SourceMap;
+use gatehouse::{PolicySet, build};
+use serde::Serialize;
+use wasm_bindgen::prelude::*;
+
+const FILE: &str = "policy.policy";
+
+fn json<T: Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_else(|e| format!("{{\"error\":{:?}}}", e.to_string()))
+}
+
+fn sources(source: &str) -> SourceMap {
+    let mut s = SourceMap::new();
+    s.add(FILE, source);
+    s
+}
+
+/// The engine's version.
+#[wasm_bindgen]
+pub fn version() -> String {
+    env!("CARGO_PKG_VERSION").to_string()
+}
+
+/// Every diagnostic of a policy text, as `policyc check --format json` prints
+/// them (plus `start`/`end` byte offsets for highlighting).
+#[wasm_bindgen]
+pub fn check(source: &str) -> String {
+    let b = build(sources(source));
+    json(&diagnostics(&b))
+}
+
+#[derive(Serialize)]
+struct Diag {
+    #[serde(flatten)]
+    record: gatehouse::diag::JsonDiagnostic,
+    start: u32,
+    end: u32,
+}
+
+fn diagnostics(b: &gatehouse::Build) -> Vec<Diag> {
+    to_json_records(&b.diagnostics, &b.sources)
+        .into_iter()
+        .zip(&b.diagnostics)
+        .map(|(record, d)| Diag {
+            record,
+            start: d.span.start,
+            end: d.span.end,
+        })
+        .collect()
+}
+
+#[derive(Serialize)]
+struct Formatted {
+    ok: bool,
+    text: Option<String>,
+    diagnostics: Vec<gatehouse::diag::JsonDiagnostic>,
+}
+
+/// The canonical layout of a policy text (`policyc fmt`), or its syntax
+/// errors.
+#[wasm_bindgen]
+pub fn format(source: &str) -> String {
+    let map = sources(source);
+    let (ast, diags) = gatehouse::syntax::parse_file(gatehouse::source::FileId(0), source);
+    let errors: Vec<_> = diags.into_iter().filter(|d| d.is_error()).collect();
+    let Some(file) = map.get(gatehouse::source::FileId(0)) else {
+        return json(&Formatted {
+            ok: false,
+            text: None,
+            diagnostics: Vec::new(),
+        });
+    };
+    if !errors.is_empty() {
+        return json(&Formatted {
+            ok: false,
+            text: None,
+            diagnostics: to_json_records(&errors, &map),
+        });
+    }
+    json(&Formatted {
+        ok: true,
+        text: Some(gatehouse::fmt::format_file(&ast, file)),
+        diagnostics: Vec::new(),
+    })
+}
+
+/// A compiled policy set, for repeated evaluation.
+#[wasm_bindgen]
+pub struct Handle {
+    set: PolicySet,
+}
+
+/// Compiles a policy text; throws the diagnostics (JSON) when it has errors.
+#[wasm_bindgen]
+pub fn compile(source: &str) -> Result<Handle, JsValue> {
+    let b = build(sources(source));
+    match b.set.clone() {
+        Some(set) if !b.has_errors() => Ok(Handle { set }),
+        _ => Err(JsValue::from_str(&json(&diagnostics(&b)))),
+    }
+}
+
+#[wasm_bindgen]
+impl Handle {
+    /// The policy names, in source order (JSON array).
+    pub fn policies(&self) -> String {
+        json(&self.set.policies().map(|p| p.name()).collect::<Vec<_>>())
+    }
+
+    /// Decides query lines (text form or JSON objects, one per line) with
+    /// `policy` (empty: the only policy). One JSON decision per query, as
+    /// `policyc eval` prints them; a bad line gives `{"error": ...}`.
+    pub fn evaluate(&self, policy: &str, queries: &str) -> String {
+        let Some(p) = (if policy.is_empty() {
+            self.set.single()
+        } else {
+            self.set.policy(policy)
+        }) else {
+            let names: Vec<&str> = self.set.policies().map(|p| p.name()).collect();
+            return json(&vec![
+                serde_json::json!({ "error": format!("pick a policy: {}", names.join(", ")) }),
+            ]);
+        };
+        let mut out = Vec::new();
+        for line in queries
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        {
+            let query = if line.starts_with('{') {
+                Query::from_json(line).map_err(|e| format!("invalid JSON query: {e}"))
+            } else {
+                gatehouse::syntax::parse_query(line).map_err(|e| e.to_string())
+            };
+            match query {
+                Ok(q) => {
+                    let d = p.decide(&q);
+                    out.push(serde_json::to_value(self.set.report(p, &d)).unwrap_or_default());
+                }
+                Err(error) => out.push(serde_json::json!({ "error": error })),
+            }
+        }
+        json(&out)
+    }
+}
+
+/// Compiles and decides in one call (see [`Handle::evaluate`]); a policy
+/// with errors gives `{"errors": diagnostics}`.
+#[wasm_bindgen]
+pub fn evaluate(source: &str, policy: &str, queries: &str) -> String {
+    match compile(source) {
+        Ok(h) => h.evaluate(policy, queries),
+        Err(e) => format!(
+            "{{\"errors\":{}}}",
+            e.as_string().unwrap_or_else(|| "[]".into())
+        ),
+    }
+}

@@ -1,0 +1,54 @@
+//! The glue, in a real browser: JSON in, JSON out.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+use gatehouse_wasm::{check, compile, evaluate, format, version};
+use wasm_bindgen_test::*;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+const POLICY: &str = "policy p {\n  network {\n    allow domain github.com\n  }\n}\n";
+
+fn parse(s: &str) -> serde_json::Value {
+    serde_json::from_str(s).unwrap()
+}
+
+#[wasm_bindgen_test]
+fn check_reports_diagnostics_with_spans() {
+    let d = parse(&check("policy p {\n  network {\n    dfault deny\n  }\n}\n"));
+    assert_eq!(d[0]["code"], "unknown_statement");
+    assert_eq!(
+        (d[0]["line"].as_u64(), d[0]["column"].as_u64()),
+        (Some(3), Some(5))
+    );
+    assert_eq!(
+        (d[0]["start"].as_u64(), d[0]["end"].as_u64()),
+        (Some(27), Some(33))
+    );
+    assert_eq!(parse(&check(POLICY)), serde_json::json!([]));
+}
+
+#[wasm_bindgen_test]
+fn format_lays_out_or_refuses() {
+    let f = parse(&format("policy p{network{allow domain github.com}}"));
+    assert_eq!(f["ok"], true);
+    assert_eq!(f["text"], POLICY);
+    assert_eq!(parse(&format("policy {"))["ok"], false);
+}
+
+#[wasm_bindgen_test]
+fn a_handle_decides_repeatedly() {
+    let h = compile(POLICY).map_err(|_| ()).unwrap();
+    assert_eq!(parse(&h.policies()), serde_json::json!(["p"]));
+    let d = parse(&h.evaluate(
+        "",
+        "connect github.com:443\n{\"kind\":\"connect\",\"host\":\"10.0.0.1\",\"port\":22}\nbogus",
+    ));
+    assert_eq!(d[0]["decision"], "allow");
+    assert_eq!(d[0]["rule"]["line"], 3);
+    assert_eq!(d[1]["reason"], "local_address");
+    assert!(d[2]["error"].as_str().unwrap().contains("bogus"));
+    assert!(compile("policy p { netwrk off }").is_err());
+    assert!(parse(&evaluate("policy p { netwrk off }", "", "upstream"))["errors"].is_array());
+    assert!(!version().is_empty());
+}
