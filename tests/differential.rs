@@ -1,5 +1,5 @@
 //! The compiled engine against the reference evaluator, and algebraic
-//! properties of decisions. 13 000 generated cases in all.
+//! properties of decisions. 14 000 generated cases in all.
 
 #![allow(
     clippy::unwrap_used,
@@ -397,5 +397,20 @@ proptest! {
             let json = serde_json::to_string(&q).unwrap();
             prop_assert_eq!(Query::from_json(&json).ok(), Some(q.clone()), "{}", json);
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+
+    /// `connect_addr` with a parsed address decides as `connect` with its text.
+    #[test]
+    fn connect_addr_agrees_with_connect(g in policy(), i in 0..IPS.len(), port in 1u16..) {
+        let b = build(&g.text()).unwrap();
+        let p = b.set.single().unwrap();
+        let text = IPS[i];
+        let ip: std::net::IpAddr = text.parse().unwrap();
+        let host = if ip.is_ipv6() { format!("[{text}]") } else { text.to_string() };
+        prop_assert_eq!(p.connect_addr(ip, port, Via::Https), p.connect(&host, port, Via::Https));
     }
 }

@@ -25,7 +25,7 @@ fn host_error(e: HostError) -> Decision {
 
 /// A resolver question must be a name: an address or a numeric spelling is
 /// `invalid_host`.
-fn question_name<'b>(name: &str, buf: &'b mut HostBuf) -> Result<&'b str, Decision> {
+fn question_name<'b>(name: &'b str, buf: &'b mut HostBuf) -> Result<&'b str, Decision> {
     match normalize_host(name, buf) {
         Ok(Host::Name(n)) => Ok(n),
         Ok(Host::Ip(_)) | Err(HostError::AmbiguousIp) => {
@@ -155,6 +155,17 @@ impl Policy {
             Ok(h) => h,
             Err(e) => return host_error(e),
         };
+        self.connect_host(host, port, via)
+    }
+
+    /// [`Policy::connect`] for an address the caller already holds (the
+    /// socket's peer): no text to parse. Mapped and compatible IPv6 forms are
+    /// their IPv4 address, as always.
+    pub fn connect_addr(&self, ip: IpAddr, port: u16, via: Via) -> Decision {
+        self.connect_host(Host::Ip(crate::normalize::canonical_ip(ip)), port, via)
+    }
+
+    fn connect_host(&self, host: Host<'_>, port: u16, via: Via) -> Decision {
         if port == 0 {
             return Decision::deny(Reason::InvalidPort, None);
         }

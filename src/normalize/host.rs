@@ -41,21 +41,13 @@ pub enum Host<'a> {
     Ip(IpAddr),
 }
 
-/// Scratch space for [`normalize_host`]; reuse one per thread to avoid
-/// allocation. Only non-ASCII input uses the heap.
-#[derive(Clone, Debug)]
+/// Scratch space for [`normalize_host`], on the stack. Only non-ASCII input
+/// uses the heap.
+#[derive(Clone, Debug, Default)]
 pub struct HostBuf {
-    ascii: [u8; MAX_NAME + 2],
+    /// Set up (zeroed) only when a host needs lowercasing.
+    ascii: Option<[u8; MAX_NAME + 2]>,
     idna: String,
-}
-
-impl Default for HostBuf {
-    fn default() -> Self {
-        HostBuf {
-            ascii: [0; MAX_NAME + 2],
-            idna: String::new(),
-        }
-    }
 }
 
 impl HostBuf {
@@ -65,20 +57,69 @@ impl HostBuf {
 }
 
 /// Normalises a host as a connection target (language spec §5).
-pub fn normalize_host<'b>(input: &str, buf: &'b mut HostBuf) -> Result<Host<'b>, HostError> {
-    // 1. Characters that never belong in a host field.
+///
+/// ASCII input takes a fast path: one pass over the bytes validates them and
+/// notes colons, brackets and upper case; a host that is already lowercase is
+/// borrowed, not copied. Non-ASCII input goes through UTS #46.
+pub fn normalize_host<'b>(input: &'b str, buf: &'b mut HostBuf) -> Result<Host<'b>, HostError> {
     if input.is_empty() {
         return Err(HostError::Invalid("empty host"));
     }
-    for c in input.chars() {
-        if c.is_whitespace() || c.is_control() {
-            return Err(HostError::Invalid("whitespace or control character"));
-        }
-        if matches!(c, '@' | '/' | '\\' | '?' | '#' | '%' | '*') {
-            return Err(HostError::Invalid("character not allowed in a host"));
+    if !input.is_ascii() {
+        return normalize_unicode(input, buf);
+    }
+    // 1. Characters that never belong in a host field (ASCII whitespace and
+    // control characters are all at or below 0x20, or 0x7f).
+    let (mut colon, mut bracket, mut upper) = (false, false, false);
+    for &b in input.as_bytes() {
+        match b {
+            0..=0x20 | 0x7f => return Err(HostError::Invalid("whitespace or control character")),
+            b'@' | b'/' | b'\\' | b'?' | b'#' | b'%' | b'*' => {
+                return Err(HostError::Invalid("character not allowed in a host"));
+            }
+            b':' => colon = true,
+            b'[' | b']' => bracket = true,
+            b'A'..=b'Z' => upper = true,
+            _ => {}
         }
     }
     // 2. Bracketed and bare IPv6 literals.
+    if bracket || colon {
+        return ipv6_literal(input);
+    }
+    // 3./4. Lowercase (a copy only when needed); strip one trailing dot.
+    let bytes = input.as_bytes();
+    let bytes = bytes.strip_suffix(b".").unwrap_or(bytes);
+    let name: &str = if upper {
+        let ascii = buf.ascii.get_or_insert([0; MAX_NAME + 2]);
+        let dst = ascii
+            .get_mut(..bytes.len())
+            .ok_or(HostError::Invalid("name longer than 253 octets"))?;
+        for (d, s) in dst.iter_mut().zip(bytes) {
+            *d = s.to_ascii_lowercase();
+        }
+        std::str::from_utf8(dst).map_err(|_| HostError::Invalid("not UTF-8"))?
+    } else {
+        input
+            .get(..bytes.len())
+            .ok_or(HostError::Invalid("empty host"))?
+    };
+    finish(name)
+}
+
+/// Steps 5 and 6 on a lowercase ASCII name: label rules, then numeric names.
+fn finish(name: &str) -> Result<Host<'_>, HostError> {
+    let last_numeric = check_labels(name)?;
+    if last_numeric {
+        return match canonical_dotted_quad(name) {
+            Some(v4) => Ok(Host::Ip(IpAddr::V4(v4))),
+            None => Err(HostError::AmbiguousIp),
+        };
+    }
+    Ok(Host::Name(name))
+}
+
+fn ipv6_literal(input: &str) -> Result<Host<'static>, HostError> {
     if let Some(rest) = input.strip_prefix('[') {
         let inner = rest
             .strip_suffix(']')
@@ -88,102 +129,111 @@ pub fn normalize_host<'b>(input: &str, buf: &'b mut HostBuf) -> Result<Host<'b>,
             .map_err(|_| HostError::Invalid("brackets must hold an IPv6 address"))?;
         return Ok(Host::Ip(canonical_ip(IpAddr::V6(v6))));
     }
-    if input.contains(':') {
-        return match input.parse::<Ipv6Addr>() {
-            Ok(v6) => Ok(Host::Ip(canonical_ip(IpAddr::V6(v6)))),
-            Err(_) => Err(HostError::Invalid("a port or colon inside the host")),
-        };
-    }
     if input.contains(['[', ']']) {
         return Err(HostError::Invalid("brackets must hold an IPv6 address"));
     }
-    // 3./4. Map to lowercase A-labels, strip one trailing dot.
-    let name: &str = if input.is_ascii() {
-        let bytes = input.as_bytes();
-        let bytes = bytes.strip_suffix(b".").unwrap_or(bytes);
-        let dst = buf
-            .ascii
-            .get_mut(..bytes.len())
-            .ok_or(HostError::Invalid("name too long"))?;
-        for (d, s) in dst.iter_mut().zip(bytes) {
-            *d = s.to_ascii_lowercase();
-        }
-        let dst = buf
-            .ascii
-            .get(..bytes.len())
-            .ok_or(HostError::Invalid("name too long"))?;
-        std::str::from_utf8(dst).map_err(|_| HostError::Invalid("not UTF-8"))?
-    } else {
-        buf.idna = idna::domain_to_ascii(input)
-            .map_err(|_| HostError::Invalid("rejected by UTS #46 processing"))?;
-        if buf.idna.ends_with('.') {
-            buf.idna.pop();
-        }
-        buf.idna.make_ascii_lowercase();
-        buf.idna.as_str()
-    };
-    // 5. Label and length rules.
-    check_labels(name)?;
-    // 6. Numeric names are addresses or ambiguous spellings.
-    let last = name.rsplit('.').next().unwrap_or(name);
-    let numeric = last.bytes().all(|b| b.is_ascii_digit())
-        || last
-            .strip_prefix("0x")
-            .is_some_and(|h| h.bytes().all(|b| b.is_ascii_hexdigit()));
-    if numeric {
-        return match canonical_dotted_quad(name) {
-            Some(v4) => Ok(Host::Ip(IpAddr::V4(v4))),
-            None => Err(HostError::AmbiguousIp),
-        };
+    match input.parse::<Ipv6Addr>() {
+        Ok(v6) => Ok(Host::Ip(canonical_ip(IpAddr::V6(v6)))),
+        Err(_) => Err(HostError::Invalid("a port or colon inside the host")),
     }
-    Ok(Host::Name(name))
 }
 
-/// Label rules of step 5: no empty label, labels ≤ 63 octets, names ≤ 253,
-/// only `a-z 0-9 - _`.
-pub(crate) fn check_labels(name: &str) -> Result<(), HostError> {
+/// The slow path: non-ASCII input (UTS #46 through `idna`).
+fn normalize_unicode<'b>(input: &str, buf: &'b mut HostBuf) -> Result<Host<'b>, HostError> {
+    for c in input.chars() {
+        if c.is_whitespace() || c.is_control() {
+            return Err(HostError::Invalid("whitespace or control character"));
+        }
+        if matches!(c, '@' | '/' | '\\' | '?' | '#' | '%' | '*') {
+            return Err(HostError::Invalid("character not allowed in a host"));
+        }
+    }
+    if input.contains([':', '[', ']']) {
+        // Only ASCII can spell an IPv6 literal; anything else is no host.
+        return match input.parse::<Ipv6Addr>() {
+            Ok(v6) => Ok(Host::Ip(canonical_ip(IpAddr::V6(v6)))),
+            Err(_) => Err(HostError::Invalid(
+                "a port, colon or bracket inside the host",
+            )),
+        };
+    }
+    buf.idna = idna::domain_to_ascii(input)
+        .map_err(|_| HostError::Invalid("rejected by UTS #46 processing"))?;
+    if buf.idna.ends_with('.') {
+        buf.idna.pop();
+    }
+    buf.idna.make_ascii_lowercase();
+    finish(buf.idna.as_str())
+}
+
+/// Label rules of step 5, in one pass: no empty label, labels ≤ 63 octets,
+/// names ≤ 253, only `a-z 0-9 - _`. Returns whether the last label is
+/// numeric (all digits, or a `0x` hex number).
+pub(crate) fn check_labels(name: &str) -> Result<bool, HostError> {
     if name.is_empty() {
         return Err(HostError::Invalid("empty host"));
     }
     if name.len() > MAX_NAME {
         return Err(HostError::Invalid("name longer than 253 octets"));
     }
-    for label in name.split('.') {
-        if label.is_empty() {
-            return Err(HostError::Invalid("empty label"));
+    let mut len = 0usize;
+    let mut digits = true;
+    let mut label_start = 0usize;
+    for (i, &b) in name.as_bytes().iter().enumerate() {
+        if b == b'.' {
+            if len == 0 {
+                return Err(HostError::Invalid("empty label"));
+            }
+            len = 0;
+            digits = true;
+            label_start = i + 1;
+            continue;
         }
-        if label.len() > 63 {
-            return Err(HostError::Invalid("label longer than 63 octets"));
-        }
-        if !label
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
-        {
+        if !(b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_') {
             return Err(HostError::Invalid("character not allowed in a name"));
         }
+        len += 1;
+        if len > 63 {
+            return Err(HostError::Invalid("label longer than 63 octets"));
+        }
+        digits &= b.is_ascii_digit();
     }
-    Ok(())
+    if len == 0 {
+        return Err(HostError::Invalid("empty label"));
+    }
+    let last = name.get(label_start..).unwrap_or("");
+    let hex = last
+        .strip_prefix("0x")
+        .is_some_and(|h| h.bytes().all(|b| b.is_ascii_hexdigit()));
+    Ok(digits || hex)
 }
 
-/// `a.b.c.d` with four decimal octets 0–255 and no leading zeros.
+/// `a.b.c.d` with four decimal octets 0–255 and no leading zeros, in one
+/// pass over the bytes.
 fn canonical_dotted_quad(name: &str) -> Option<Ipv4Addr> {
     let mut octets = [0u8; 4];
-    let mut parts = name.split('.');
-    for o in octets.iter_mut() {
-        let p = parts.next()?;
-        if p.is_empty()
-            || p.len() > 3
-            || (p.len() > 1 && p.starts_with('0'))
-            || !p.bytes().all(|b| b.is_ascii_digit())
-        {
+    let (mut i, mut value, mut digits, mut leading_zero) = (0usize, 0u32, 0u32, false);
+    for &b in name.as_bytes().iter().chain(std::iter::once(&b'.')) {
+        if b == b'.' {
+            if digits == 0 || value > 255 || (leading_zero && digits > 1) {
+                return None;
+            }
+            *octets.get_mut(i)? = value as u8;
+            (i, value, digits, leading_zero) = (i + 1, 0, 0, false);
+        } else if b.is_ascii_digit() {
+            if digits == 0 {
+                leading_zero = b == b'0';
+            }
+            digits += 1;
+            if digits > 3 {
+                return None;
+            }
+            value = value * 10 + u32::from(b - b'0');
+        } else {
             return None;
         }
-        *o = p.parse().ok()?;
     }
-    if parts.next().is_some() {
-        return None;
-    }
-    Some(Ipv4Addr::from(octets))
+    (i == 4).then(|| Ipv4Addr::from(octets))
 }
 
 /// Normalises a name outside the hot path (for patterns and reports).

@@ -1,0 +1,46 @@
+//! The pipeline's stages on large policies: parse, check, compile.
+
+#![allow(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)]
+
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use gatehouse::source::{FileId, SourceMap};
+use gatehouse_benches::{cidr_policy, domain_policy};
+use std::hint::black_box;
+
+fn stages(c: &mut Criterion) {
+    let mut g = c.benchmark_group("pipeline");
+    g.sample_size(10);
+    for &n in &[1_000usize, 100_000] {
+        let (domains, _) = domain_policy(n, 7);
+        let (cidrs, _) = cidr_policy(n, 11);
+        let cidr_rules: String = cidrs
+            .lines()
+            .filter(|l| {
+                l.trim_start().starts_with("allow cidr") || l.trim_start().starts_with("deny cidr")
+            })
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let text = domains.replacen(
+            "    default deny\n",
+            &format!("    default deny\n{cidr_rules}"),
+            1,
+        );
+        let (ast, _) = gatehouse::syntax::parse_file(FileId(0), &text);
+        let files = vec![ast];
+        let mut sources = SourceMap::new();
+        sources.add("bench.policy", text.as_str());
+        g.bench_with_input(BenchmarkId::new("parse", 2 * n), &n, |b, _| {
+            b.iter(|| gatehouse::syntax::parse_file(FileId(0), black_box(&text)))
+        });
+        g.bench_with_input(BenchmarkId::new("check", 2 * n), &n, |b, _| {
+            b.iter(|| gatehouse::check::check(black_box(&files)))
+        });
+        g.bench_with_input(BenchmarkId::new("compile", 2 * n), &n, |b, _| {
+            b.iter(|| gatehouse::compile::compile(&sources, black_box(&files)))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, stages);
+criterion_main!(benches);
