@@ -28,11 +28,32 @@ impl Build {
     }
 }
 
+/// The largest policy file read (8 MiB): anything larger fails fast with a
+/// diagnostic instead of being parsed.
+pub const MAX_SOURCE_BYTES: usize = 8 * 1024 * 1024;
+
 /// Runs parse, check and compile over every file of the set.
 pub fn build(sources: SourceMap) -> Build {
     let mut diagnostics = Vec::new();
     let mut files = Vec::new();
     for (id, f) in sources.files() {
+        if f.text.len() > MAX_SOURCE_BYTES {
+            let span = crate::source::Span::new(id, 0, 0);
+            diagnostics.push(
+                Diagnostic::error(
+                    "source_too_large",
+                    format!(
+                        "`{}` is {} bytes, over the limit of {MAX_SOURCE_BYTES}",
+                        f.name,
+                        f.text.len()
+                    ),
+                    span,
+                )
+                .with_help(Some("split the policies over several files".into())),
+            );
+            files.push(File::default());
+            continue;
+        }
         let (ast, diags) = parse_file(id, &f.text);
         diagnostics.extend(diags);
         files.push(ast);

@@ -81,16 +81,32 @@ fn snippet(
     };
     let start = file.line_col(span.start);
     let end = file.line_col(span.end);
-    let line_text = file.line_text(start.line).replace('\t', " ");
-    let width = if end.line == start.line {
+    let full: Vec<char> = file
+        .line_text(start.line)
+        .replace('\t', " ")
+        .chars()
+        .collect();
+    let mut width = if end.line == start.line {
         end.column.saturating_sub(start.column).max(1)
     } else {
-        line_text
-            .chars()
-            .count()
-            .saturating_sub(start.column - 1)
-            .max(1)
+        full.len().saturating_sub(start.column - 1).max(1)
     };
+    // A very long line is shown as a window around the span.
+    const WINDOW: usize = 120;
+    let (from, column) = if full.len() > WINDOW && start.column > WINDOW / 2 {
+        let from = (start.column - 1).saturating_sub(WINDOW / 2);
+        (from, start.column - from + 3)
+    } else {
+        (0, start.column)
+    };
+    let shown: String = full.iter().skip(from).take(WINDOW).collect();
+    let line_text = match (from > 0, full.len() > from + WINDOW) {
+        (true, true) => format!("...{shown}..."),
+        (true, false) => format!("...{shown}"),
+        (false, true) => format!("{shown}..."),
+        (false, false) => shown,
+    };
+    width = width.min(WINDOW);
     let pad = " ".repeat(gutter);
     let _ = writeln!(
         out,
@@ -103,7 +119,7 @@ fn snippet(
     let _ = write!(
         out,
         "{pad} | {}{}",
-        " ".repeat(start.column - 1),
+        " ".repeat(column - 1),
         marker.repeat(width)
     );
     if let Some(l) = label {

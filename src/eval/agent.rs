@@ -94,6 +94,13 @@ fn severity(d: &Decision) -> u8 {
     }
 }
 
+/// The longest argv judged (words, and bytes in all).
+pub const MAX_ARGV_WORDS: usize = 10_000;
+pub const MAX_ARGV_BYTES: usize = 1024 * 1024;
+/// A wrapper script longer than this is judged as unknown (never more
+/// permissive than splitting it).
+pub const MAX_SCRIPT_BYTES: usize = 64 * 1024;
+
 /// At most this many shell wrappers, the outer one included.
 const MAX_WRAPPERS: usize = 3;
 
@@ -198,8 +205,15 @@ impl Policy {
     // -------------------------------------------------------------- exec
 
     /// May the agent run `argv` (`escalate`: it asks to leave the sandbox)?
+    /// An empty argv, a word with NUL, or an argv over [`MAX_ARGV_WORDS`]
+    /// words or [`MAX_ARGV_BYTES`] bytes is denied (`invalid_command`).
     pub fn exec(&self, argv: &[String], escalate: bool) -> Decision {
-        if argv.is_empty() || argv.iter().any(|w| w.contains('\0')) {
+        let bytes: usize = argv.iter().map(String::len).sum();
+        if argv.is_empty()
+            || argv.len() > MAX_ARGV_WORDS
+            || bytes > MAX_ARGV_BYTES
+            || argv.iter().any(|w| w.contains('\0'))
+        {
             return Decision::deny(Reason::InvalidCommand, None);
         }
         self.judge(argv, escalate, 1)
@@ -212,7 +226,12 @@ impl Policy {
                 let recognised =
                     trusted_name(program).is_some_and(|n| matches!(n, "bash" | "sh" | "zsh"));
                 if recognised && !script.trim().is_empty() {
-                    return match shell::split(script) {
+                    let split = if script.len() > MAX_SCRIPT_BYTES {
+                        Script::Unknown
+                    } else {
+                        shell::split(script)
+                    };
+                    return match split {
                         Script::Plain(commands) if wrappers <= MAX_WRAPPERS => {
                             self.judge_plain_script(argv, &commands, escalate, wrappers)
                         }

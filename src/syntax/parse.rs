@@ -319,7 +319,7 @@ impl Builder {
         }
         let help = crate::diag::did_you_mean(&found_word, keywords.iter().copied());
         let expected_text = match expected.as_slice() {
-            [] => "something else".to_string(),
+            [] => "a statement".to_string(),
             [one] => (*one).to_string(),
             many => {
                 let (last, rest) = many.split_last().map_or((&"", &[][..]), |(l, r)| (l, r));

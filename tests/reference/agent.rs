@@ -293,7 +293,12 @@ impl RefPolicy<'_> {
         if argv.len() == 3 && (argv[1] == "-c" || argv[1] == "-lc") && !argv[2].trim().is_empty() {
             let recognised = matches!(trusted_name(&argv[0]), Some("bash" | "sh" | "zsh"));
             if recognised {
-                return match split(&argv[2]) {
+                let script = if argv[2].len() > 64 * 1024 {
+                    Script::Unknown
+                } else {
+                    split(&argv[2])
+                };
+                return match script {
                     Script::Plain(cmds) if depth <= 3 => {
                         let mut best = self.rule_decision(argv);
                         for c in &cmds {
@@ -319,7 +324,12 @@ impl RefPolicy<'_> {
     }
 
     pub fn exec(&self, argv: &[String], escalate: bool) -> RefDecision {
-        if argv.is_empty() || argv.iter().any(|w| w.contains('\0')) {
+        let bytes: usize = argv.iter().map(String::len).sum();
+        if argv.is_empty()
+            || argv.len() > 10_000
+            || bytes > 1024 * 1024
+            || argv.iter().any(|w| w.contains('\0'))
+        {
             return d("deny", "invalid_command", None);
         }
         self.judge(argv, escalate, 1)
