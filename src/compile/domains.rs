@@ -53,16 +53,65 @@ impl Hasher for IdentityHasher {
     }
 }
 
-fn edge_hash(parent: u32, label: &[u8]) -> u64 {
-    // FNV-1a over the parent id and the label. The table is built from the
-    // policy only; queries never insert, so a crafted label cannot lengthen
-    // a chain.
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in parent.to_le_bytes().iter().chain(label) {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
+/// The labels of a name from the right (`com`, `example`, `api`), by a
+/// plain reverse scan: labels are short, and a call per label to a
+/// general-purpose searcher costs more than the scan.
+struct Labels<'a> {
+    rest: Option<&'a [u8]>,
+}
+
+impl<'a> Labels<'a> {
+    fn new(name: &'a [u8]) -> Self {
+        Labels { rest: Some(name) }
     }
-    h
+}
+
+impl<'a> Iterator for Labels<'a> {
+    type Item = &'a [u8];
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let rest = self.rest?;
+        let mut i = rest.len();
+        while i > 0 {
+            if rest.get(i - 1) == Some(&b'.') {
+                self.rest = rest.get(..i - 1);
+                return rest.get(i..);
+            }
+            i -= 1;
+        }
+        self.rest = None;
+        Some(rest)
+    }
+}
+
+/// Byte equality without a library call for short labels.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+}
+
+fn edge_hash(parent: u32, label: &[u8]) -> u64 {
+    // A multiply-rotate hash taking the label eight bytes at a time (the
+    // length folded in, so chunks padded with zeros cannot collide with a
+    // shorter label by construction). The table is built from the policy
+    // only; queries never insert, so a crafted label cannot lengthen a chain,
+    // and every candidate is verified by comparing the label itself.
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mix = |h: u64, w: u64| (h.rotate_left(5) ^ w).wrapping_mul(K);
+    let mut h = mix(u64::from(parent), label.len() as u64);
+    let mut chunks = label.chunks_exact(8);
+    for c in &mut chunks {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        h = mix(h, u64::from_le_bytes(w));
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut w = [0u8; 8];
+        if let Some(dst) = w.get_mut(..rest.len()) {
+            dst.copy_from_slice(rest);
+        }
+        h = mix(h, u64::from_le_bytes(w));
+    }
+    h ^ (h >> 29)
 }
 
 /// What the rules say about one name.
@@ -188,7 +237,7 @@ impl DomainTrie {
     fn child(&self, parent: u32, label: &[u8]) -> Option<u32> {
         let mut cur = *self.index.get(&edge_hash(parent, label))?;
         while let Some(n) = self.nodes.get(cur as usize) {
-            if n.parent == parent && self.label(n) == label {
+            if n.parent == parent && same(self.label(n), label) {
                 return Some(cur);
             }
             cur = n.next_same_hash;
@@ -244,7 +293,7 @@ impl DomainTrie {
             ..DomainHit::default()
         };
         let mut node = ROOT;
-        for label in name.rsplit('.') {
+        for label in Labels::new(name.as_bytes()) {
             if node != ROOT {
                 // The name is a strict subdomain of this node's name.
                 if let Some(n) = self.nodes.get(node as usize) {
@@ -252,7 +301,7 @@ impl DomainTrie {
                     self.apply(&mut hit, n.both, q);
                 }
             }
-            match self.child(node, label.as_bytes()) {
+            match self.child(node, label) {
                 Some(c) => node = c,
                 None => return hit,
             }
