@@ -274,7 +274,15 @@ impl fmt::Display for Query {
                 tool,
                 annotations,
             } => {
-                write!(f, "mcp {server}/{tool}")?;
+                let target = format!("{server}/{tool}");
+                let plain = target
+                    .chars()
+                    .all(|c| c.is_ascii_graphic() && !"\"#;{},=[]".contains(c));
+                if plain {
+                    write!(f, "mcp {target}")?;
+                } else {
+                    write!(f, "mcp {}", quote_string(&target))?;
+                }
                 for (k, v) in [
                     ("destructive", annotations.destructive_hint),
                     ("read_only", annotations.read_only_hint),

@@ -1234,7 +1234,15 @@ impl Builder {
                 let mut port = None;
                 for c in it {
                     match c.as_rule() {
-                        Rule::answer => addrs.push(c.as_str().to_string()),
+                        Rule::answer => {
+                            let a = c.into_inner().next()?;
+                            let text = if a.as_rule() == Rule::string {
+                                self.string(a)?.value
+                            } else {
+                                a.as_str().to_string()
+                            };
+                            addrs.push(text);
+                        }
                         Rule::port_item => port = c.as_str().parse::<i64>().ok(),
                         _ => {}
                     }
@@ -1256,8 +1264,9 @@ impl Builder {
 
             Rule::q_upstream => Query::Upstream,
             Rule::q_tool => Query::Tool {
-                permission: it.next()?.as_str().to_string(),
+                permission: self.value(it.next()?)?.0,
             },
+
             Rule::q_app => Query::App {
                 program: self.value(it.next()?)?.0,
             },
@@ -1284,10 +1293,15 @@ impl Builder {
             Rule::q_mcp => {
                 let target = it.next()?;
                 let tspan = self.span(&target);
-                let Some((server, tool)) = target.as_str().split_once('/') else {
+                let target_text = if target.as_rule() == Rule::string {
+                    self.string(target)?.value
+                } else {
+                    target.as_str().to_string()
+                };
+                let Some((server, tool)) = target_text.split_once('/') else {
                     self.err(
                         SyntaxError::InvalidQuery {
-                            message: format!("`{}` is not SERVER/TOOL", target.as_str()),
+                            message: format!("`{target_text}` is not SERVER/TOOL"),
                             help: Some(
                                 "for example `mcp github/delete_repo destructive=true`".into(),
                             ),

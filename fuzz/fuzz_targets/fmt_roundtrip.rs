@@ -1,0 +1,21 @@
+//! Formatting a file that parses cleanly gives text that parses to the same
+//! AST, keeps every comment, and formats to itself.
+#![no_main]
+use gatehouse::source::{FileId, SourceFile};
+use gatehouse::syntax::parse_file;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let (ast, diags) = parse_file(FileId(0), text);
+    if !diags.is_empty() {
+        return;
+    }
+    let out = gatehouse::fmt::format_file(&ast, &SourceFile::new("f", text));
+    let (again, d2) = parse_file(FileId(0), &out);
+    assert!(d2.is_empty(), "formatted text has errors: {d2:?}\n{out}");
+    assert_eq!(ast, again, "formatting changed the AST:\n{text}\n---\n{out}");
+    let texts = |f: &gatehouse::syntax::ast::File| f.comments.iter().map(|c| c.text.trim().to_string()).collect::<Vec<_>>();
+    assert_eq!(texts(&ast), texts(&again), "comments lost:\n{out}");
+    assert_eq!(gatehouse::fmt::format_file(&again, &SourceFile::new("f", out.as_str())), out, "not idempotent");
+});

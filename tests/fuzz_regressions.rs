@@ -1,0 +1,29 @@
+//! Every input a fuzzer found a failure with, replayed in plain `cargo test`
+//! (`tests/data/fuzz/<target>-<what>`).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+fn replay_query(bytes: &[u8]) {
+    let line = std::str::from_utf8(bytes).unwrap();
+    if let Ok(q) = gatehouse::syntax::parse_query(line) {
+        let text = q.to_string();
+        assert_eq!(
+            gatehouse::syntax::parse_query(&text).ok(),
+            Some(q),
+            "`{text}` does not read back"
+        );
+    }
+}
+
+#[test]
+fn a_resolved_answer_with_control_characters_reads_back() {
+    // The text form quoted such an answer, and the grammar took only bare
+    // answers.
+    replay_query(include_bytes!("data/fuzz/query-resolved-control-chars"));
+}
+
+#[test]
+fn a_tool_name_with_control_characters_reads_back() {
+    replay_query(include_bytes!("data/fuzz/query-tool-control-chars"));
+    replay_query(b"mcp \"my server/a tool\" destructive=true");
+}
