@@ -4,27 +4,14 @@
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use gatehouse::source::{FileId, SourceMap};
-use gatehouse_benches::{cidr_policy, domain_policy};
+use gatehouse_benches::mixed_policy;
 use std::hint::black_box;
 
 fn stages(c: &mut Criterion) {
     let mut g = c.benchmark_group("pipeline");
     g.sample_size(10);
     for &n in &[1_000usize, 100_000] {
-        let (domains, _) = domain_policy(n, 7);
-        let (cidrs, _) = cidr_policy(n, 11);
-        let cidr_rules: String = cidrs
-            .lines()
-            .filter(|l| {
-                l.trim_start().starts_with("allow cidr") || l.trim_start().starts_with("deny cidr")
-            })
-            .map(|l| format!("{l}\n"))
-            .collect();
-        let text = domains.replacen(
-            "    default deny\n",
-            &format!("    default deny\n{cidr_rules}"),
-            1,
-        );
+        let text = mixed_policy(n);
         let (ast, _) = gatehouse::syntax::parse_file(FileId(0), &text);
         let files = vec![ast];
         let mut sources = SourceMap::new();

@@ -7,7 +7,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
 
 use gatehouse::source::{FileId, SourceMap};
-use gatehouse_benches::{cidr_policy, domain_policy};
+use gatehouse_benches::mixed_policy;
 
 static LIVE: AtomicIsize = AtomicIsize::new(0);
 struct Counting;
@@ -31,18 +31,7 @@ static GLOBAL: Counting = Counting;
 
 fn main() {
     for n in [10_000usize, 100_000] {
-        let (domains, _) = domain_policy(n, 7);
-        let (cidrs, _) = cidr_policy(n, 11);
-        let rules: String = cidrs
-            .lines()
-            .filter(|l| l.contains(" cidr "))
-            .map(|l| format!("{l}\n"))
-            .collect();
-        let text = domains.replacen(
-            "    default deny\n",
-            &format!("    default deny\n{rules}"),
-            1,
-        );
+        let text = mixed_policy(n);
         let (ast, _) = gatehouse::syntax::parse_file(FileId(0), &text);
         let files = vec![ast];
         let mut sources = SourceMap::new();

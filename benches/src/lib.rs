@@ -92,3 +92,20 @@ pub fn cidr_policy(n: usize, seed: u64) -> (String, Vec<String>) {
     text.push_str("  }\n}\n");
     (text, inside)
 }
+
+/// `n` domain rules and `n` CIDR rules in one network block (the pipeline
+/// and memory benchmarks).
+pub fn mixed_policy(n: usize) -> String {
+    let (domains, _) = domain_policy(n, 7);
+    let (cidrs, _) = cidr_policy(n, 11);
+    let rules: String = cidrs
+        .lines()
+        .filter(|l| l.contains(" cidr "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    domains.replacen(
+        "    default deny\n",
+        &format!("    default deny\n{rules}"),
+        1,
+    )
+}

@@ -647,13 +647,23 @@ fn import_requirements(text: &str) -> (String, Vec<Note>, Effects) {
         let line = r.line(k.span().start);
         let list = |r: &mut Reader<'_>, allowed: &[&str]| r.strings(key, v, allowed);
         match key {
-            "allowed_approval_policies" => {
-                let l = list(&mut r, &["untrusted", "on-request", "never", "granular"]);
+            "allowed_approval_policies"
+            | "allowed_approvals_reviewers"
+            | "allowed_web_search_modes" => {
+                let (statement, allowed): (&str, &[&str]) = match key {
+                    "allowed_approval_policies" => (
+                        "approvals",
+                        &["untrusted", "on-request", "never", "granular"],
+                    ),
+                    "allowed_approvals_reviewers" => ("reviewer", &["user", "auto_review"]),
+                    _ => ("web_search", &["cached", "disabled", "live", "indexed"]),
+                };
+                let l = list(&mut r, allowed);
                 if !l.is_empty() {
                     let values: Vec<&str> = l.iter().map(|a| a.value.as_str()).collect();
                     let _ = writeln!(
                         out,
-                        "  approvals {}  # {key} (line {line})",
+                        "  {statement} {}  # {key} (line {line})",
                         values.join(" ")
                     );
                 }
@@ -670,28 +680,6 @@ fn import_requirements(text: &str) -> (String, Vec<Note>, Effects) {
                         out,
                         "  sandbox {}  # {key} (line {line}): the most permissive listed",
                         order.get(max).unwrap_or(&"read-only")
-                    );
-                }
-            }
-            "allowed_approvals_reviewers" => {
-                let l = list(&mut r, &["user", "auto_review"]);
-                if !l.is_empty() {
-                    let values: Vec<&str> = l.iter().map(|a| a.value.as_str()).collect();
-                    let _ = writeln!(
-                        out,
-                        "  reviewer {}  # {key} (line {line})",
-                        values.join(" ")
-                    );
-                }
-            }
-            "allowed_web_search_modes" => {
-                let l = list(&mut r, &["cached", "disabled", "live", "indexed"]);
-                if !l.is_empty() {
-                    let values: Vec<&str> = l.iter().map(|a| a.value.as_str()).collect();
-                    let _ = writeln!(
-                        out,
-                        "  web_search {}  # {key} (line {line})",
-                        values.join(" ")
                     );
                 }
             }
