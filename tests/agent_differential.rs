@@ -186,6 +186,9 @@ fn argv() -> impl Strategy<Value = Vec<String>> + Clone {
         &[],
         &["bash", "-c", "sudo rm -rf x; cat ~/.env"],
         &["git", "push", "--force"],
+        &[""],
+        &[" ", "-la"],
+        &["git", "commit", "-m", ""],
     ];
     pick(ARGVS).prop_map(|a| a.iter().map(|s| s.to_string()).collect())
 }

@@ -718,3 +718,11 @@ fn eval_log_writes_masked_decision_lines() {
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(!text.contains("secret") && !text.contains(".env"), "{text}");
 }
+
+#[test]
+fn the_adversarial_suite_holds() {
+    let o = policyc(&["test", "tests/data/adversarial.policy"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("91 passed, 0 failed"), "{out}");
+}

@@ -205,11 +205,13 @@ impl Policy {
     // -------------------------------------------------------------- exec
 
     /// May the agent run `argv` (`escalate`: it asks to leave the sandbox)?
-    /// An empty argv, a word with NUL, or an argv over [`MAX_ARGV_WORDS`]
+    /// An empty argv, a blank program, a word with NUL, or an argv over [`MAX_ARGV_WORDS`]
     /// words or [`MAX_ARGV_BYTES`] bytes is denied (`invalid_command`).
     pub fn exec(&self, argv: &[String], escalate: bool) -> Decision {
         let bytes: usize = argv.iter().map(String::len).sum();
+        let blank_program = argv.first().is_some_and(|p| p.trim().is_empty());
         if argv.is_empty()
+            || blank_program
             || argv.len() > MAX_ARGV_WORDS
             || bytes > MAX_ARGV_BYTES
             || argv.iter().any(|w| w.contains('\0'))

@@ -326,6 +326,7 @@ impl RefPolicy<'_> {
     pub fn exec(&self, argv: &[String], escalate: bool) -> RefDecision {
         let bytes: usize = argv.iter().map(String::len).sum();
         if argv.is_empty()
+            || argv[0].trim().is_empty()
             || argv.len() > 10_000
             || bytes > 1024 * 1024
             || argv.iter().any(|w| w.contains('\0'))
