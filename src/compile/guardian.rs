@@ -162,7 +162,7 @@ impl Glob {
     /// (linear in pattern × path, whatever the input).
     pub fn matches(&self, path: &str) -> bool {
         let parts: Vec<&str> = path.split('/').collect();
-        let (n, m) = (self.segments.len(), parts.len());
+        let m = parts.len();
         // reach[j]: the first i pattern segments can match the first j parts.
         let mut reach = vec![false; m + 1];
         if let Some(r) = reach.get_mut(0) {
@@ -189,7 +189,6 @@ impl Glob {
             }
             reach = next;
         }
-        let _ = n;
         reach.get(m).copied().unwrap_or(false)
     }
 }

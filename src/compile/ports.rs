@@ -93,10 +93,6 @@ impl Group {
         check_rule(self.any, rules)
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.any == NONE
-    }
-
     /// The first rule whose port list holds `port`.
     pub fn at(&self, arena: &PortArena, port: u16) -> Option<RuleId> {
         let segs = arena
