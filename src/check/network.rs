@@ -248,14 +248,20 @@ fn ports_cover(outer: Option<&[PortRange]>, inner: Option<&[PortRange]>) -> bool
         hi: u16::MAX,
     }];
     let inner = inner.unwrap_or(&all);
-    let mut merged: Vec<PortRange> = outer.to_vec();
-    merged.sort();
+    // Packed `lo << 16 | hi` so that sorting is the plain `u32` sort the
+    // engine already has (one less sort instantiation in the browser build).
+    let mut merged: Vec<u32> = outer
+        .iter()
+        .map(|o| (u32::from(o.lo) << 16) | u32::from(o.hi))
+        .collect();
+    merged.sort_unstable();
     inner.iter().all(|r| {
         // Walk the merged outer ranges from r.lo.
         let mut at = u32::from(r.lo);
-        for o in &merged {
-            if u32::from(o.lo) <= at && at <= u32::from(o.hi) {
-                at = u32::from(o.hi) + 1;
+        for &o in &merged {
+            let (lo, hi) = (o >> 16, o & 0xffff);
+            if lo <= at && at <= hi {
+                at = hi + 1;
             }
         }
         at > u32::from(r.hi)

@@ -16,6 +16,12 @@ pub const CACHE_CAPACITY: usize = 2 * 1024 * 1024;
 
 /// Builds the automaton for a list of patterns, with the limits above.
 pub fn build_regex(patterns: &[String]) -> Result<Regex, String> {
+    if let Some(p) = patterns.iter().find(|p| has_property_class(p)) {
+        return Err(format!(
+            "`{p}` uses a Unicode property class (`\\p{{...}}` or `\\P{{...}}`), which guardian \
+             patterns do not support; write the class out, for example `[a-zA-Z]`"
+        ));
+    }
     Regex::builder()
         .configure(
             Regex::config()
@@ -42,6 +48,22 @@ pub fn build_regex(patterns: &[String]) -> Result<Regex, String> {
                 e.to_string()
             }
         })
+}
+
+/// Whether a pattern names a Unicode property class (`\p{..}`, `\pL`,
+/// `\P{..}`). Their tables (general categories, scripts, ages, binary
+/// properties) are left out of every build so that the browser module stays
+/// small and every build accepts the same patterns; `\w`, `\d`, `\s`, `\b`
+/// and `(?i)` stay Unicode-aware. In regex syntax every backslash escapes the
+/// character after it, so one left-to-right pass finds them exactly.
+fn has_property_class(pattern: &str) -> bool {
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' && matches!(chars.next(), Some('p' | 'P')) {
+            return true;
+        }
+    }
+    false
 }
 
 /// The patterns and their automaton. Only the patterns are serialised; the
@@ -217,6 +239,24 @@ fn segment_matches(pattern: &str, text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn property_classes_are_refused_in_every_build() {
+        for p in [r"\p{L}+", r"\pL", r"[\P{Greek}]", r"x|\p{Alphabetic}"] {
+            let e = build_regex(&[p.to_string()]).err();
+            assert!(
+                e.is_some_and(|e| e.contains("Unicode property class")),
+                "{p}"
+            );
+        }
+        // An escaped backslash before `p` is a literal `\` then `p`.
+        for p in [r"\\p", r"a\\pb", r"\w+\s\d\b", r"(?i)straße"] {
+            assert!(build_regex(&[p.to_string()]).is_ok(), "{p}");
+        }
+        // The Unicode-aware classes that remain.
+        let re = build_regex(&[r"^\w+\s\d$".to_string()]).ok();
+        assert!(re.is_some_and(|re| re.is_match("δοκιμή\u{3000}٣")));
+    }
 
     #[test]
     fn globs() {

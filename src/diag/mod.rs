@@ -86,8 +86,31 @@ impl Diagnostic {
 }
 
 /// Sorts diagnostics by file and position, errors first at the same place.
-pub fn sort(diags: &mut [Diagnostic]) {
-    diags.sort_by_key(|d| (d.span.file.0, d.span.start, std::cmp::Reverse(d.severity)));
+/// Stable: diagnostics at the same place keep their order.
+pub fn sort(diags: &mut Vec<Diagnostic>) {
+    // One packed key per diagnostic (file, start, errors first, then the
+    // original index for stability), sorted with the plain `u128` sort the
+    // engine already has: the browser build carries one sort less.
+    let mut keys: Vec<u128> = diags
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let sev = match d.severity {
+                Severity::Error => 0u128,
+                Severity::Warning => 1,
+            };
+            (u128::from(d.span.file.0) << 96)
+                | (u128::from(d.span.start) << 64)
+                | (sev << 32)
+                | i as u128
+        })
+        .collect();
+    keys.sort_unstable();
+    let mut old: Vec<Option<Diagnostic>> = diags.drain(..).map(Some).collect();
+    diags.extend(keys.iter().filter_map(|k| {
+        old.get_mut((*k & 0xffff_ffff) as usize)
+            .and_then(Option::take)
+    }));
 }
 
 /// "did you mean `x`?" for the candidate closest to `found`, if any is close.

@@ -90,6 +90,14 @@ pub fn format(source: &str) -> String {
     })
 }
 
+/// One line's answer: a decision, or why the line could not be read.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Answer<'a> {
+    Decision(gatehouse::eval::DecisionReport<'a>),
+    Error { error: String },
+}
+
 /// A compiled policy set, for repeated evaluation.
 #[wasm_bindgen]
 pub struct Handle {
@@ -123,9 +131,9 @@ impl Handle {
             self.set.policy(policy)
         }) else {
             let names: Vec<&str> = self.set.policies().map(|p| p.name()).collect();
-            return json(&vec![
-                serde_json::json!({ "error": format!("pick a policy: {}", names.join(", ")) }),
-            ]);
+            return json(&[Answer::Error {
+                error: format!("pick a policy: {}", names.join(", ")),
+            }]);
         };
         let mut out = Vec::new();
         for line in queries
@@ -139,11 +147,8 @@ impl Handle {
                 gatehouse::syntax::parse_query(line).map_err(|e| e.to_string())
             };
             match query {
-                Ok(q) => {
-                    let d = p.decide(&q);
-                    out.push(serde_json::to_value(self.set.report(p, &d)).unwrap_or_default());
-                }
-                Err(error) => out.push(serde_json::json!({ "error": error })),
+                Ok(q) => out.push(Answer::Decision(self.set.report(p, &p.decide(&q)))),
+                Err(error) => out.push(Answer::Error { error }),
             }
         }
         json(&out)
