@@ -8,12 +8,12 @@ set -euo pipefail
 cd "$(dirname "$0")"
 seconds="${1:-30}"; shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(parse fmt_roundtrip query artifact host)
+[ ${#targets[@]} -gt 0 ] || targets=(parse fmt_roundtrip query artifact host differential)
 if ! cargo fuzz --version >/dev/null 2>&1; then cargo install cargo-fuzz; fi
 if ! rustup toolchain list | grep -q nightly; then rustup toolchain install nightly --profile minimal; fi
 
 # Seed corpora (rebuilt each run; corpus/ is not committed).
-mkdir -p corpus/parse corpus/fmt_roundtrip corpus/query corpus/artifact corpus/host
+mkdir -p corpus/parse corpus/fmt_roundtrip corpus/query corpus/artifact corpus/host corpus/differential
 for f in ../policies/*.policy ../policies/*/*.policy ../tests/data/*.policy ../tests/data/*/*.policy; do
   [ -f "$f" ] || continue
   name=$(echo "$f" | tr '/.' '__')
@@ -24,7 +24,9 @@ grep -h "^\s*expect" ../policies/*.policy ../tests/data/*.policy | sed -E 's/^\s
 printf 'github.com\nGitHub.COM.\n127。0。0。1\n[::ffff:10.1.2.3]\n2130706433\nxn--bcher-kva.example\nbücher.example\n' | split -l 1 - corpus/host/h_
 printf 'GATEHSE\0' > corpus/artifact/magic
 
-declare -A ci_runs=([parse]=15000 [fmt_roundtrip]=15000 [query]=300000 [artifact]=3000000 [host]=500000)
+declare -A ci_runs=([parse]=15000 [fmt_roundtrip]=15000 [query]=300000 [artifact]=3000000 [host]=500000 [differential]=30000)
+# The grammar's tokens, for the targets that read policy text.
+declare -A dict=([parse]=-dict=policy.dict [fmt_roundtrip]=-dict=policy.dict)
 for t in "${targets[@]}"; do
   if [ "$seconds" = ci ]; then
     echo "== fuzz $t: ${ci_runs[$t]} runs, seed 1"
@@ -33,7 +35,7 @@ for t in "${targets[@]}"; do
     echo "== fuzz $t for ${seconds}s"
     limit=(-max_total_time="$seconds")
   fi
-  cargo +nightly fuzz run -s none "$t" "corpus/$t" -- "${limit[@]}" -rss_limit_mb=2048 -timeout=10 2>&1 \
+  cargo +nightly fuzz run -s none "$t" "corpus/$t" -- "${limit[@]}" ${dict[$t]:-} -rss_limit_mb=2048 -timeout=10 2>&1 \
     | grep -E "^#[0-9]+.*DONE|Done [0-9]+ runs|ERROR|panicked|SUMMARY|stat::number_of_executed_units|crash-" || true
   if [ -n "$(find "artifacts/$t" -name 'crash-*' -o -name 'timeout-*' -o -name 'oom-*' 2>/dev/null)" ]; then
     echo "fuzz target $t found a failure: see fuzz/artifacts/$t/" >&2

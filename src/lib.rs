@@ -42,6 +42,8 @@
 //! # Ok::<(), gatehouse::Error>(())
 //! ```
 #![forbid(unsafe_code)]
+#[cfg(feature = "arbitrary")]
+pub mod arbitrary;
 pub mod artifact;
 pub mod build;
 pub mod check;

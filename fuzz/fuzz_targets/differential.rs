@@ -1,0 +1,41 @@
+//! The compiled engine against the reference evaluator (tests/reference), on
+//! policies and queries drawn by `gatehouse::arbitrary::Case`: the same
+//! outcome, reason and deciding rule for every query, and never a panic.
+#![no_main]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+#[path = "../../tests/reference/mod.rs"]
+mod reference;
+
+use gatehouse::PolicySet;
+use gatehouse::arbitrary::Case;
+use gatehouse::source::{FileId, SourceMap};
+use gatehouse::syntax::ast::Item;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|case: Case| {
+    let mut sources = SourceMap::new();
+    let id = sources.add("gen.policy", &case.policy);
+    // A raw pattern can make the policy invalid: nothing to compare then.
+    let Ok(set) = PolicySet::from_sources(sources.clone()) else { return };
+    let (file, _) = gatehouse::syntax::parse_file(id, &case.policy);
+    let Some(Item::Policy(block)) = file.items.first() else { panic!("no policy in\n{}", case.policy) };
+    let oracle = reference::RefPolicy { block };
+    let p = set.single().unwrap();
+    let f = sources.get(FileId(0)).unwrap();
+    for q in &case.queries {
+        let e = p.decide(q);
+        let Some(r) = oracle.decide(q) else { continue };
+        let e_rule = e.rule.and_then(|id| set.rule(id)).map(|r| (r.line, r.column));
+        let r_rule = r.rule_at.map(|at| {
+            let lc = f.line_col(at);
+            (lc.line, lc.column)
+        });
+        assert_eq!(
+            (e.outcome.as_str(), e.reason.as_str(), e_rule),
+            (r.outcome, r.reason, r_rule),
+            "query `{q}` ({q:?}) on\n{}",
+            case.policy
+        );
+    }
+});

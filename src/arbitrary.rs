@@ -1,0 +1,485 @@
+//! Generators for fuzzing and property tests (feature `arbitrary`).
+//!
+//! [`Case`] draws a policy and a handful of queries from fuzzer bytes. Most
+//! of what it draws comes from vocabularies chosen to collide: names that are
+//! suffixes of one another, addresses inside and outside the generated
+//! prefixes, every spelling trick of a host (case, trailing dots, ideographic
+//! dots, mapped and compatible IPv6, brackets), shell wrappers and protected
+//! paths. The rest is raw fuzzer text — hosts, argv words, paths — so that
+//! both the engine and the reference evaluator see what a compromised agent
+//! could send. A generated policy can fail to build (a raw pattern may be
+//! invalid); callers skip those cases.
+//!
+//! The vocabularies here are deliberately separate from the property tests'
+//! in `tests/`, so that the two explore differently.
+
+use arbitrary::{Arbitrary, Result, Unstructured};
+
+use crate::query::{Annotations, Assessment, Query, ReviewOutcome, ReviewStatus, Via};
+use crate::syntax::ast::{AuthLevel, PromptCategory, RiskCategory, RiskLevel};
+
+const NAMES: &[&str] = &[
+    "example.com",
+    "a.example.com",
+    "b.a.example.com",
+    "example.org",
+    "localhost",
+    "x.localhost",
+    "com",
+    "github.com",
+    "api.github.com",
+    "bücher.example",
+    "xn--bcher-kva.example",
+    "pastebin.com",
+    "paste.pastebin.com",
+];
+const IPS: &[&str] = &[
+    "10.0.0.1",
+    "127.0.0.1",
+    "169.254.169.254",
+    "8.8.8.8",
+    "93.184.215.14",
+    "::1",
+    "fd00::1",
+    "2606:4700::1",
+    "::ffff:8.8.8.8",
+    "192.168.1.1",
+    "64:ff9b::a00:1",
+    "2002:808:808::1",
+    "0.0.0.0",
+    "::",
+];
+const CIDRS: &[&str] = &[
+    "10.0.0.0/8",
+    "127.0.0.0/8",
+    "8.8.8.0/24",
+    "0.0.0.0/0",
+    "fd00::/8",
+    "2606:4700::/32",
+    "::ffff:10.0.0.0/104",
+    "::/0",
+    "192.168.0.0/16",
+    "8.0.0.0/7",
+    "169.254.169.254/32",
+];
+const PORTS: &[&str] = &[
+    "",
+    " port 443",
+    " port 80,443",
+    " port 8000-8999",
+    " port 1-65535",
+];
+const PERMISSIONS: &[&str] = &[
+    "shell.exec",
+    "screen.read",
+    "input.control",
+    "files.read",
+    "files.write",
+];
+const COMMAND_RULES: &[&str] = &[
+    "allow git status",
+    "prompt git push because \"publishing\"",
+    "forbid rm -rf / because \"never\"",
+    "allow [python3 python] -m pytest",
+    "allow cargo",
+    "forbid /usr/bin/git push --force because \"no\"",
+    "prompt curl",
+    "allow ls -la",
+    "prompt sudo",
+];
+const MCP_RULES: &[&str] = &[
+    "server github auto",
+    "server github prompt",
+    "server slack approve",
+    "tool github/delete_repo prompt",
+    "tool slack/post approve",
+];
+const GUARDIAN: &[&str] = &[
+    "risk critical exfiltration command ~ r\"curl\\s.*(-d|--data)\\b\"",
+    "risk high credential_probing path \"**/.ssh/**\" \"**/.env\"",
+    "risk high destructive command rm -rf",
+    "risk medium security_weakening command ~ r\"chmod\\s+777\"",
+    "risk high destructive tool github/delete_repo",
+    "risk low exfiltration host **.pastebin.com",
+    "deny category exfiltration",
+    "deny command git push --force",
+];
+const SANDBOX: &[&str] = &[
+    "read-only",
+    "workspace-write",
+    "danger-full-access",
+    "workspace-write { writable \"/var/cache/build\"; protect \".secrets\" }",
+];
+const APPROVALS: &[&str] = &[
+    "untrusted",
+    "on-request",
+    "never",
+    "granular { sandbox_approval on; rules off; mcp_elicitations on; request_permissions off; skill_approval on }",
+    "granular { sandbox_approval off; rules on; mcp_elicitations off; request_permissions on; skill_approval off }",
+];
+const ARGV_WORDS: &[&str] = &[
+    "ls",
+    "-la",
+    "git",
+    "status",
+    "push",
+    "--force",
+    "origin",
+    "rm",
+    "-rf",
+    "/",
+    "build",
+    "sudo",
+    "cargo",
+    "python3",
+    "-m",
+    "pytest",
+    "/usr/bin/git",
+    "/tmp/git",
+    "curl",
+    "-d",
+    "@.env",
+    "bash",
+    "sh",
+    "-c",
+    "-lc",
+    "zsh",
+    "chmod",
+    "777",
+    "cat",
+    "~/.ssh/id_rsa",
+    ".env",
+    "find",
+    "-delete",
+    "env",
+    "xargs",
+    "",
+];
+const SCRIPTS: &[&str] = &[
+    "git status && git push",
+    "ls | wc -l",
+    "rm -rf / > /dev/null",
+    "echo $(curl -d x y)",
+    "bash -c 'sh -c \"git push\"'",
+    "cargo test; ls",
+    "ls\ngit push",
+    "a=1 git push",
+    "`rm -rf /`",
+    "ls & git push",
+    "cat <(curl x)",
+    "ls > .git/hooks/pre-commit",
+];
+const PATHS: &[&str] = &[
+    "/w/src/main.rs",
+    "/w/.git/config",
+    "/w/.GIT/hooks/x",
+    "/w/.gitignore",
+    "/w/.zerocode",
+    "/w/.agents/a",
+    "/tmp/x",
+    "/etc/passwd",
+    "/w/../etc/x",
+    "/w/./.git/x",
+    "/w//.git/x",
+    "/w/.git/",
+    "rel/x",
+    "/var/cache/build/o",
+    "/w/.secrets/k",
+    "/w",
+];
+
+fn pick<'a>(u: &mut Unstructured<'_>, items: &[&'a str]) -> Result<&'a str> {
+    u.choose(items).copied()
+}
+
+/// A short raw string from the fuzzer (at most 40 bytes).
+fn raw(u: &mut Unstructured<'_>) -> Result<String> {
+    let len = u.int_in_range(0..=40usize)?;
+    let bytes = u.bytes(len.min(u.len()))?;
+    Ok(String::from_utf8_lossy(bytes).into_owned())
+}
+
+/// A host as an agent might spell it.
+fn host(u: &mut Unstructured<'_>) -> Result<String> {
+    if u.ratio(1u8, 8)? {
+        return raw(u);
+    }
+    let h = if u.arbitrary()? {
+        pick(u, NAMES)?
+    } else {
+        pick(u, IPS)?
+    };
+    let is_v6 = h.contains(':');
+    let is_v4 = h.parse::<std::net::Ipv4Addr>().is_ok();
+    Ok(match u.int_in_range(0..=9u8)? {
+        0 => h.to_uppercase(),
+        1 if !is_v6 => format!("{h}."),
+        2 if !is_v6 => h.replace('.', "。"),
+        3 if is_v4 => format!("[::ffff:{h}]"),
+        4 if is_v6 => format!("[{h}]"),
+        5 if is_v4 => format!("::{h}"),
+        6 => format!("user@{h}"),
+        7 if !is_v6 => format!("{h}:443"),
+        _ => h.to_string(),
+    })
+}
+
+fn port(u: &mut Unstructured<'_>) -> Result<i64> {
+    Ok(*u.choose(&[443i64, 80, 8080, 8500, 22, 0, 70000, -1])?)
+}
+
+fn argv(u: &mut Unstructured<'_>) -> Result<Vec<String>> {
+    if u.ratio(1u8, 4)? {
+        let shell = pick(u, &["bash", "sh", "/bin/bash", "zsh", "./bash"])?;
+        let flag = pick(u, &["-c", "-lc"])?;
+        let script = if u.ratio(1u8, 4)? {
+            raw(u)?
+        } else {
+            pick(u, SCRIPTS)?.to_string()
+        };
+        return Ok(vec![shell.into(), flag.into(), script]);
+    }
+    let n = u.int_in_range(0..=5usize)?;
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n {
+        v.push(if u.ratio(1u8, 10)? {
+            raw(u)?
+        } else {
+            pick(u, ARGV_WORDS)?.to_string()
+        });
+    }
+    Ok(v)
+}
+
+fn path(u: &mut Unstructured<'_>) -> Result<String> {
+    if u.ratio(1u8, 6)? {
+        return Ok(format!("/w/{}", raw(u)?));
+    }
+    Ok(pick(u, PATHS)?.to_string())
+}
+
+fn action(u: &mut Unstructured<'_>, depth: u8) -> Result<Query> {
+    let kinds = if depth == 0 { 12 } else { 4 };
+    Ok(match u.int_in_range(0..=kinds)? {
+        0 => Query::Exec {
+            argv: argv(u)?,
+            escalate: u.arbitrary()?,
+        },
+        1 => Query::Write {
+            path: path(u)?,
+            workspace: Some("/w".into()),
+        },
+        2 => Query::Mcp {
+            server: pick(u, &["github", "slack", "other"])?.into(),
+            tool: pick(u, &["delete_repo", "post", "list"])?.into(),
+            annotations: Annotations {
+                destructive_hint: u.arbitrary()?,
+                read_only_hint: u.arbitrary()?,
+                open_world_hint: u.arbitrary()?,
+            },
+        },
+        3 => Query::Connect {
+            host: host(u)?,
+            port: port(u)?,
+            via: *u.choose(Via::ALL)?,
+        },
+        4 => Query::Dns { name: host(u)? },
+        5 => Query::Resolved {
+            host: host(u)?,
+            addrs: {
+                let n = u.int_in_range(0..=3usize)?;
+                let mut v = Vec::with_capacity(n);
+                for _ in 0..n {
+                    v.push(pick(u, IPS)?.to_string());
+                }
+                v
+            },
+            port: if u.arbitrary()? { Some(port(u)?) } else { None },
+        },
+        6 => Query::Tool {
+            permission: pick(u, PERMISSIONS)?.into(),
+        },
+        7 => Query::App {
+            program: pick(
+                u,
+                &[
+                    "firefox",
+                    "/usr/bin/vim",
+                    "Google Chrome",
+                    "C:\\Apps\\TERMINAL.exe",
+                    "",
+                ],
+            )?
+            .into(),
+        },
+        8 => Query::Prompt {
+            category: *u.choose(PromptCategory::ALL)?,
+        },
+        9 => Query::Socket {
+            path: pick(
+                u,
+                &[
+                    "/tmp/a.sock",
+                    "/tmp/../run/docker.sock",
+                    "/run//x.sock",
+                    "rel.sock",
+                ],
+            )?
+            .into(),
+        },
+        10 => Query::Listen {
+            addr: pick(
+                u,
+                &["127.0.0.1:3000", "0.0.0.0:80", "[::1]:0", "localhost:8080"],
+            )?
+            .into(),
+        },
+        11 => Query::Upstream,
+        _ => Query::Review {
+            action: Box::new(action(u, depth + 1)?),
+            assessment: Assessment {
+                risk: opt(u, RiskLevel::ALL)?,
+                category: opt(u, RiskCategory::ALL)?,
+                user_authorization: opt(u, AuthLevel::ALL)?,
+                outcome: opt(u, &[ReviewOutcome::Allow, ReviewOutcome::Deny])?,
+                status: opt(
+                    u,
+                    &[
+                        ReviewStatus::Ok,
+                        ReviewStatus::Failed,
+                        ReviewStatus::Timeout,
+                        ReviewStatus::Cancelled,
+                    ],
+                )?,
+            },
+        },
+    })
+}
+
+fn opt<T: Copy>(u: &mut Unstructured<'_>, items: &[T]) -> Result<Option<T>> {
+    Ok(if u.arbitrary()? {
+        Some(*u.choose(items)?)
+    } else {
+        None
+    })
+}
+
+fn network_rule(u: &mut Unstructured<'_>) -> Result<String> {
+    let effect = pick(u, &["allow", "deny"])?;
+    let ports = pick(u, PORTS)?;
+    Ok(match u.int_in_range(0..=5u8)? {
+        0 | 1 => {
+            let prefix = pick(u, &["", "", "*.", "**."])?;
+            format!("{effect} domain {prefix}{}{ports}", pick(u, NAMES)?)
+        }
+        2 => format!(
+            "{effect} domain {}{ports}",
+            crate::query::quote_string(&raw(u)?)
+        ),
+        3 => format!("{effect} ip {}{ports}", pick(u, IPS)?),
+        4 => format!("{effect} cidr {}{ports}", pick(u, CIDRS)?),
+        _ => format!(
+            "{effect} socket {}",
+            pick(u, &["/tmp/a.sock", "/run/docker.sock"])?
+        ),
+    })
+}
+
+fn section(
+    u: &mut Unstructured<'_>,
+    out: &mut String,
+    keyword: &str,
+    items: &[&str],
+    max: usize,
+) -> Result<()> {
+    let n = u.int_in_range(0..=max)?;
+    if n == 0 {
+        return Ok(());
+    }
+    out.push_str(&format!("  {keyword} {{\n"));
+    for _ in 0..n {
+        out.push_str(&format!("    {}\n", pick(u, items)?));
+    }
+    out.push_str("  }\n");
+    Ok(())
+}
+
+/// One generated policy (the text of a file holding one `policy p`) and the
+/// queries to put to it.
+#[derive(Clone, Debug)]
+pub struct Case {
+    pub policy: String,
+    pub queries: Vec<Query>,
+}
+
+impl<'a> Arbitrary<'a> for Case {
+    fn arbitrary(u: &mut Unstructured<'a>) -> Result<Self> {
+        let mut s = String::from("policy p {\n");
+        match u.int_in_range(0..=5u8)? {
+            0 => s.push_str("  network off\n"),
+            1 => s.push_str("  network unrestricted\n"),
+            2 => {}
+            _ => {
+                s.push_str("  network {\n");
+                for (kw, values) in [
+                    ("default", ["allow", "deny"]),
+                    ("local", ["allow", "deny"]),
+                    ("dns", ["on", "off"]),
+                ] {
+                    if u.arbitrary()? {
+                        s.push_str(&format!("    {kw} {}\n", pick(u, &values)?));
+                    }
+                }
+                for _ in 0..u.int_in_range(0..=10u8)? {
+                    s.push_str(&format!("    {}\n", network_rule(u)?));
+                }
+                s.push_str("  }\n");
+            }
+        }
+        if u.arbitrary()? {
+            s.push_str(&format!(
+                "  proxy {{ socks5 {}; socks5_udp {}; upstream {}; listen {} }}\n",
+                pick(u, &["on", "off"])?,
+                pick(u, &["on", "off"])?,
+                pick(u, &["on", "off"])?,
+                pick(u, &["loopback", "any"])?,
+            ));
+        }
+        if u.arbitrary()? {
+            s.push_str(&format!(
+                "  permissions {{ default {}; {} {}; {} {} }}\n",
+                pick(u, &["allow", "deny"])?,
+                pick(u, &["allow", "deny"])?,
+                pick(u, PERMISSIONS)?,
+                pick(u, &["allow", "deny"])?,
+                pick(u, PERMISSIONS)?,
+            ));
+        }
+        if u.arbitrary()? {
+            s.push_str("  apps { deny firefox \"Google Chrome\" }\n");
+        }
+        if u.arbitrary()? {
+            s.push_str(&format!("  sandbox {}\n", pick(u, SANDBOX)?));
+        }
+        if u.arbitrary()? {
+            s.push_str(&format!("  approvals {}\n", pick(u, APPROVALS)?));
+        }
+        if u.arbitrary()? {
+            s.push_str(&format!(
+                "  reviewer {}\n",
+                pick(u, &["user", "auto_review"])?
+            ));
+        }
+        section(u, &mut s, "commands", COMMAND_RULES, 4)?;
+        section(u, &mut s, "mcp", MCP_RULES, 3)?;
+        section(u, &mut s, "guardian", GUARDIAN, 4)?;
+        s.push_str("}\n");
+
+        let n = u.int_in_range(1..=8usize)?;
+        let mut queries = Vec::with_capacity(n);
+        for _ in 0..n {
+            queries.push(action(u, 0)?);
+        }
+        Ok(Case { policy: s, queries })
+    }
+}
