@@ -1,6 +1,7 @@
 //! The whole pipeline in one call: sources → parse → check → compile.
 
-use crate::compile::{CompileError, PolicySet, compile};
+use crate::Limits;
+use crate::compile::{CompileError, PolicySet};
 use crate::diag::{Diagnostic, render_human};
 use crate::source::SourceMap;
 use crate::syntax::ast::File;
@@ -28,29 +29,48 @@ impl Build {
     }
 }
 
-/// The largest policy file read (8 MiB): anything larger fails fast with a
-/// diagnostic instead of being parsed.
-pub const MAX_SOURCE_BYTES: usize = 8 * 1024 * 1024;
-
-/// Runs parse, check and compile over every file of the set.
+/// Runs parse, check and compile over every file of the set, under the
+/// default [`Limits`].
 pub fn build(sources: SourceMap) -> Build {
+    build_with(sources, Limits::default())
+}
+
+/// [`build`] under the given limits: an oversized file, too deep a nesting
+/// or too many rules fail fast with a diagnostic.
+pub fn build_with(sources: SourceMap, limits: Limits) -> Build {
     let mut diagnostics = Vec::new();
     let mut files = Vec::new();
     for (id, f) in sources.files() {
-        if f.text.len() > MAX_SOURCE_BYTES {
-            let span = crate::source::Span::new(id, 0, 0);
-            diagnostics.push(
-                Diagnostic::error(
-                    "source_too_large",
-                    format!(
-                        "`{}` is {} bytes, over the limit of {MAX_SOURCE_BYTES}",
-                        f.name,
-                        f.text.len()
-                    ),
-                    span,
-                )
-                .with_help(Some("split the policies over several files".into())),
-            );
+        let refuse = |code: &'static str, message: String, at: usize, help: &str| {
+            Diagnostic::error(
+                code,
+                message,
+                crate::source::Span::new(id, at, at.saturating_add(1)),
+            )
+            .with_help(Some(help.into()))
+        };
+        if f.text.len() > limits.source_bytes {
+            diagnostics.push(refuse(
+                "source_too_large",
+                format!(
+                    "`{}` is {} bytes, over the limit of {}",
+                    f.name,
+                    f.text.len(),
+                    limits.source_bytes
+                ),
+                0,
+                "split the policies over several files",
+            ));
+            files.push(File::default());
+            continue;
+        }
+        if let Some(at) = crate::limits::too_deep(&f.text, limits.nesting_depth) {
+            diagnostics.push(refuse(
+                "too_deeply_nested",
+                format!("braces nest more than {} deep here", limits.nesting_depth),
+                at,
+                "policies nest three deep (policy, section, block); look for an unclosed `{`",
+            ));
             files.push(File::default());
             continue;
         }
@@ -58,7 +78,34 @@ pub fn build(sources: SourceMap) -> Build {
         diagnostics.extend(diags);
         files.push(ast);
     }
-    diagnostics.extend(crate::check::check(&files));
+    for file in &files {
+        for item in &file.items {
+            let block = match item {
+                crate::syntax::ast::Item::Policy(b) | crate::syntax::ast::Item::Requirements(b) => {
+                    b
+                }
+                _ => continue,
+            };
+            let rules = block.rule_count();
+            if rules > limits.rules_per_policy {
+                diagnostics.push(
+                    Diagnostic::error(
+                        "too_many_rules",
+                        format!(
+                            "`{}` has {rules} statements, over the limit of {}",
+                            block.name.node, limits.rules_per_policy
+                        ),
+                        block.name.span,
+                    )
+                    .with_help(Some(
+                        "split it into several policies, or raise `Limits::rules_per_policy`"
+                            .into(),
+                    )),
+                );
+            }
+        }
+    }
+    diagnostics.extend(crate::check::check_with(&files, &limits));
     crate::diag::sort(&mut diagnostics);
     let mut b = Build {
         sources,
@@ -67,7 +114,7 @@ pub fn build(sources: SourceMap) -> Build {
         set: None,
     };
     if !b.has_errors() {
-        match compile(&b.sources, &b.files) {
+        match crate::compile::compile_with(&b.sources, &b.files, &limits) {
             Ok(set) => b.set = Some(set),
             Err(e) => {
                 let span = crate::source::Span::default();
@@ -102,7 +149,12 @@ impl PolicySet {
 
     /// Compiles a set of sources; refuses it if any has an error.
     pub fn from_sources(sources: SourceMap) -> Result<PolicySet, Error> {
-        let b = build(sources);
+        Self::from_sources_with(sources, Limits::default())
+    }
+
+    /// [`PolicySet::from_sources`] under the given limits.
+    pub fn from_sources_with(sources: SourceMap, limits: Limits) -> Result<PolicySet, Error> {
+        let b = build_with(sources, limits);
         match b.set {
             Some(set) if !b.has_errors() => Ok(set),
             _ => Err(Error::Invalid {

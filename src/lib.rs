@@ -53,6 +53,7 @@ pub mod eval;
 pub mod fmt;
 #[cfg(feature = "import")]
 pub mod import;
+pub mod limits;
 pub mod log;
 pub mod normalize;
 pub mod query;
@@ -60,6 +61,7 @@ pub mod source;
 pub mod store;
 pub mod syntax;
 
-pub use build::{Build, Error, build};
+pub use build::{Build, Error, build, build_with};
 pub use compile::{Policy, PolicySet};
 pub use eval::{Decision, Outcome, Reason};
+pub use limits::Limits;

@@ -77,6 +77,56 @@ impl<W: Write + Send> DecisionSink for JsonLinesSink<W> {
     }
 }
 
+/// A sink that never holds up a decision: each event is serialised to a JSON
+/// line and handed to a bounded queue that a background thread writes out.
+/// When the writer is slow or stuck and the queue is full, the event is
+/// dropped and counted ([`BackgroundSink::dropped`]) — the decision is
+/// returned either way. A writer that panics ends the thread; later events
+/// are dropped and counted too.
+pub struct BackgroundSink {
+    tx: std::sync::mpsc::SyncSender<String>,
+    dropped: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl BackgroundSink {
+    /// Writes to `out` from a background thread, holding at most `capacity`
+    /// events in between.
+    pub fn new<W: Write + Send + 'static>(mut out: W, capacity: usize) -> std::io::Result<Self> {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<String>(capacity);
+        std::thread::Builder::new()
+            .name("gatehouse-log".into())
+            .spawn(move || {
+                for line in rx {
+                    if writeln!(out, "{line}").is_err() {
+                        break;
+                    }
+                }
+                let _ = out.flush();
+            })?;
+        Ok(BackgroundSink {
+            tx,
+            dropped: Default::default(),
+        })
+    }
+
+    /// Events dropped because the queue was full or the writer gone.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl DecisionSink for BackgroundSink {
+    fn record(&self, event: &DecisionEvent<'_>) {
+        let sent = serde_json::to_string(event)
+            .ok()
+            .is_some_and(|line| self.tx.try_send(line).is_ok());
+        if !sent {
+            self.dropped
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
 impl PolicySet {
     /// Decides and reports the decision to `sink`. The decision is the same
     /// as [`Policy::decide_in`]'s, whatever the sink does.

@@ -3,13 +3,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
-use gatehouse::PolicySet;
+use gatehouse::limits::QueryLimits;
 use gatehouse::source::SourceMap;
+use gatehouse::{Limits, PolicySet};
 
 #[test]
 fn a_source_over_the_limit_is_refused_with_a_diagnostic() {
     let mut text = String::from("policy p {\n  network {\n");
-    while text.len() <= gatehouse::build::MAX_SOURCE_BYTES {
+    while text.len() <= Limits::default().source_bytes {
         text.push_str("    allow domain filler-domain-name-to-make-this-file-large.example\n");
     }
     text.push_str("  }\n}\n");
@@ -28,6 +29,8 @@ fn deep_nesting_is_an_error_not_a_crash() {
     sources.add("deep.policy", text);
     let b = gatehouse::build(sources);
     assert!(b.has_errors());
+    assert_eq!(b.diagnostics.len(), 1);
+    assert_eq!(b.diagnostics[0].code, "too_deeply_nested");
     // The rendered snippet is a window around the span, not the whole line.
     assert!(
         b.render().len() < 2_000,
@@ -74,5 +77,128 @@ fn oversized_commands_are_denied_or_treated_as_unknown() {
             .reason
             .as_str(),
         "invalid_host"
+    );
+}
+
+fn build_with(text: &str, limits: Limits) -> gatehouse::Build {
+    let mut sources = SourceMap::new();
+    sources.add("p.policy", text);
+    gatehouse::build_with(sources, limits)
+}
+
+fn codes(b: &gatehouse::Build) -> Vec<&'static str> {
+    b.diagnostics.iter().map(|d| d.code).collect()
+}
+
+#[test]
+fn every_limit_is_configurable_by_value() {
+    let text = "policy p {\n  network {\n    allow domain a.example\n    allow domain b.example\n    deny ip 10.0.0.1\n  }\n  guardian {\n    risk high destructive command ~ r\"(a|b|c|d|e|f){1,50}x{1,50}\"\n  }\n}\n";
+    // Within the defaults it builds.
+    assert!(build_with(text, Limits::default()).set.is_some());
+
+    let b = build_with(
+        text,
+        Limits {
+            source_bytes: 64,
+            ..Limits::default()
+        },
+    );
+    assert_eq!(codes(&b), ["source_too_large"]);
+    assert!(b.set.is_none());
+
+    let b = build_with(
+        text,
+        Limits {
+            nesting_depth: 1,
+            ..Limits::default()
+        },
+    );
+    assert_eq!(codes(&b), ["too_deeply_nested"]);
+    assert_eq!(b.diagnostics[0].span.start, 21); // the `{` after `network`
+
+    let b = build_with(
+        text,
+        Limits {
+            rules_per_policy: 3,
+            ..Limits::default()
+        },
+    );
+    assert_eq!(codes(&b), ["too_many_rules"]);
+    assert!(b.set.is_none());
+    assert!(
+        build_with(
+            text,
+            Limits {
+                rules_per_policy: 4,
+                ..Limits::default()
+            }
+        )
+        .set
+        .is_some()
+    );
+
+    let b = build_with(
+        text,
+        Limits {
+            regex_bytes: 1024,
+            ..Limits::default()
+        },
+    );
+    assert!(
+        codes(&b).contains(&"invalid_regex") || codes(&b).contains(&"regex_too_big"),
+        "{:?}",
+        codes(&b)
+    );
+    assert!(b.set.is_none());
+}
+
+#[test]
+fn query_limits_travel_with_the_compiled_policy() {
+    let text = "policy p {\n  commands {\n    allow echo\n    prompt git push\n  }\n}\n";
+    let tight = Limits {
+        query: QueryLimits {
+            argv_words: 3,
+            argv_bytes: 40,
+            script_bytes: 10,
+        },
+        ..Limits::default()
+    };
+    let mut sources = SourceMap::new();
+    sources.add("p.policy", text);
+    let set = PolicySet::from_sources_with(sources, tight).unwrap();
+    let p = set.single().unwrap();
+    let argv = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        p.exec(&argv(&["echo", "a", "b"]), false).outcome.as_str(),
+        "allow"
+    );
+    assert_eq!(
+        p.exec(&argv(&["echo", "a", "b", "c"]), false)
+            .reason
+            .as_str(),
+        "invalid_command"
+    );
+    assert_eq!(
+        p.exec(&argv(&["echo", &"x".repeat(40)]), false)
+            .reason
+            .as_str(),
+        "invalid_command"
+    );
+    // A script over the limit is unknown: never allowed outright, and its
+    // `git push` still raises the prompt.
+    let d = p.exec(&argv(&["bash", "-lc", "echo hi; git push"]), false);
+    assert_eq!(
+        (d.outcome.as_str(), d.reason.as_str()),
+        ("ask", "prompt_rule")
+    );
+    // The limits survive a compiled artifact.
+    let bytes = set.to_artifact();
+    let back = PolicySet::from_artifact(&bytes).unwrap();
+    let q = back.single().unwrap();
+    assert_eq!(
+        q.exec(&argv(&["echo", "a", "b", "c"]), false)
+            .reason
+            .as_str(),
+        "invalid_command"
     );
 }

@@ -135,8 +135,8 @@ impl CheckError {
             CheckError::ProtectName(_) => "protect a name directly under every writable root, such as \".secrets\"".into(),
             CheckError::Regex(_) => "regular expressions use the syntax of the Rust `regex` crate; write them as r\"...\"".into(),
             CheckError::RegexTooBig => format!(
-                "the automaton may use at most {} KiB; split or simplify the expressions",
-                crate::compile::guardian::NFA_SIZE_LIMIT / 1024
+                "the automaton may use at most the build's `regex_bytes` limit ({} KiB by default); split or simplify the expressions",
+                crate::Limits::default().regex_bytes / 1024
             ),
             CheckError::AuthorizeLevel => "write `authorize high with LEVEL`".into(),
             CheckError::ToolPattern(_) => "for example `tool github/delete_repo`, `tool github/*` or `tool */delete_repo`".into(),
@@ -152,6 +152,12 @@ pub(crate) fn error(e: CheckError, span: Span) -> Diagnostic {
 
 /// Checks every file of a set; returns errors and warnings.
 pub fn check(files: &[File]) -> Vec<Diagnostic> {
+    check_with(files, &crate::Limits::default())
+}
+
+/// [`check`] under the given limits (the regex automaton's size).
+pub fn check_with(files: &[File], limits: &crate::Limits) -> Vec<Diagnostic> {
+    let regex_bytes = limits.regex_bytes();
     let mut diags = Vec::new();
     let mut policies: HashMap<&str, Span> = HashMap::new();
     for file in files {
@@ -167,10 +173,10 @@ pub fn check(files: &[File]) -> Vec<Diagnostic> {
                     } else {
                         policies.insert(name, b.name.span);
                     }
-                    block(b, false, &mut diags);
+                    block(b, false, regex_bytes, &mut diags);
                 }
                 Item::Requirements(b) => {
-                    block(b, true, &mut diags);
+                    block(b, true, regex_bytes, &mut diags);
                     requirements::check_block(b, &mut diags);
                 }
                 Item::Test(_) => {}
@@ -229,7 +235,7 @@ fn test_block(t: &TestBlock, names: &[&str], diags: &mut Vec<Diagnostic>) {
 }
 
 /// Checks one block; `requirements` blocks hold lists of allowed values.
-fn block(b: &Block, requirements: bool, diags: &mut Vec<Diagnostic>) {
+fn block(b: &Block, requirements: bool, regex_bytes: usize, diags: &mut Vec<Diagnostic>) {
     let mut seen: HashMap<&'static str, Span> = HashMap::new();
     for s in &b.sections {
         let kw = s.kind.keyword();
@@ -311,17 +317,23 @@ fn block(b: &Block, requirements: bool, diags: &mut Vec<Diagnostic>) {
                     }
                 }
             }
-            SectionKind::Guardian(stmts) => guardian(stmts, s.keyword, diags),
+            SectionKind::Guardian(stmts) => guardian(stmts, s.keyword, regex_bytes, diags),
             SectionKind::Apps(_) | SectionKind::Mcp(_) | SectionKind::Log(_) => {}
         }
     }
 }
 
-fn guardian(stmts: &[GuardianStmt], keyword: Span, diags: &mut Vec<Diagnostic>) {
+fn guardian(
+    stmts: &[GuardianStmt],
+    keyword: Span,
+    regex_bytes: usize,
+    diags: &mut Vec<Diagnostic>,
+) {
     let mut patterns = Vec::new();
     let mut matcher = |m: &Matcher, diags: &mut Vec<Diagnostic>| match m {
         Matcher::CommandRegex(s) => {
-            match crate::compile::guardian::build_regex(std::slice::from_ref(&s.value)) {
+            match crate::compile::guardian::build_regex(std::slice::from_ref(&s.value), regex_bytes)
+            {
                 Ok(_) => patterns.push(s.value.clone()),
                 Err(e) => diags.push(error(CheckError::Regex(e), s.span)),
             }
@@ -367,7 +379,7 @@ fn guardian(stmts: &[GuardianStmt], keyword: Span, diags: &mut Vec<Diagnostic>) 
             _ => {}
         }
     }
-    if crate::compile::guardian::build_regex(&patterns).is_err() {
+    if crate::compile::guardian::build_regex(&patterns, regex_bytes).is_err() {
         diags.push(error(CheckError::RegexTooBig, keyword));
     }
 }

@@ -15,7 +15,7 @@ pub const NFA_SIZE_LIMIT: usize = 2 * 1024 * 1024;
 pub const CACHE_CAPACITY: usize = 2 * 1024 * 1024;
 
 /// Builds the automaton for a list of patterns, with the limits above.
-pub fn build_regex(patterns: &[String]) -> Result<Regex, String> {
+pub fn build_regex(patterns: &[String], size_limit: usize) -> Result<Regex, String> {
     if let Some(p) = patterns.iter().find(|p| has_property_class(p)) {
         return Err(format!(
             "`{p}` uses a Unicode property class (`\\p{{...}}` or `\\P{{...}}`), which guardian \
@@ -26,7 +26,7 @@ pub fn build_regex(patterns: &[String]) -> Result<Regex, String> {
         .configure(
             Regex::config()
                 .match_kind(MatchKind::All)
-                .nfa_size_limit(Some(NFA_SIZE_LIMIT))
+                .nfa_size_limit(Some(size_limit))
                 .hybrid_cache_capacity(CACHE_CAPACITY),
         )
         .build_many(patterns)
@@ -79,7 +79,9 @@ pub(crate) struct RegexSet {
 
 impl From<Vec<String>> for RegexSet {
     fn from(patterns: Vec<String>) -> Self {
-        let re = build_regex(&patterns).ok();
+        // Checked against the build's own limit when compiled; rebuilt here
+        // (also from an artifact) under the largest limit any build accepts.
+        let re = build_regex(&patterns, crate::Limits::MAX_REGEX_BYTES).ok();
         RegexSet { patterns, re }
     }
 }
@@ -243,7 +245,7 @@ mod tests {
     #[test]
     fn property_classes_are_refused_in_every_build() {
         for p in [r"\p{L}+", r"\pL", r"[\P{Greek}]", r"x|\p{Alphabetic}"] {
-            let e = build_regex(&[p.to_string()]).err();
+            let e = build_regex(&[p.to_string()], NFA_SIZE_LIMIT).err();
             assert!(
                 e.is_some_and(|e| e.contains("Unicode property class")),
                 "{p}"
@@ -251,10 +253,10 @@ mod tests {
         }
         // An escaped backslash before `p` is a literal `\` then `p`.
         for p in [r"\\p", r"a\\pb", r"\w+\s\d\b", r"(?i)straße"] {
-            assert!(build_regex(&[p.to_string()]).is_ok(), "{p}");
+            assert!(build_regex(&[p.to_string()], NFA_SIZE_LIMIT).is_ok(), "{p}");
         }
         // The Unicode-aware classes that remain.
-        let re = build_regex(&[r"^\w+\s\d$".to_string()]).ok();
+        let re = build_regex(&[r"^\w+\s\d$".to_string()], NFA_SIZE_LIMIT).ok();
         assert!(re.is_some_and(|re| re.is_match("δοκιμή\u{3000}٣")));
     }
 

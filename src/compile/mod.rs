@@ -146,6 +146,9 @@ pub struct Policy {
     pub(crate) perms: Perms,
     pub(crate) apps: Apps,
     pub(crate) agent: Agent,
+    /// What a query may hold ([`crate::limits::QueryLimits`]).
+    #[serde(default)]
+    pub(crate) limits: crate::limits::QueryLimits,
 }
 
 impl Policy {
@@ -303,9 +306,20 @@ impl PolicySet {
 /// assumes the checker found no error, and refuses the set (never guesses)
 /// when something does not fit.
 pub fn compile(sources: &SourceMap, files: &[File]) -> Result<PolicySet, CompileError> {
+    compile_with(sources, files, &crate::Limits::default())
+}
+
+/// [`compile`] under the given limits (the regex automaton's size, and the
+/// query limits each policy keeps).
+pub fn compile_with(
+    sources: &SourceMap,
+    files: &[File],
+    limits: &crate::Limits,
+) -> Result<PolicySet, CompileError> {
     let mut c = Compiler {
         sources,
         rules: Vec::new(),
+        limits: *limits,
     };
     let requirements = requirements_of(files);
     let mut policies = Vec::new();
@@ -334,6 +348,7 @@ pub fn compile(sources: &SourceMap, files: &[File]) -> Result<PolicySet, Compile
 }
 
 struct Compiler<'s> {
+    limits: crate::Limits,
     sources: &'s SourceMap,
     rules: Vec<RuleRef>,
 }
@@ -585,6 +600,7 @@ impl Compiler<'_> {
             perms,
             apps,
             agent,
+            limits: self.limits.query,
         })
     }
 
@@ -652,7 +668,7 @@ impl Compiler<'_> {
                 }
             }
         }
-        guardian::build_regex(&patterns)?;
+        guardian::build_regex(&patterns, self.limits.regex_bytes())?;
         g.regex = guardian::RegexSet::from(patterns);
         Ok(g)
     }

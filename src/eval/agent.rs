@@ -94,13 +94,6 @@ fn severity(d: &Decision) -> u8 {
     }
 }
 
-/// The longest argv judged (words, and bytes in all).
-pub const MAX_ARGV_WORDS: usize = 10_000;
-pub const MAX_ARGV_BYTES: usize = 1024 * 1024;
-/// A wrapper script longer than this is judged as unknown (never more
-/// permissive than splitting it).
-pub const MAX_SCRIPT_BYTES: usize = 64 * 1024;
-
 /// At most this many shell wrappers, the outer one included.
 const MAX_WRAPPERS: usize = 3;
 
@@ -205,15 +198,16 @@ impl Policy {
     // -------------------------------------------------------------- exec
 
     /// May the agent run `argv` (`escalate`: it asks to leave the sandbox)?
-    /// An empty argv, a blank program, a word with NUL, or an argv over [`MAX_ARGV_WORDS`]
-    /// words or [`MAX_ARGV_BYTES`] bytes is denied (`invalid_command`).
+    /// An empty argv, a blank program, a word with NUL, or an argv over the
+    /// policy's [`crate::limits::QueryLimits`] is denied (`invalid_command`);
+    /// a wrapper's script over them is judged as unknown.
     pub fn exec(&self, argv: &[String], escalate: bool) -> Decision {
         let bytes: usize = argv.iter().map(String::len).sum();
         let blank_program = argv.first().is_some_and(|p| p.trim().is_empty());
         if argv.is_empty()
             || blank_program
-            || argv.len() > MAX_ARGV_WORDS
-            || bytes > MAX_ARGV_BYTES
+            || argv.len() > self.limits.argv_words
+            || bytes > self.limits.argv_bytes
             || argv.iter().any(|w| w.contains('\0'))
         {
             return Decision::deny(Reason::InvalidCommand, None);
@@ -228,7 +222,7 @@ impl Policy {
                 let recognised =
                     trusted_name(program).is_some_and(|n| matches!(n, "bash" | "sh" | "zsh"));
                 if recognised && !script.trim().is_empty() {
-                    let split = if script.len() > MAX_SCRIPT_BYTES {
+                    let split = if script.len() > self.limits.script_bytes {
                         Script::Unknown
                     } else {
                         shell::split(script)

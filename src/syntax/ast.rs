@@ -216,6 +216,31 @@ pub struct Block {
     pub span: Span,
 }
 
+impl Block {
+    /// The statements of the block, every section's counted (a section
+    /// without statements counts one); what `Limits::rules_per_policy`
+    /// bounds.
+    pub fn rule_count(&self) -> usize {
+        self.sections
+            .iter()
+            .map(|s| match &s.kind {
+                SectionKind::Network(Network::Block(v)) => v.len(),
+                SectionKind::Network(_) => 1,
+                SectionKind::Proxy(v) => v.len(),
+                SectionKind::Permissions(v) => v.len(),
+                SectionKind::Apps(v) => v.len(),
+                SectionKind::Sandbox(x) => 1 + x.block.as_ref().map_or(0, Vec::len),
+                SectionKind::Approvals(x) => 1 + x.granular.as_ref().map_or(0, Vec::len),
+                SectionKind::Reviewer(_) | SectionKind::WebSearch(_) => 1,
+                SectionKind::Mcp(v) => v.len(),
+                SectionKind::Commands(v) => v.len(),
+                SectionKind::Guardian(v) => v.len(),
+                SectionKind::Log(v) => v.len(),
+            })
+            .sum()
+    }
+}
+
 /// A section of a block, with the span of the whole section.
 #[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
 pub struct Section {
