@@ -1,0 +1,78 @@
+//! Gatehouse against its peers, the same policy and queries, in one run.
+//! Groups `peers_name/<query>` and `peers_ip/<query>`, one function per
+//! engine, the rule count as the parameter. Cedar and regorus stop at 10 000
+//! rules (building and asking them at 100 000 takes minutes).
+
+#![allow(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)]
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use gatehouse_benches::{cidr_policy, domain_policy};
+use gatehouse_peers::{Engine, Rules, ip_engines, ip_queries, name_engines, name_queries};
+
+const SIZES: &[usize] = &[10, 100, 1_000, 10_000, 100_000];
+const SLOW: &[&str] = &["cedar", "regorus"];
+
+fn sizes() -> Vec<usize> {
+    // PEERS_MAX=1000 for a quick run.
+    let max = std::env::var("PEERS_MAX")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(usize::MAX);
+    SIZES.iter().copied().filter(|&n| n <= max).collect()
+}
+
+fn keep(e: &dyn Engine, n: usize) -> bool {
+    !(SLOW.contains(&e.name()) && n > 10_000)
+}
+
+fn names(c: &mut Criterion) {
+    for &n in &sizes() {
+        let (text, domains) = domain_policy(n, 7);
+        let rules = Rules::from_policy(&text);
+        let engines: Vec<Box<dyn Engine>> = name_engines(&rules)
+            .into_iter()
+            .filter(|e| keep(e.as_ref(), n))
+            .collect();
+        for (kind, q) in name_queries(&domains) {
+            let mut g = c.benchmark_group(format!("peers_name/{kind}"));
+            g.warm_up_time(Duration::from_millis(300))
+                .measurement_time(Duration::from_secs(1))
+                .sample_size(20);
+            for e in &engines {
+                g.bench_with_input(BenchmarkId::new(e.name(), n), &n, |b, _| {
+                    b.iter(|| e.host(black_box(&q)))
+                });
+            }
+            g.finish();
+        }
+    }
+}
+
+fn addresses(c: &mut Criterion) {
+    for &n in &sizes() {
+        let (text, inside) = cidr_policy(n, 11);
+        let rules = Rules::from_policy(&text);
+        let engines: Vec<Box<dyn Engine>> = ip_engines(&rules)
+            .into_iter()
+            .filter(|e| keep(e.as_ref(), n))
+            .collect();
+        for (kind, q) in ip_queries(&inside) {
+            let mut g = c.benchmark_group(format!("peers_ip/{kind}"));
+            g.warm_up_time(Duration::from_millis(300))
+                .measurement_time(Duration::from_secs(1))
+                .sample_size(20);
+            for e in &engines {
+                g.bench_with_input(BenchmarkId::new(e.name(), n), &n, |b, _| {
+                    b.iter(|| e.ip(black_box(&q)))
+                });
+            }
+            g.finish();
+        }
+    }
+}
+
+criterion_group!(benches, names, addresses);
+criterion_main!(benches);

@@ -1,0 +1,467 @@
+//! The HTTP forward proxy: absolute-form requests and `CONNECT` tunnels.
+//!
+//! Every request is decided by its target, and the target, the `Host`
+//! header and — inside a CONNECT tunnel — the TLS server name (or the
+//! tunnelled request's `Host`) must all name the same host: a mismatch is
+//! refused (no domain fronting). The name is then resolved once, the answers
+//! checked with `resolved`, and only those addresses are dialled.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use gatehouse::query::{Query, Via};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::dns::Upstream;
+use crate::policy::{Policies, Request};
+use crate::tls::{Hello, client_hello};
+
+const MAX_HEAD: usize = 64 * 1024;
+const FIRST_BYTES: Duration = Duration::from_secs(10);
+
+/// Where to send traffic when the policy allows an upstream proxy.
+#[derive(Clone, Debug)]
+pub struct UpstreamProxy {
+    pub addr: String,
+}
+
+impl UpstreamProxy {
+    /// `HTTPS_PROXY`/`HTTP_PROXY` (either case), `http://HOST:PORT` only.
+    pub fn from_env() -> Option<UpstreamProxy> {
+        ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"]
+            .iter()
+            .find_map(|k| std::env::var(k).ok())
+            .and_then(|v| {
+                let rest = v.strip_prefix("http://")?;
+                let addr = rest.trim_end_matches('/').to_string();
+                (!addr.is_empty()).then_some(UpstreamProxy { addr })
+            })
+    }
+}
+
+pub struct Ctx {
+    pub policies: Arc<Policies>,
+    pub resolver: Arc<Upstream>,
+    pub upstream_proxy: Option<UpstreamProxy>,
+}
+
+/// Serves the proxy on `listener` until the runtime ends.
+pub fn serve(ctx: Arc<Ctx>, listener: TcpListener) {
+    tokio::spawn(async move {
+        loop {
+            let Ok((s, _)) = listener.accept().await else {
+                continue;
+            };
+            let ctx = ctx.clone();
+            tokio::spawn(async move {
+                let _ = s.set_nodelay(true);
+                handle(&ctx, s).await;
+            });
+        }
+    });
+}
+
+/// A request head: the request line and the headers, as read.
+pub struct Head {
+    pub method: String,
+    pub target: String,
+    pub version: String,
+    pub headers: Vec<(String, String)>,
+}
+
+impl Head {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Reads up to the end of the head; returns it and what followed it.
+pub async fn read_head<S: AsyncRead + Unpin>(
+    s: &mut S,
+    mut buf: Vec<u8>,
+) -> Option<(Head, Vec<u8>)> {
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = parse_head(buf.get(..end)?)?;
+            return Some((head, buf.get(end + 4..)?.to_vec()));
+        }
+        if buf.len() > MAX_HEAD {
+            return None;
+        }
+        let mut chunk = [0u8; 4096];
+        let n = s.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(chunk.get(..n)?);
+    }
+}
+
+fn parse_head(b: &[u8]) -> Option<Head> {
+    let text = std::str::from_utf8(b).ok()?;
+    let mut lines = text.split("\r\n");
+    let mut first = lines.next()?.split(' ');
+    let (method, target, version) = (first.next()?, first.next()?, first.next()?);
+    if first.next().is_some() || !version.starts_with("HTTP/1.") {
+        return None;
+    }
+    let mut headers = Vec::new();
+    for l in lines {
+        let (k, v) = l.split_once(':')?;
+        if k.is_empty() || k.contains(' ') {
+            return None;
+        }
+        headers.push((k.to_string(), v.trim().to_string()));
+    }
+    Some(Head {
+        method: method.to_string(),
+        target: target.to_string(),
+        version: version.to_string(),
+        headers,
+    })
+}
+
+/// `HOST:PORT` (IPv6 in brackets) into the host (brackets kept) and port.
+pub fn split_authority(a: &str, default_port: u16) -> Option<(String, u16)> {
+    if let Some(rest) = a.strip_prefix('[') {
+        let (h, after) = rest.split_once(']')?;
+        let port = match after.strip_prefix(':') {
+            Some(p) => p.parse().ok()?,
+            None if after.is_empty() => default_port,
+            None => return None,
+        };
+        return Some((format!("[{h}]"), port));
+    }
+    match a.rsplit_once(':') {
+        Some((h, p)) => Some((h.to_string(), p.parse().ok()?)),
+        None => Some((a.to_string(), default_port)),
+    }
+}
+
+/// Hosts compared as a resolver would see them: ASCII case and one trailing
+/// dot do not matter; anything else does.
+pub fn same_host(a: &str, b: &str) -> bool {
+    let n = |s: &str| s.trim_end_matches('.').to_ascii_lowercase();
+    !a.is_empty() && n(a) == n(b)
+}
+
+async fn respond<S: AsyncWrite + Unpin>(s: &mut S, status: &str, reason: &str, revision: &str) {
+    let body = format!("gatehouse: {reason}\n");
+    let msg = format!(
+        "HTTP/1.1 {status}\r\nX-Gatehouse-Reason: {reason}\r\nX-Gatehouse-Revision: {revision}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = s.write_all(msg.as_bytes()).await;
+    let _ = s.shutdown().await;
+}
+
+/// Decides, resolves, checks the answers and dials: the stream to the
+/// target (directly or through the upstream proxy), or the refusal reason.
+pub async fn open(
+    ctx: &Ctx,
+    req: &mut Request<'_>,
+    host: &str,
+    port: u16,
+    via: Via,
+) -> Result<(TcpStream, bool), String> {
+    let d = req.decide(&Query::Connect {
+        host: host.to_string(),
+        port: i64::from(port),
+        via,
+    });
+    if !d.is_allow() {
+        return Err(d.reason.as_str().to_string());
+    }
+    let literal = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<IpAddr>()
+        .is_ok();
+    let addrs = ctx
+        .resolver
+        .addresses_for(host)
+        .await
+        .map_err(|_| "lookup_failed".to_string())?;
+    if !literal {
+        let text: Vec<String> = addrs.iter().map(IpAddr::to_string).collect();
+        let d = req.decide(&Query::Resolved {
+            host: host.to_string(),
+            addrs: text,
+            port: Some(i64::from(port)),
+        });
+        if !d.is_allow() {
+            return Err(d.reason.as_str().to_string());
+        }
+    }
+    // An upstream proxy from the environment, when the policy allows one.
+    if let Some(up) = &ctx.upstream_proxy
+        && req.decide(&Query::Upstream).is_allow()
+    {
+        let s = TcpStream::connect(&up.addr)
+            .await
+            .map_err(|_| "upstream_proxy_unreachable".to_string())?;
+        return Ok((s, true));
+    }
+    for ip in addrs {
+        if let Ok(Ok(s)) = tokio::time::timeout(
+            Duration::from_secs(10),
+            TcpStream::connect(SocketAddr::new(ip, port)),
+        )
+        .await
+        {
+            let _ = s.set_nodelay(true);
+            return Ok((s, false));
+        }
+    }
+    Err("connect_failed".to_string())
+}
+
+async fn handle(ctx: &Ctx, mut client: TcpStream) {
+    let Some((head, rest)) = read_head(&mut client, Vec::new()).await else {
+        respond(&mut client, "400 Bad Request", "bad_request", "-").await;
+        return;
+    };
+    let mut req = ctx.policies.request();
+    if head.method.eq_ignore_ascii_case("CONNECT") {
+        connect(ctx, &mut req, client, head, rest).await;
+    } else {
+        forward(ctx, &mut req, client, head, rest).await;
+    }
+}
+
+/// Refuses with 403 and the reason, and logs the request.
+async fn refuse(req: &Request<'_>, client: &mut TcpStream, what: &str, reason: &str) {
+    let rev = crate::policy::short(req.revision()).to_string();
+    let status = if reason == "connect_failed"
+        || reason == "lookup_failed"
+        || reason == "upstream_proxy_unreachable"
+    {
+        "502 Bad Gateway"
+    } else {
+        "403 Forbidden"
+    };
+    eprintln!("gatehouse-egress: refused {what}: {reason}");
+    req.finish(what, &format!("refused: {reason}"));
+    respond(client, status, reason, &rev).await;
+}
+
+async fn connect(
+    ctx: &Ctx,
+    req: &mut Request<'_>,
+    mut client: TcpStream,
+    head: Head,
+    rest: Vec<u8>,
+) {
+    let what = format!("CONNECT {}", head.target);
+    let Some((host, port)) = split_authority(&head.target, 443) else {
+        return refuse(req, &mut client, &what, "invalid_host").await;
+    };
+    if let Some(h) = head.header("Host") {
+        let agrees =
+            split_authority(h, port).is_some_and(|(hh, hp)| same_host(&hh, &host) && hp == port);
+        if !agrees {
+            return refuse(req, &mut client, &what, "host_mismatch").await;
+        }
+    }
+    let (mut upstream, via_proxy) = match open(ctx, req, &host, port, Via::Https).await {
+        Ok(s) => s,
+        Err(reason) => return refuse(req, &mut client, &what, &reason).await,
+    };
+    if via_proxy {
+        let line = format!("CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n");
+        if upstream.write_all(line.as_bytes()).await.is_err() {
+            return refuse(req, &mut client, &what, "upstream_proxy_unreachable").await;
+        }
+        match read_head_response(&mut upstream).await {
+            Some(code) if code.starts_with('2') => {}
+            _ => return refuse(req, &mut client, &what, "upstream_proxy_refused").await,
+        }
+    }
+    let rev = crate::policy::short(req.revision()).to_string();
+    let ok = format!("HTTP/1.1 200 Connection established\r\nX-Gatehouse-Revision: {rev}\r\n\r\n");
+    if client.write_all(ok.as_bytes()).await.is_err() {
+        return;
+    }
+    // The first bytes of the tunnel must name the same host.
+    let mut first = rest;
+    let literal = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<IpAddr>()
+        .is_ok();
+    let verdict = loop {
+        match client_hello(&first) {
+            Hello::Sni(sni) => {
+                break if same_host(&sni, &host) {
+                    Ok(())
+                } else {
+                    Err("sni_mismatch")
+                };
+            }
+            Hello::NoSni => break if literal { Ok(()) } else { Err("sni_missing") },
+            Hello::NotTls if !first.is_empty() => {
+                // A plain HTTP request through the tunnel: its Host must agree.
+                match read_head(&mut client, std::mem::take(&mut first)).await {
+                    Some((h, body)) => {
+                        let agrees = h
+                            .header("Host")
+                            .and_then(|v| split_authority(v, port))
+                            .is_some_and(|(hh, hp)| same_host(&hh, &host) && hp == port);
+                        first = rebuild(&h, &body, false);
+                        break if agrees { Ok(()) } else { Err("host_mismatch") };
+                    }
+                    None => break Err("unrecognised_protocol"),
+                }
+            }
+            _ => {
+                if first.len() > 16 * 1024 {
+                    break Err("unrecognised_protocol");
+                }
+                let mut chunk = [0u8; 4096];
+                match tokio::time::timeout(FIRST_BYTES, client.read(&mut chunk)).await {
+                    Ok(Ok(n)) if n > 0 => {
+                        first.extend_from_slice(chunk.get(..n).unwrap_or_default())
+                    }
+                    _ => break Err("unrecognised_protocol"),
+                }
+            }
+        }
+    };
+    if let Err(reason) = verdict {
+        eprintln!("gatehouse-egress: refused {what}: {reason}");
+        req.finish(&what, &format!("refused: {reason}"));
+        return; // dropping both streams closes the tunnel
+    }
+    req.finish(&what, "tunnel");
+    if upstream.write_all(&first).await.is_err() {
+        return;
+    }
+    let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+}
+
+/// The status code of an upstream proxy's response head.
+async fn read_head_response(s: &mut TcpStream) -> Option<String> {
+    let mut buf = Vec::new();
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let text = std::str::from_utf8(buf.get(..end)?).ok()?;
+            return text.split(' ').nth(1).map(str::to_string);
+        }
+        let mut b = [0u8; 1];
+        if s.read(&mut b).await.ok()? == 0 || buf.len() > MAX_HEAD {
+            return None;
+        }
+        buf.extend_from_slice(&b);
+    }
+}
+
+/// A request head written out again: origin-form unless `absolute`, hop-by-
+/// hop and proxy headers dropped, and `Connection: close` so that the
+/// connection carries this one request (a second one, perhaps for another
+/// host, would not be decided).
+fn rebuild(h: &Head, body: &[u8], absolute: bool) -> Vec<u8> {
+    let target = if absolute {
+        h.target.clone()
+    } else {
+        match h.target.strip_prefix("http://") {
+            Some(rest) => rest.find('/').map_or("/".to_string(), |i| {
+                rest.get(i..).unwrap_or("/").to_string()
+            }),
+            None => h.target.clone(),
+        }
+    };
+    let mut out = format!("{} {} {}\r\n", h.method, target, h.version);
+    for (k, v) in &h.headers {
+        let k_l = k.to_ascii_lowercase();
+        if matches!(
+            k_l.as_str(),
+            "connection"
+                | "keep-alive"
+                | "proxy-connection"
+                | "proxy-authorization"
+                | "te"
+                | "upgrade"
+        ) {
+            continue;
+        }
+        out.push_str(&format!("{k}: {v}\r\n"));
+    }
+    out.push_str("Connection: close\r\n\r\n");
+    let mut bytes = out.into_bytes();
+    bytes.extend_from_slice(body);
+    bytes
+}
+
+async fn forward(
+    ctx: &Ctx,
+    req: &mut Request<'_>,
+    mut client: TcpStream,
+    head: Head,
+    rest: Vec<u8>,
+) {
+    let what = format!("{} {}", head.method, head.target);
+    let Some(authority) = head
+        .target
+        .strip_prefix("http://")
+        .map(|r| r.split('/').next().unwrap_or(""))
+    else {
+        return refuse(req, &mut client, &what, "absolute_form_required").await;
+    };
+    if authority.contains('@') {
+        return refuse(req, &mut client, &what, "invalid_host").await;
+    }
+    let Some((host, port)) = split_authority(authority, 80) else {
+        return refuse(req, &mut client, &what, "invalid_host").await;
+    };
+    let agrees = head
+        .header("Host")
+        .and_then(|v| split_authority(v, 80))
+        .is_some_and(|(hh, hp)| same_host(&hh, &host) && hp == port);
+    if !agrees {
+        return refuse(req, &mut client, &what, "host_mismatch").await;
+    }
+    let (mut upstream, via_proxy) = match open(ctx, req, &host, port, Via::Http).await {
+        Ok(s) => s,
+        Err(reason) => return refuse(req, &mut client, &what, &reason).await,
+    };
+    req.finish(&what, "forwarded");
+    if upstream
+        .write_all(&rebuild(&head, &rest, via_proxy))
+        .await
+        .is_err()
+    {
+        return;
+    }
+    let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn authorities() {
+        assert_eq!(
+            split_authority("a.example:443", 80),
+            Some(("a.example".into(), 443))
+        );
+        assert_eq!(
+            split_authority("a.example", 80),
+            Some(("a.example".into(), 80))
+        );
+        assert_eq!(
+            split_authority("[::1]:8080", 80),
+            Some(("[::1]".into(), 8080))
+        );
+        assert_eq!(split_authority("[::1]", 80), Some(("[::1]".into(), 80)));
+        assert_eq!(split_authority("a:b", 80), None);
+        assert!(same_host("A.Example.", "a.example"));
+        assert!(!same_host("a.example", "b.example"));
+        assert!(!same_host("", ""));
+    }
+}

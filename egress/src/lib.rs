@@ -1,0 +1,145 @@
+//! gatehouse-egress: the reference embedding of gatehouse on the hot path.
+//!
+//! An egress proxy (HTTP absolute-form and `CONNECT`, with the TLS server
+//! name checked against the target; SOCKS5 with TCP CONNECT and UDP
+//! ASSOCIATE) and a filtering DNS resolver, both deciding every request with
+//! one compiled policy that is swapped live when its file changes. See
+//! `docs/egress.md`.
+//!
+//! The pattern to copy into your own embedding:
+//! 1. compile once into a [`gatehouse::store::PolicyStore`];
+//! 2. per request, `load()` the set once and make every decision of that
+//!    request with it ([`policy::Policies::request`]);
+//! 3. decide on what the socket will use: resolve once, check the answers
+//!    with `resolved`, dial exactly those addresses.
+
+pub mod dns;
+pub mod http;
+pub mod policy;
+pub mod socks;
+pub mod tls;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio::net::{TcpListener, UdpSocket};
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub policy: PathBuf,
+    pub policy_name: Option<String>,
+    /// The HTTP proxy's address.
+    pub http: SocketAddr,
+    pub socks: Option<SocketAddr>,
+    pub dns: Option<SocketAddr>,
+    /// Where allowed DNS questions go (and the proxy's own lookups).
+    pub upstream_dns: SocketAddr,
+    /// The decision log (JSON lines); none: not written.
+    pub log: Option<PathBuf>,
+    /// Load tests only: decide nothing, log nothing.
+    pub no_policy: bool,
+}
+
+/// A started daemon: the bound addresses.
+pub struct Running {
+    pub http: SocketAddr,
+    pub socks: Option<SocketAddr>,
+    pub dns: Option<SocketAddr>,
+    pub policies: Arc<policy::Policies>,
+}
+
+/// The first `nameserver` of /etc/resolv.conf, port 53.
+pub fn system_dns() -> Option<SocketAddr> {
+    let text = std::fs::read_to_string("/etc/resolv.conf").ok()?;
+    text.lines().find_map(|l| {
+        let ip = l.trim().strip_prefix("nameserver")?.trim().parse().ok()?;
+        Some(SocketAddr::new(ip, 53))
+    })
+}
+
+/// Binds every listener (each one first allowed by the policy's `listen`
+/// rule: loopback unless the policy says `listen any`) and starts serving.
+pub async fn start(config: Config) -> Result<Running, String> {
+    let sink: Arc<dyn gatehouse::log::DecisionSink> = match &config.log {
+        Some(path) => {
+            let f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            Arc::new(gatehouse::log::BackgroundSink::new(f, 65_536).map_err(|e| e.to_string())?)
+        }
+        None => Arc::new(policy::Discard),
+    };
+    let policies = Arc::new(policy::Policies::new(
+        config.policy.clone(),
+        config.policy_name.clone(),
+        sink,
+        config.no_policy,
+    )?);
+    for addr in [Some(config.http), config.socks, config.dns]
+        .into_iter()
+        .flatten()
+    {
+        let set = policies.store.load();
+        let p = match config.policy_name.as_deref() {
+            Some(n) => set.policy(n),
+            None => set.single(),
+        };
+        let d = p.map(|p| p.listen_on(addr.ip(), addr.port()));
+        if !d.is_some_and(|d| d.is_allow()) {
+            return Err(format!(
+                "the policy does not allow listening on {addr} (proxy {{ listen any }} allows non-loopback addresses)"
+            ));
+        }
+    }
+    let resolver = Arc::new(dns::Upstream {
+        server: config.upstream_dns,
+        vetted: Default::default(),
+    });
+    let ctx = Arc::new(http::Ctx {
+        policies: policies.clone(),
+        resolver: resolver.clone(),
+        upstream_proxy: http::UpstreamProxy::from_env(),
+    });
+    let bind_err = |what: &str, a: SocketAddr, e: std::io::Error| format!("{what} on {a}: {e}");
+    let listener = TcpListener::bind(config.http)
+        .await
+        .map_err(|e| bind_err("http", config.http, e))?;
+    let http = listener.local_addr().map_err(|e| e.to_string())?;
+    http::serve(ctx.clone(), listener);
+    let socks = match config.socks {
+        Some(a) => {
+            let l = TcpListener::bind(a)
+                .await
+                .map_err(|e| bind_err("socks5", a, e))?;
+            let bound = l.local_addr().map_err(|e| e.to_string())?;
+            socks::serve(ctx.clone(), l);
+            Some(bound)
+        }
+        None => None,
+    };
+    let dns = match config.dns {
+        Some(a) => {
+            let udp = UdpSocket::bind(a)
+                .await
+                .map_err(|e| bind_err("dns", a, e))?;
+            let bound = udp.local_addr().map_err(|e| e.to_string())?;
+            let tcp = TcpListener::bind(bound)
+                .await
+                .map_err(|e| bind_err("dns (tcp)", bound, e))?;
+            dns::serve(policies.clone(), resolver, udp, tcp);
+            Some(bound)
+        }
+        None => None,
+    };
+    policy::watch(policies.clone());
+    Ok(Running {
+        http,
+        socks,
+        dns,
+        policies,
+    })
+}

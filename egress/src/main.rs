@@ -1,0 +1,74 @@
+//! `gatehouse-egress --policy FILE [--policy-name NAME] [--http ADDR]
+//! [--socks ADDR] [--dns ADDR] [--upstream-dns ADDR] [--log FILE]`
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use gatehouse_egress::{Config, start, system_dns};
+
+const USAGE: &str = "usage: gatehouse-egress --policy FILE [--policy-name NAME] [--http 127.0.0.1:3128] \
+[--socks 127.0.0.1:1080] [--dns 127.0.0.1:5353] [--upstream-dns IP:PORT] [--log FILE] [--no-policy]";
+
+fn parse(args: &[String]) -> Result<Config, String> {
+    let mut it = args.iter();
+    let mut policy = None;
+    let mut c = Config {
+        policy: PathBuf::new(),
+        policy_name: None,
+        http: "127.0.0.1:3128".parse().map_err(|_| "default")?,
+        socks: None,
+        dns: None,
+        upstream_dns: system_dns().unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 53], 53))),
+        log: None,
+        no_policy: false,
+    };
+    let addr = |v: Option<&String>, flag: &str| -> Result<SocketAddr, String> {
+        v.ok_or(format!("{flag} needs an address"))?
+            .parse()
+            .map_err(|_| format!("{flag}: expected IP:PORT"))
+    };
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--policy" => policy = it.next().map(PathBuf::from),
+            "--policy-name" => c.policy_name = it.next().cloned(),
+            "--http" => c.http = addr(it.next(), a)?,
+            "--socks" => c.socks = Some(addr(it.next(), a)?),
+            "--dns" => c.dns = Some(addr(it.next(), a)?),
+            "--upstream-dns" => c.upstream_dns = addr(it.next(), a)?,
+            "--log" => c.log = it.next().map(PathBuf::from),
+            "--no-policy" => c.no_policy = true,
+            "-h" | "--help" => return Err(USAGE.to_string()),
+            other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
+        }
+    }
+    c.policy = policy.ok_or(USAGE)?;
+    Ok(c)
+}
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let config = match parse(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(2);
+        }
+    };
+    match start(config).await {
+        Ok(r) => {
+            eprintln!("gatehouse-egress: http proxy on {}", r.http);
+            if let Some(a) = r.socks {
+                eprintln!("gatehouse-egress: socks5 on {a}");
+            }
+            if let Some(a) = r.dns {
+                eprintln!("gatehouse-egress: dns on {a} (udp and tcp)");
+            }
+            let _ = tokio::signal::ctrl_c().await;
+        }
+        Err(e) => {
+            eprintln!("gatehouse-egress: {e}");
+            std::process::exit(1);
+        }
+    }
+}

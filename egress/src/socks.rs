@@ -1,0 +1,250 @@
+//! SOCKS5 (RFC 1928): TCP CONNECT and UDP ASSOCIATE, no authentication.
+//! Each connection is decided with `via socks5`, each datagram with
+//! `via socks5_udp`, so the policy's `proxy { socks5 ...; socks5_udp ... }`
+//! switches hold; names are resolved and checked as for HTTP.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+
+use gatehouse::query::{Query, Via};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream, UdpSocket};
+
+use crate::http::{Ctx, open};
+
+pub fn serve(ctx: Arc<Ctx>, listener: TcpListener) {
+    tokio::spawn(async move {
+        loop {
+            let Ok((s, peer)) = listener.accept().await else {
+                continue;
+            };
+            let ctx = ctx.clone();
+            tokio::spawn(async move {
+                let _ = handle(&ctx, s, peer).await;
+            });
+        }
+    });
+}
+
+async fn reply(s: &mut TcpStream, code: u8, bound: SocketAddr) -> std::io::Result<()> {
+    let mut out = vec![5, code, 0];
+    match bound.ip() {
+        IpAddr::V4(a) => {
+            out.push(1);
+            out.extend(a.octets());
+        }
+        IpAddr::V6(a) => {
+            out.push(4);
+            out.extend(a.octets());
+        }
+    }
+    out.extend(bound.port().to_be_bytes());
+    s.write_all(&out).await
+}
+
+/// Reads ATYP + address + port; the host as text (IPv6 bracketed).
+async fn read_addr(s: &mut TcpStream) -> std::io::Result<(String, u16)> {
+    let atyp = s.read_u8().await?;
+    let host = match atyp {
+        1 => {
+            let mut b = [0u8; 4];
+            s.read_exact(&mut b).await?;
+            Ipv4Addr::from(b).to_string()
+        }
+        3 => {
+            let n = s.read_u8().await?;
+            let mut b = vec![0u8; usize::from(n)];
+            s.read_exact(&mut b).await?;
+            // Not UTF-8: kept lossy, so that validation denies it.
+            String::from_utf8_lossy(&b).into_owned()
+        }
+        4 => {
+            let mut b = [0u8; 16];
+            s.read_exact(&mut b).await?;
+            format!("[{}]", Ipv6Addr::from(b))
+        }
+        _ => return Err(std::io::ErrorKind::InvalidData.into()),
+    };
+    let port = s.read_u16().await?;
+    Ok((host, port))
+}
+
+const UNSPECIFIED: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0);
+
+async fn handle(ctx: &Ctx, mut s: TcpStream, peer: SocketAddr) -> std::io::Result<()> {
+    // Greeting: only "no authentication".
+    if s.read_u8().await? != 5 {
+        return Ok(());
+    }
+    let n = s.read_u8().await?;
+    let mut methods = vec![0u8; usize::from(n)];
+    s.read_exact(&mut methods).await?;
+    if !methods.contains(&0) {
+        s.write_all(&[5, 0xff]).await?;
+        return Ok(());
+    }
+    s.write_all(&[5, 0]).await?;
+    // Request.
+    let mut h = [0u8; 3];
+    s.read_exact(&mut h).await?;
+    let (host, port) = read_addr(&mut s).await?;
+    let mut req = ctx.policies.request();
+    match h[1] {
+        1 => {
+            let what = format!("socks5 CONNECT {host}:{port}");
+            match open(ctx, &mut req, &host, port, Via::Socks5).await {
+                Ok((mut up, via_proxy)) => {
+                    if via_proxy {
+                        // SOCKS through an HTTP upstream proxy: tunnel with CONNECT.
+                        let line = format!(
+                            "CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n"
+                        );
+                        up.write_all(line.as_bytes()).await?;
+                        let mut buf = Vec::new();
+                        while !buf.ends_with(b"\r\n\r\n") {
+                            let b = up.read_u8().await?;
+                            buf.push(b);
+                        }
+                        if !buf.starts_with(b"HTTP/1.1 2") && !buf.starts_with(b"HTTP/1.0 2") {
+                            req.finish(&what, "refused: upstream_proxy_refused");
+                            return reply(&mut s, 1, UNSPECIFIED).await;
+                        }
+                    }
+                    req.finish(&what, "tunnel");
+                    let bound = up.local_addr().unwrap_or(UNSPECIFIED);
+                    reply(&mut s, 0, bound).await?;
+                    let _ = tokio::io::copy_bidirectional(&mut s, &mut up).await;
+                    Ok(())
+                }
+                Err(reason) => {
+                    eprintln!("gatehouse-egress: refused {what}: {reason}");
+                    req.finish(&what, &format!("refused: {reason}"));
+                    // 2: connection not allowed by ruleset; 4: host unreachable.
+                    let code = if reason == "connect_failed" || reason == "lookup_failed" {
+                        4
+                    } else {
+                        2
+                    };
+                    reply(&mut s, code, UNSPECIFIED).await
+                }
+            }
+        }
+        3 => associate(ctx, s, peer).await,
+        _ => reply(&mut s, 7, UNSPECIFIED).await,
+    }
+}
+
+/// UDP ASSOCIATE: a relay socket on the listener's address, serving only the
+/// client's address, until the control connection closes.
+async fn associate(ctx: &Ctx, mut control: TcpStream, peer: SocketAddr) -> std::io::Result<()> {
+    // Bound on every address (targets are elsewhere), announced on the
+    // listener's; only datagrams from the client's address are relayed out.
+    let local = control.local_addr()?;
+    let any: IpAddr = if local.is_ipv4() {
+        Ipv4Addr::UNSPECIFIED.into()
+    } else {
+        Ipv6Addr::UNSPECIFIED.into()
+    };
+    let relay = UdpSocket::bind(SocketAddr::new(any, 0)).await?;
+    let port = relay.local_addr()?.port();
+    reply(&mut control, 0, SocketAddr::new(local.ip(), port)).await?;
+    let mut client: Option<SocketAddr> = None;
+    let mut buf = vec![0u8; 65_536];
+    let mut sink = [0u8; 1];
+    loop {
+        tokio::select! {
+            r = control.read(&mut sink) => {
+                if matches!(r, Ok(0) | Err(_)) {
+                    return Ok(());
+                }
+            }
+            r = relay.recv_from(&mut buf) => {
+                let (n, from) = r?;
+                let data = buf.get(..n).unwrap_or_default();
+                if from.ip() == peer.ip() && client.is_none_or(|c| c == from) {
+                    client = Some(from);
+                    let _ = outbound(ctx, &relay, data).await;
+                } else if let Some(c) = client {
+                    // A reply from a target: wrap it for the client.
+                    let mut out = vec![0, 0, 0];
+                    match from.ip() {
+                        IpAddr::V4(a) => { out.push(1); out.extend(a.octets()); }
+                        IpAddr::V6(a) => { out.push(4); out.extend(a.octets()); }
+                    }
+                    out.extend(from.port().to_be_bytes());
+                    out.extend_from_slice(data);
+                    let _ = relay.send_to(&out, c).await;
+                }
+            }
+        }
+    }
+}
+
+/// One datagram from the client: decided, resolved, checked, sent.
+async fn outbound(ctx: &Ctx, relay: &UdpSocket, d: &[u8]) -> Option<()> {
+    let (&frag, rest) = d.get(2..)?.split_first()?;
+    if frag != 0 {
+        return None; // fragments are not supported: dropped
+    }
+    let (&atyp, rest) = rest.split_first()?;
+    let (host, rest) = match atyp {
+        1 => (
+            Ipv4Addr::from(<[u8; 4]>::try_from(rest.get(..4)?).ok()?).to_string(),
+            rest.get(4..)?,
+        ),
+        3 => {
+            let (&n, rest) = rest.split_first()?;
+            let n = usize::from(n);
+            (
+                String::from_utf8_lossy(rest.get(..n)?).into_owned(),
+                rest.get(n..)?,
+            )
+        }
+        4 => (
+            format!(
+                "[{}]",
+                Ipv6Addr::from(<[u8; 16]>::try_from(rest.get(..16)?).ok()?)
+            ),
+            rest.get(16..)?,
+        ),
+        _ => return None,
+    };
+    let port = u16::from_be_bytes(<[u8; 2]>::try_from(rest.get(..2)?).ok()?);
+    let payload = rest.get(2..)?;
+    let mut req = ctx.policies.request();
+    let what = format!("socks5 UDP {host}:{port}");
+    let d = req.decide(&Query::Connect {
+        host: host.clone(),
+        port: i64::from(port),
+        via: Via::Socks5Udp,
+    });
+    if !d.is_allow() {
+        req.finish(&what, &format!("dropped: {}", d.reason.as_str()));
+        return None;
+    }
+    let addrs = ctx.resolver.addresses_for(&host).await.ok()?;
+    let literal = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<IpAddr>()
+        .is_ok();
+    if !literal {
+        let text: Vec<String> = addrs.iter().map(IpAddr::to_string).collect();
+        let d = req.decide(&Query::Resolved {
+            host: host.clone(),
+            addrs: text,
+            port: Some(i64::from(port)),
+        });
+        if !d.is_allow() {
+            req.finish(&what, &format!("dropped: {}", d.reason.as_str()));
+            return None;
+        }
+    }
+    let ip = *addrs.first()?;
+    req.finish(&what, "relayed");
+    relay
+        .send_to(payload, SocketAddr::new(ip, port))
+        .await
+        .ok()?;
+    Some(())
+}

@@ -1,0 +1,136 @@
+//! The server name of a TLS ClientHello, read from the first record of a
+//! CONNECT tunnel without terminating TLS.
+
+/// What the first bytes of a tunnel are.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Hello {
+    /// A ClientHello with this server name (lower-cased).
+    Sni(String),
+    /// A ClientHello without a server name extension.
+    NoSni,
+    /// Not a (complete, well-formed) ClientHello in the bytes given.
+    Incomplete,
+    /// Not TLS at all.
+    NotTls,
+}
+
+fn u16_at(b: &[u8], i: usize) -> Option<usize> {
+    Some(usize::from(*b.get(i)?) << 8 | usize::from(*b.get(i + 1)?))
+}
+
+/// Parses the ClientHello in `b` (the start of the stream). Only the first
+/// record is read: a ClientHello split over several records is `Incomplete`
+/// (refused by the caller: browsers and curl never do that for SNI).
+pub fn client_hello(b: &[u8]) -> Hello {
+    match b.first() {
+        None => return Hello::Incomplete,
+        Some(0x16) => {}
+        Some(_) => return Hello::NotTls,
+    }
+    parse(b).unwrap_or(Hello::Incomplete)
+}
+
+fn parse(b: &[u8]) -> Option<Hello> {
+    let record_len = u16_at(b, 3)?;
+    let rec = b.get(5..5 + record_len)?;
+    // Handshake header: type 1 (ClientHello), 3-byte length.
+    if *rec.first()? != 1 {
+        return None;
+    }
+    let mut i = 4;
+    i += 2 + 32; // version, random
+    let sid = usize::from(*rec.get(i)?);
+    i += 1 + sid;
+    let suites = u16_at(rec, i)?;
+    i += 2 + suites;
+    let comp = usize::from(*rec.get(i)?);
+    i += 1 + comp;
+    if i == rec.len() {
+        return Some(Hello::NoSni);
+    }
+    let ext_total = u16_at(rec, i)?;
+    i += 2;
+    let end = i + ext_total;
+    let mut sni = None;
+    while i + 4 <= end {
+        let kind = u16_at(rec, i)?;
+        let len = u16_at(rec, i + 2)?;
+        let body = rec.get(i + 4..i + 4 + len)?;
+        if kind == 0 {
+            // server_name_list: a list length, then (type, length, name).
+            let mut j = 2;
+            while j + 3 <= body.len() {
+                let t = *body.get(j)?;
+                let l = u16_at(body, j + 1)?;
+                let name = body.get(j + 3..j + 3 + l)?;
+                if t == 0 {
+                    if sni.is_some() {
+                        return None; // two host names: refuse
+                    }
+                    let name = std::str::from_utf8(name).ok()?;
+                    sni = Some(name.to_ascii_lowercase());
+                }
+                j += 3 + l;
+            }
+        }
+        i += 4 + len;
+    }
+    Some(match sni {
+        Some(s) => Hello::Sni(s),
+        None => Hello::NoSni,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    /// A minimal ClientHello with the given SNI.
+    pub fn hello(sni: Option<&str>) -> Vec<u8> {
+        let mut ext = Vec::new();
+        if let Some(s) = sni {
+            let n = s.as_bytes();
+            let mut list = vec![0u8];
+            list.extend((n.len() as u16).to_be_bytes());
+            list.extend(n);
+            let mut body = (list.len() as u16).to_be_bytes().to_vec();
+            body.extend(list);
+            ext.extend([0, 0]);
+            ext.extend((body.len() as u16).to_be_bytes());
+            ext.extend(body);
+        }
+        let mut ch = vec![3, 3];
+        ch.extend([7u8; 32]);
+        ch.push(0); // session id
+        ch.extend([0, 2, 0x13, 0x01]); // one suite
+        ch.extend([1, 0]); // null compression
+        ch.extend((ext.len() as u16).to_be_bytes());
+        ch.extend(ext);
+        let mut hs = vec![1, 0];
+        hs.extend((ch.len() as u16).to_be_bytes());
+        hs.extend(ch);
+        let mut rec = vec![0x16, 3, 1];
+        rec.extend((hs.len() as u16).to_be_bytes());
+        rec.extend(hs);
+        rec
+    }
+
+    #[test]
+    fn reads_the_server_name() {
+        assert_eq!(
+            client_hello(&hello(Some("API.example.com"))),
+            Hello::Sni("api.example.com".into())
+        );
+        assert_eq!(client_hello(&hello(None)), Hello::NoSni);
+        assert_eq!(client_hello(b"GET / HTTP/1.1\r\n"), Hello::NotTls);
+        let h = hello(Some("a.example"));
+        for cut in 0..h.len() {
+            assert_ne!(
+                client_hello(&h[..cut]),
+                Hello::Sni("a.example".into()),
+                "{cut}"
+            );
+        }
+    }
+}
