@@ -40,6 +40,11 @@ pub struct Config {
     pub log: Option<PathBuf>,
     /// Load tests only: decide nothing, log nothing.
     pub no_policy: bool,
+    /// An upstream HTTP proxy (`HOST:PORT`), used when the policy says
+    /// `upstream on`; the binary takes it from `HTTPS_PROXY`/`HTTP_PROXY`.
+    pub upstream_proxy: Option<String>,
+    /// Keep every request's access record in memory (tests).
+    pub keep_access_records: bool,
 }
 
 /// A started daemon: the bound addresses.
@@ -78,6 +83,7 @@ pub async fn start(config: Config) -> Result<Running, String> {
         config.policy_name.clone(),
         sink,
         config.no_policy,
+        config.keep_access_records,
     )?);
     for addr in [Some(config.http), config.socks, config.dns]
         .into_iter()
@@ -102,7 +108,10 @@ pub async fn start(config: Config) -> Result<Running, String> {
     let ctx = Arc::new(http::Ctx {
         policies: policies.clone(),
         resolver: resolver.clone(),
-        upstream_proxy: http::UpstreamProxy::from_env(),
+        upstream_proxy: config
+            .upstream_proxy
+            .clone()
+            .map(|addr| http::UpstreamProxy { addr }),
     });
     let bind_err = |what: &str, a: SocketAddr, e: std::io::Error| format!("{what} on {a}: {e}");
     let listener = TcpListener::bind(config.http)

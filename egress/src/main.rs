@@ -21,6 +21,8 @@ fn parse(args: &[String]) -> Result<Config, String> {
         upstream_dns: system_dns().unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 53], 53))),
         log: None,
         no_policy: false,
+        upstream_proxy: gatehouse_egress::http::UpstreamProxy::from_env().map(|u| u.addr),
+        keep_access_records: false,
     };
     let addr = |v: Option<&String>, flag: &str| -> Result<SocketAddr, String> {
         v.ok_or(format!("{flag} needs an address"))?

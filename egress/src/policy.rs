@@ -22,6 +22,8 @@ pub struct Policies {
     /// and nothing is logged, to show what the engine costs.
     pub bypass: bool,
     requests: AtomicU64,
+    /// Every request's access record, when kept (tests).
+    pub records: Option<std::sync::Mutex<Vec<serde_json::Value>>>,
 }
 
 /// Reads and compiles the policy file; the error is what a person should
@@ -56,6 +58,7 @@ impl Policies {
         name: Option<String>,
         sink: Arc<dyn DecisionSink>,
         bypass: bool,
+        keep_records: bool,
     ) -> Result<Self, String> {
         let set = load(&path, name.as_deref())?;
         Ok(Policies {
@@ -65,6 +68,7 @@ impl Policies {
             sink,
             bypass,
             requests: AtomicU64::new(0),
+            records: keep_records.then(Default::default),
         })
     }
 
@@ -146,7 +150,13 @@ impl Request<'_> {
             "outcome": outcome,
             "revisions": self.revisions,
         });
-        eprintln!("{line}");
+        if let Some(records) = &self.policies.records {
+            if let Ok(mut r) = records.lock() {
+                r.push(line);
+            }
+        } else if !self.policies.bypass {
+            eprintln!("{line}");
+        }
     }
 }
 

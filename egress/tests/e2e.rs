@@ -1,0 +1,780 @@
+//! End to end, on loopback only: real `curl`, `dig` and `openssl s_server`
+//! against the proxy and the resolver, with a fake upstream DNS server that
+//! records every question it is asked.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use gatehouse_egress::{Config, Running, start};
+use hickory_proto::op::{Message, MessageType, OpCode, ResponseCode};
+use hickory_proto::rr::{RData, Record, RecordType, rdata};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream, UdpSocket};
+
+const POLICY: &str = "policy egress {
+  network {
+    default deny
+    local deny
+    dns on
+    allow domain allowed.test
+    allow domain other.test
+    allow domain private.test
+    deny domain denied.test
+    allow ip 127.0.0.1
+  }
+  proxy { socks5 on; socks5_udp on; upstream off }
+}
+";
+
+fn tempdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("gatehouse-egress-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A fake upstream DNS server: `*.test` names from a table; records every
+/// question.
+struct FakeDns {
+    addr: SocketAddr,
+    asked: Arc<Mutex<Vec<String>>>,
+}
+
+async fn fake_dns(table: &[(&str, &str)]) -> FakeDns {
+    let sock = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let addr = sock.local_addr().unwrap();
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let table: HashMap<String, IpAddr> = table
+        .iter()
+        .map(|(n, a)| (format!("{n}."), a.parse().unwrap()))
+        .collect();
+    let log = asked.clone();
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 4096];
+        loop {
+            let (n, from) = sock.recv_from(&mut buf).await.unwrap();
+            let q = Message::from_vec(&buf[..n]).unwrap();
+            let question = q.queries[0].clone();
+            let name = question.name().to_ascii();
+            log.lock().unwrap().push(name.clone());
+            let mut r = Message::new(q.metadata.id, MessageType::Response, OpCode::Query);
+            r.add_query(question.clone());
+            match table.get(&name) {
+                Some(ip) => {
+                    let data = match (ip, question.query_type()) {
+                        (IpAddr::V4(a), RecordType::A) => Some(RData::A(rdata::A(*a))),
+                        (IpAddr::V6(a), RecordType::AAAA) => Some(RData::AAAA(rdata::AAAA(*a))),
+                        _ => None,
+                    };
+                    if let Some(d) = data {
+                        r.add_answer(Record::from_rdata(question.name().clone(), 60, d));
+                    }
+                }
+                None => r.metadata.response_code = ResponseCode::NXDomain,
+            }
+            sock.send_to(&r.to_vec().unwrap(), from).await.unwrap();
+        }
+    });
+    FakeDns { addr, asked }
+}
+
+/// A plain HTTP server answering `hello from the test server`.
+async fn http_server() -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let (mut s, _) = l.accept().await.unwrap();
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 1024];
+                while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut chunk).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                let body = "hello from the test server\n";
+                let resp = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = s.write_all(resp.as_bytes()).await;
+            });
+        }
+    });
+    addr
+}
+
+/// `openssl s_server -www` on a free loopback port, with a throwaway
+/// self-signed certificate.
+struct TlsServer {
+    port: u16,
+    child: std::process::Child,
+}
+impl Drop for TlsServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+    }
+}
+
+async fn tls_server(dir: &Path) -> TlsServer {
+    let (key, cert) = (dir.join("key.pem"), dir.join("cert.pem"));
+    let ok = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=allowed.test",
+        ])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new("openssl")
+        .args(["s_server", "-www", "-quiet", "-accept"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("-cert")
+        .arg(&cert)
+        .arg("-key")
+        .arg(&key)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    for _ in 0..100 {
+        if TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    TlsServer { port, child }
+}
+
+async fn daemon(
+    dir: &Path,
+    policy: &str,
+    dns: SocketAddr,
+    upstream_proxy: Option<String>,
+) -> Running {
+    let path = dir.join("egress.policy");
+    std::fs::write(&path, policy).unwrap();
+    start(Config {
+        policy: path,
+        policy_name: None,
+        http: "127.0.0.1:0".parse().unwrap(),
+        socks: Some("127.0.0.1:0".parse().unwrap()),
+        dns: Some("127.0.0.1:0".parse().unwrap()),
+        upstream_dns: dns,
+        log: Some(dir.join("decisions.jsonl")),
+        no_policy: false,
+        upstream_proxy,
+        keep_access_records: true,
+    })
+    .await
+    .unwrap()
+}
+
+/// Runs a command off the runtime; (exit code, stdout).
+async fn run(cmd: &str, args: Vec<String>) -> (i32, String) {
+    let cmd = cmd.to_string();
+    tokio::task::spawn_blocking(move || {
+        let out = Command::new(&cmd).args(&args).output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    })
+    .await
+    .unwrap()
+}
+
+/// curl through the HTTP proxy: (exit code, status, X-Gatehouse-Reason, body).
+async fn curl(proxy: SocketAddr, extra: &[&str], url: &str) -> (i32, String, String, String) {
+    let mut args: Vec<String> = vec![
+        "-s".into(),
+        "-k".into(),
+        "--max-time".into(),
+        "10".into(),
+        "-x".into(),
+        format!("http://{proxy}"),
+        "-D".into(),
+        "-".into(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args.push(url.to_string());
+    let (code, out) = run("curl", args).await;
+    let status = out
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("HTTP/"))
+        .and_then(|l| l.split(' ').nth(1))
+        .unwrap_or("")
+        .to_string();
+    let reason = out
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("X-Gatehouse-Reason: ")
+                .or_else(|| l.strip_prefix("x-gatehouse-reason: "))
+        })
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    (code, status, reason, out)
+}
+
+fn records(r: &Running) -> Vec<serde_json::Value> {
+    r.policies.records.as_ref().unwrap().lock().unwrap().clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_through_the_proxy() {
+    let dir = tempdir("http");
+    let dns = fake_dns(&[
+        ("allowed.test", "127.0.0.1"),
+        ("other.test", "127.0.0.1"),
+        ("private.test", "127.0.0.2"),
+        ("denied.test", "127.0.0.1"),
+    ])
+    .await;
+    let server = http_server().await;
+    let d = daemon(&dir, POLICY, dns.addr, None).await;
+    let port = server.port();
+
+    let (code, status, _, body) = curl(d.http, &[], &format!("http://allowed.test:{port}/")).await;
+    assert_eq!((code, status.as_str()), (0, "200"), "{body}");
+    assert!(body.contains("hello from the test server"));
+
+    // A denied name: 403 with the reason, and a log line.
+    let (_, status, reason, _) = curl(d.http, &[], &format!("http://denied.test:{port}/")).await;
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("403", "denied_by_rule")
+    );
+    let (_, status, reason, _) = curl(d.http, &[], &format!("http://unknown.test:{port}/")).await;
+    assert_eq!((status.as_str(), reason.as_str()), ("403", "not_allowed"));
+    // Domain fronting: the Host header names another host.
+    let (_, status, reason, _) = curl(
+        d.http,
+        &["-H", "Host: other.test"],
+        &format!("http://allowed.test:{port}/"),
+    )
+    .await;
+    assert_eq!((status.as_str(), reason.as_str()), ("403", "host_mismatch"));
+    // An allowed name that resolves to a private address (no exact
+    // exception for 127.0.0.2): refused, never dialled.
+    let (_, status, reason, _) = curl(d.http, &[], &format!("http://private.test:{port}/")).await;
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("403", "non_public_resolution")
+    );
+    // Hostile spellings of a denied name are denied too.
+    for host in ["DENIED.test", "denied.test."] {
+        let (_, status, _, _) = curl(d.http, &[], &format!("http://{host}:{port}/")).await;
+        assert_eq!(status, "403", "{host}");
+    }
+    // The denied name was never looked up.
+    assert!(
+        !dns.asked
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|n| n.starts_with("denied"))
+    );
+    // The engine's decision log has the denies with their rules.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let log = std::fs::read_to_string(dir.join("decisions.jsonl")).unwrap();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("\"reason\":\"denied_by_rule\"")
+                && l.contains("deny domain denied.test")),
+        "{log}"
+    );
+}
+
+/// A ClientHello with the given server name.
+fn client_hello(sni: &str) -> Vec<u8> {
+    let n = sni.as_bytes();
+    let mut list = vec![0u8];
+    list.extend((n.len() as u16).to_be_bytes());
+    list.extend(n);
+    let mut body = (list.len() as u16).to_be_bytes().to_vec();
+    body.extend(list);
+    let mut ext = vec![0, 0];
+    ext.extend((body.len() as u16).to_be_bytes());
+    ext.extend(body);
+    let mut ch = vec![3, 3];
+    ch.extend([7u8; 32]);
+    ch.push(0);
+    ch.extend([0, 2, 0x13, 0x01, 1, 0]);
+    ch.extend((ext.len() as u16).to_be_bytes());
+    ch.extend(ext);
+    let mut hs = vec![1, 0];
+    hs.extend((ch.len() as u16).to_be_bytes());
+    hs.extend(ch);
+    let mut rec = vec![0x16, 3, 1];
+    rec.extend((hs.len() as u16).to_be_bytes());
+    rec.extend(hs);
+    rec
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_through_connect_with_sni_checks() {
+    let dir = tempdir("https");
+    let dns = fake_dns(&[
+        ("allowed.test", "127.0.0.1"),
+        ("other.test", "127.0.0.1"),
+        ("denied.test", "127.0.0.1"),
+    ])
+    .await;
+    let tls = tls_server(&dir).await;
+    let d = daemon(&dir, POLICY, dns.addr, None).await;
+    let port = tls.port;
+
+    let (code, status, _, out) = curl(d.http, &[], &format!("https://allowed.test:{port}/")).await;
+    assert_eq!((code, status.as_str()), (0, "200"), "{out}");
+    assert!(out.contains("s_server"), "{out}");
+
+    let (code, _, reason, _) = curl(d.http, &[], &format!("https://denied.test:{port}/")).await;
+    assert_ne!(code, 0);
+    assert_eq!(reason, "denied_by_rule");
+
+    // curl asks to CONNECT to allowed.test but says other.test in the TLS
+    // handshake: the tunnel is closed.
+    let (code, _, _, _) = curl(
+        d.http,
+        &[
+            "--connect-to",
+            &format!("other.test:{port}:allowed.test:{port}"),
+        ],
+        &format!("https://other.test:{port}/"),
+    )
+    .await;
+    assert_ne!(code, 0);
+    assert!(
+        records(&d)
+            .iter()
+            .any(|r| r["outcome"] == "refused: sni_mismatch"),
+        "{:?}",
+        records(&d)
+    );
+
+    // The same by hand, to see exactly where it stops.
+    let mut s = TcpStream::connect(d.http).await.unwrap();
+    s.write_all(
+        format!("CONNECT allowed.test:{port} HTTP/1.1\r\nHost: allowed.test:{port}\r\n\r\n")
+            .as_bytes(),
+    )
+    .await
+    .unwrap();
+    let mut buf = [0u8; 256];
+    let n = s.read(&mut buf).await.unwrap();
+    assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
+    s.write_all(&client_hello("evil.example")).await.unwrap();
+    let mut rest = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut rest))
+        .await
+        .unwrap();
+    assert!(
+        rest.is_empty(),
+        "nothing of the server reaches a mismatched client"
+    );
+
+    // A CONNECT whose Host header disagrees with its target.
+    let mut s = TcpStream::connect(d.http).await.unwrap();
+    s.write_all(
+        format!("CONNECT allowed.test:{port} HTTP/1.1\r\nHost: denied.test:{port}\r\n\r\n")
+            .as_bytes(),
+    )
+    .await
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    assert!(
+        out.starts_with("HTTP/1.1 403") && out.contains("host_mismatch"),
+        "{out}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn socks5_on_and_off() {
+    let dir = tempdir("socks");
+    let dns = fake_dns(&[("allowed.test", "127.0.0.1")]).await;
+    let server = http_server().await;
+    let on = daemon(&dir, POLICY, dns.addr, None).await;
+    let url = format!("http://allowed.test:{}/", server.port());
+    let socks = |d: &Running| {
+        vec![
+            "-s".to_string(),
+            "--max-time".into(),
+            "10".into(),
+            "--socks5-hostname".into(),
+            d.socks.unwrap().to_string(),
+            url.clone(),
+        ]
+    };
+    let (code, body) = run("curl", socks(&on)).await;
+    assert_eq!(code, 0);
+    assert!(body.contains("hello from the test server"));
+    let (code, _) = run(
+        "curl",
+        vec![
+            "-s".into(),
+            "--max-time".into(),
+            "10".into(),
+            "--socks5-hostname".into(),
+            on.socks.unwrap().to_string(),
+            format!("http://denied.test:{}/", server.port()),
+        ],
+    )
+    .await;
+    assert_ne!(code, 0);
+
+    let dir2 = tempdir("socks-off");
+    let off = daemon(
+        &dir2,
+        &POLICY.replace("socks5 on", "socks5 off"),
+        dns.addr,
+        None,
+    )
+    .await;
+    let (code, _) = run("curl", socks(&off)).await;
+    assert_ne!(code, 0, "socks5 off must refuse");
+    assert!(
+        records(&off)
+            .iter()
+            .any(|r| r["outcome"] == "refused: protocol_disabled"),
+        "{:?}",
+        records(&off)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn socks5_udp_relays_only_allowed_datagrams() {
+    let dir = tempdir("udp");
+    let dns = fake_dns(&[("allowed.test", "127.0.0.1")]).await;
+    // A UDP echo target.
+    let echo = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let echo_port = echo.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        let mut b = [0u8; 512];
+        loop {
+            let (n, from) = echo.recv_from(&mut b).await.unwrap();
+            echo.send_to(&b[..n], from).await.unwrap();
+        }
+    });
+    let d = daemon(&dir, POLICY, dns.addr, None).await;
+    let mut control = TcpStream::connect(d.socks.unwrap()).await.unwrap();
+    control.write_all(&[5, 1, 0]).await.unwrap();
+    let mut b = [0u8; 2];
+    control.read_exact(&mut b).await.unwrap();
+    control
+        .write_all(&[5, 3, 0, 1, 0, 0, 0, 0, 0, 0])
+        .await
+        .unwrap();
+    let mut r = [0u8; 10];
+    control.read_exact(&mut r).await.unwrap();
+    assert_eq!(r[1], 0);
+    let relay = SocketAddr::from(([r[4], r[5], r[6], r[7]], u16::from_be_bytes([r[8], r[9]])));
+    let client = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let datagram = |host: &str, payload: &[u8]| {
+        let mut d = vec![0, 0, 0, 3, host.len() as u8];
+        d.extend(host.as_bytes());
+        d.extend(echo_port.to_be_bytes());
+        d.extend(payload);
+        d
+    };
+    client
+        .send_to(&datagram("denied.test", b"nope"), relay)
+        .await
+        .unwrap();
+    client
+        .send_to(&datagram("allowed.test", b"ping"), relay)
+        .await
+        .unwrap();
+    let mut buf = [0u8; 512];
+    let (n, _) = tokio::time::timeout(Duration::from_secs(5), client.recv_from(&mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        buf[..n].ends_with(b"ping"),
+        "only the allowed datagram comes back"
+    );
+    let got = tokio::time::timeout(Duration::from_millis(300), client.recv_from(&mut buf)).await;
+    assert!(got.is_err(), "the denied datagram was not relayed");
+    assert!(records(&d).iter().any(|r| {
+        r["what"]
+            .as_str()
+            .is_some_and(|w| w.contains("denied.test"))
+            && r["outcome"]
+                .as_str()
+                .is_some_and(|o| o.starts_with("dropped"))
+    }));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_resolver_answers_only_allowed_names() {
+    let dir = tempdir("dns");
+    let dns = fake_dns(&[
+        ("allowed.test", "127.0.0.1"),
+        ("private.test", "127.0.0.2"),
+        ("denied.test", "127.0.0.1"),
+    ])
+    .await;
+    let d = daemon(&dir, POLICY, dns.addr, None).await;
+    let server = d.dns.unwrap();
+    let dig = |name: &str, kind: &str, tcp: bool| {
+        let mut a = vec![
+            format!("@{}", server.ip()),
+            "-p".into(),
+            server.port().to_string(),
+            name.into(),
+            kind.into(),
+            "+tries=1".into(),
+            "+time=3".into(),
+        ];
+        if tcp {
+            a.push("+tcp".into());
+        }
+        a
+    };
+    let (_, out) = run("dig", dig("allowed.test", "A", false)).await;
+    assert!(
+        out.contains("status: NOERROR") && out.contains("127.0.0.1"),
+        "{out}"
+    );
+    let (_, out) = run("dig", dig("allowed.test", "A", true)).await;
+    assert!(
+        out.contains("status: NOERROR") && out.contains("127.0.0.1"),
+        "{out}"
+    );
+    let (_, out) = run("dig", dig("denied.test", "A", false)).await;
+    assert!(out.contains("status: REFUSED"), "{out}");
+    let (_, out) = run("dig", dig("exfil.attacker.example", "A", false)).await;
+    assert!(out.contains("status: REFUSED"), "{out}");
+    // Allowed name, private answer: the whole answer is refused.
+    let (_, out) = run("dig", dig("private.test", "A", false)).await;
+    assert!(
+        out.contains("status: REFUSED") && !out.contains("127.0.0.2\n"),
+        "{out}"
+    );
+    let (_, out) = run("dig", dig("allowed.test", "TXT", false)).await;
+    assert!(out.contains("status: REFUSED"), "{out}");
+    // Denied names never went upstream.
+    let asked = dns.asked.lock().unwrap().clone();
+    assert!(
+        asked
+            .iter()
+            .all(|n| !n.starts_with("denied") && !n.starts_with("exfil")),
+        "{asked:?}"
+    );
+    assert!(asked.iter().any(|n| n.starts_with("allowed")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_swap_never_mixes_two_policies_in_one_request() {
+    let dir = tempdir("swap");
+    let dns = fake_dns(&[("allowed.test", "127.0.0.1")]).await;
+    let server = http_server().await;
+    let d = daemon(&dir, POLICY, dns.addr, None).await;
+    let path = dir.join("egress.policy");
+    // B refuses what A allows, and is longer (the watcher sees every change).
+    let b = POLICY.replace(
+        "allow domain allowed.test",
+        "deny domain allowed.test\n    allow domain also.test",
+    );
+    let swapper = {
+        let (path, b) = (path.clone(), b.clone());
+        tokio::spawn(async move {
+            for i in 0..12 {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+                std::fs::write(&path, if i % 2 == 0 { &b } else { POLICY }).unwrap();
+            }
+        })
+    };
+    let url = format!("http://allowed.test:{}/", server.port());
+    let mut outcomes = Vec::new();
+    while !swapper.is_finished() {
+        let mut s = TcpStream::connect(d.http).await.unwrap();
+        s.write_all(
+            format!(
+                "GET {url} HTTP/1.1\r\nHost: allowed.test:{}\r\n\r\n",
+                server.port()
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.unwrap();
+        outcomes.push(out.starts_with("HTTP/1.1 200"));
+    }
+    let recs = records(&d);
+    let mut seen = std::collections::HashSet::new();
+    for r in &recs {
+        let revs: Vec<&str> = r["revisions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert!(
+            revs.windows(2).all(|w| w[0] == w[1]),
+            "one request, two policies: {r}"
+        );
+        if let Some(first) = revs.first() {
+            seen.insert((
+                first.to_string(),
+                r["outcome"].as_str().unwrap().to_string(),
+            ));
+        }
+    }
+    // Both policies were in force during the stream, and each revision
+    // always gave the same outcome.
+    let revisions: std::collections::HashSet<_> = seen.iter().map(|(rev, _)| rev.clone()).collect();
+    assert!(revisions.len() >= 2, "{seen:?}");
+    assert_eq!(seen.len(), revisions.len(), "{seen:?}");
+    assert!(outcomes.iter().any(|&o| o) && outcomes.iter().any(|&o| !o));
+
+    // A broken file is refused; the policy in force stays.
+    std::fs::write(&path, POLICY).unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    std::fs::write(&path, "policy egress { network { default allow ").unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let (_, status, _, _) = curl(d.http, &[], &url).await;
+    assert_eq!(status, "200");
+    let (_, status, _, _) = curl(
+        d.http,
+        &[],
+        &format!("http://elsewhere.test:{}/", server.port()),
+    )
+    .await;
+    assert_eq!(
+        status, "403",
+        "the broken file's `default allow` is not in force"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_proxy_is_used_only_when_the_policy_says_so() {
+    let dir1 = tempdir("up-outer");
+    let dir2 = tempdir("up-inner");
+    let dns = fake_dns(&[("allowed.test", "127.0.0.1")]).await;
+    let server = http_server().await;
+    let inner = daemon(&dir2, POLICY, dns.addr, None).await;
+    let url = format!("http://allowed.test:{}/", server.port());
+    // `upstream off`: the proxy goes direct although one is configured.
+    let off = daemon(&dir1, POLICY, dns.addr, Some(inner.http.to_string())).await;
+    let (_, status, _, _) = curl(off.http, &[], &url).await;
+    assert_eq!(status, "200");
+    assert!(records(&inner).is_empty());
+    // `upstream on`: through the inner proxy, which decides too.
+    let dir3 = tempdir("up-on");
+    let on = daemon(
+        &dir3,
+        &POLICY.replace("upstream off", "upstream on"),
+        dns.addr,
+        Some(inner.http.to_string()),
+    )
+    .await;
+    let (_, status, _, body) = curl(on.http, &[], &url).await;
+    assert_eq!(status, "200", "{body}");
+    assert!(
+        records(&inner).iter().any(|r| r["outcome"] == "forwarded"),
+        "{:?}",
+        records(&inner)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_as_the_readme_runs_it() {
+    let dir = tempdir("bin");
+    let dns = fake_dns(&[("allowed.test", "127.0.0.1")]).await;
+    let server = http_server().await;
+    let path = dir.join("egress.policy");
+    std::fs::write(&path, POLICY).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gatehouse-egress"))
+        .arg("--policy")
+        .arg(&path)
+        .args([
+            "--http",
+            &format!("127.0.0.1:{port}"),
+            "--upstream-dns",
+            &dns.addr.to_string(),
+        ])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let proxy: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    for _ in 0..100 {
+        if TcpStream::connect(proxy).await.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let url = format!("http://allowed.test:{}/", server.port());
+    let (_, status, _, _) = curl(proxy, &[], &url).await;
+    assert_eq!(status, "200");
+    // SIGHUP reloads: a policy that denies it now.
+    std::fs::write(
+        &path,
+        POLICY.replace("allow domain allowed.test", "deny domain allowed.test"),
+    )
+    .unwrap();
+    let _ = Command::new("kill")
+        .args(["-HUP", &child.id().to_string()])
+        .status();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (_, status, reason, _) = curl(proxy, &[], &url).await;
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("403", "denied_by_rule")
+    );
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("http proxy on 127.0.0.1:") && stderr.contains("refused GET"),
+        "{stderr}"
+    );
+
+    // A non-loopback listener is refused unless the policy allows it.
+    let out = Command::new(env!("CARGO_BIN_EXE_gatehouse-egress"))
+        .arg("--policy")
+        .arg(&path)
+        .args(["--http", "0.0.0.0:0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not allow listening on 0.0.0.0"));
+}
