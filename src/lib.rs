@@ -50,6 +50,7 @@ pub mod check;
 pub mod compile;
 pub mod diag;
 pub mod eval;
+pub mod export;
 pub mod fmt;
 #[cfg(feature = "import")]
 pub mod import;

@@ -302,6 +302,12 @@ impl PolicySet {
     }
 }
 
+/// A policy block with the requirements composed in, as the compiler sees
+/// it (what `policyc export` renders).
+pub fn compose_block(policy: &Block, requirements: &[&Block]) -> Block {
+    compose::compose(policy, requirements)
+}
+
 /// Compiles checked files. Call [`crate::check::check`] first: this function
 /// assumes the checker found no error, and refuses the set (never guesses)
 /// when something does not fit.

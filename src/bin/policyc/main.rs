@@ -7,6 +7,7 @@ mod args;
 mod check;
 mod compile;
 mod eval;
+mod export;
 mod fmt;
 mod import;
 mod load;
@@ -23,6 +24,7 @@ usage:
   policyc compile PATH... -o FILE
   policyc import zerocode CONFIG.toml [--requirements REQUIREMENTS.toml] [--profile NAME]
   policyc import zoo POLICY.json
+  policyc export nftables PATH... [--policy NAME] [--proxy IP:PORT|none] [--resolver IP:PORT|none]
 
 PATH is a .policy file or a directory (read recursively for *.policy).";
 
@@ -48,6 +50,7 @@ fn main() -> ExitCode {
         Some("fmt") => fmt::run(&rest),
         Some("compile") => compile::run(&rest),
         Some("import") => import::run(&rest),
+        Some("export") => export::run(&rest),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             Exit::Ok
@@ -57,7 +60,9 @@ fn main() -> ExitCode {
             Exit::Ok
         }
         Some(other) => {
-            let known = ["check", "eval", "test", "fmt", "compile", "import"];
+            let known = [
+                "check", "eval", "test", "fmt", "compile", "import", "export",
+            ];
             let hint = gatehouse::diag::did_you_mean(other, known)
                 .map(|h| format!(" ({h})"))
                 .unwrap_or_default();

@@ -1,0 +1,134 @@
+//! `policyc export nftables`: golden rulesets (BLESS=1 rewrites them), each
+//! checked by the real `nft` parser when it can run here.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::Command;
+
+fn export(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_policyc"))
+        .arg("export")
+        .arg("nftables")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `nft -c` (check only, nothing applied), when nft is installed and may
+/// talk to the kernel here.
+fn nft_accepts(text: &str) -> Option<bool> {
+    let probe = Command::new("nft")
+        .args(["-c", "-f", "/dev/null"])
+        .output()
+        .ok()?;
+    if !probe.status.success() {
+        return None;
+    }
+    let path = std::env::temp_dir().join(format!("gatehouse-export-{}.nft", std::process::id()));
+    std::fs::write(&path, text).unwrap();
+    let out = Command::new("nft")
+        .arg("-c")
+        .arg("-f")
+        .arg(&path)
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+    }
+    Some(out.status.success())
+}
+
+#[test]
+fn rulesets_match_their_golden_files_and_parse() {
+    let cases: &[(&str, &[&str])] = &[
+        ("mixed", &["tests/data/export.policy", "--policy", "mixed"]),
+        (
+            "open",
+            &[
+                "tests/data/export.policy",
+                "--policy",
+                "open",
+                "--resolver",
+                "none",
+            ],
+        ),
+        (
+            "closed",
+            &["tests/data/export.policy", "--policy", "closed"],
+        ),
+        (
+            "free",
+            &[
+                "tests/data/export.policy",
+                "--policy",
+                "free",
+                "--proxy",
+                "[::1]:3128",
+            ],
+        ),
+        ("zerocode-proxy", &["policies/zerocode-proxy.policy"]),
+        ("research", &["policies/research.policy"]),
+    ];
+    let mut checked = 0;
+    for (name, args) in cases {
+        let text = export(args);
+        let golden = Path::new("tests/golden/export").join(format!("{name}.nft"));
+        if std::env::var_os("BLESS").is_some() {
+            std::fs::write(&golden, &text).unwrap();
+        }
+        let want = std::fs::read_to_string(&golden).unwrap_or_default();
+        assert_eq!(text, want, "{name}: run with BLESS=1 to accept");
+        if let Some(ok) = nft_accepts(&text) {
+            assert!(ok, "nft refuses the {name} ruleset");
+            checked += 1;
+        }
+    }
+    eprintln!("{checked} rulesets checked by nft");
+}
+
+#[test]
+fn the_ruleset_follows_the_decision_order() {
+    let text = export(&["tests/data/export.policy", "--policy", "mixed"]);
+    let at = |needle: &str| {
+        text.find(needle)
+            .unwrap_or_else(|| panic!("`{needle}` in\n{text}"))
+    };
+    // Deny rules first, then the exact exceptions, then the non-public drop,
+    // then allow rules; the default is the chain's policy.
+    assert!(
+        at("8.8.4.0/24 drop")
+            < at("127.0.0.1 tcp dport { 8080 } accept comment \"exact exception\"")
+    );
+    assert!(at("exact exception") < at("drop comment \"non-public\""));
+    assert!(at("drop comment \"non-public\"") < at("10.0.0.0/8 accept comment \"allow\""));
+    assert!(text.contains("policy drop;"));
+    // A CIDR never counts as a local exception: 10/8 stays behind the drop.
+    assert!(!text.contains("10.0.0.0/8 accept comment \"exact exception\""));
+    let open = export(&["tests/data/export.policy", "--policy", "open"]);
+    assert!(open.contains("policy accept;") && !open.contains("non-public"));
+    let closed = export(&["tests/data/export.policy", "--policy", "closed"]);
+    assert!(closed.contains("policy drop;") && !closed.contains("comment \"allow\""));
+}
+
+#[test]
+fn bad_arguments_are_usage_errors() {
+    for args in [
+        &["nftable", "policies/research.policy"][..],
+        &["nftables", "tests/data/export.policy"],
+        &["nftables", "policies/research.policy", "--proxy", "nowhere"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_policyc"))
+            .arg("export")
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+}
