@@ -116,7 +116,14 @@ impl Upstream {
         if let Some(a) = self.vetted.get(host) {
             return Ok(a);
         }
-        Ok(self.lookup(host).await?.0)
+        // Kept for the answers' TTL like any resolver's cache; the caller
+        // checks every use of them with `resolved` under the policy then in
+        // force, so a cached answer is never trusted without a check.
+        let (addrs, ttl) = self.lookup(host).await?;
+        if !addrs.is_empty() {
+            self.vetted.record(host, &addrs, ttl);
+        }
+        Ok(addrs)
     }
 }
 

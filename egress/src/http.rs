@@ -245,7 +245,6 @@ async fn refuse(req: &Request<'_>, client: &mut TcpStream, what: &str, reason: &
     } else {
         "403 Forbidden"
     };
-    eprintln!("gatehouse-egress: refused {what}: {reason}");
     req.finish(what, &format!("refused: {reason}"));
     respond(client, status, reason, &rev).await;
 }
@@ -333,7 +332,6 @@ async fn connect(
         }
     };
     if let Err(reason) = verdict {
-        eprintln!("gatehouse-egress: refused {what}: {reason}");
         req.finish(&what, &format!("refused: {reason}"));
         return; // dropping both streams closes the tunnel
     }

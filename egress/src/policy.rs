@@ -141,8 +141,8 @@ impl Request<'_> {
         self.set.revision()
     }
 
-    /// One access-log line for the request (stderr): what was asked, the
-    /// outcome, and the revisions its decisions came from.
+    /// The request's access record: what was asked, the outcome, and the
+    /// revisions its decisions came from. Written to stderr for refusals.
     pub fn finish(&self, what: &str, outcome: &str) {
         let line = serde_json::json!({
             "request": self.id,
@@ -154,7 +154,11 @@ impl Request<'_> {
             if let Ok(mut r) = records.lock() {
                 r.push(line);
             }
-        } else if !self.policies.bypass {
+        } else if !self.policies.bypass
+            && (outcome.starts_with("refused") || outcome.starts_with("dropped"))
+        {
+            // Refusals are logged on stderr; every decision, allowed or not,
+            // goes to the decision log (`--log`).
             eprintln!("{line}");
         }
     }

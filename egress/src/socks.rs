@@ -117,7 +117,6 @@ async fn handle(ctx: &Ctx, mut s: TcpStream, peer: SocketAddr) -> std::io::Resul
                     Ok(())
                 }
                 Err(reason) => {
-                    eprintln!("gatehouse-egress: refused {what}: {reason}");
                     req.finish(&what, &format!("refused: {reason}"));
                     // 2: connection not allowed by ruleset; 4: host unreachable.
                     let code = if reason == "connect_failed" || reason == "lookup_failed" {
