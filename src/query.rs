@@ -393,8 +393,16 @@ impl fmt::Display for Query {
             }
             Query::Socket { path } => write!(f, "socket {}", quote_string(path)),
             Query::Listen { addr } => {
-                let plain = !addr.is_empty()
-                    && !addr.contains(|c: char| c.is_whitespace() || "\"#;{}".contains(c));
+                // Bare when it reads back as itself: a plain word, or one
+                // bracketed address with a printable suffix (`[::1]:80`).
+                let printable = addr
+                    .chars()
+                    .all(|c| c.is_ascii_graphic() && !"\"#;{}\\".contains(c));
+                let bracketed = addr.starts_with('[')
+                    && addr.matches('[').count() == 1
+                    && addr.matches(']').count() == 1
+                    && printable;
+                let plain = quote_word(addr) == *addr || bracketed;
                 if plain {
                     write!(f, "listen {addr}")
                 } else {

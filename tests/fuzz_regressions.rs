@@ -27,3 +27,28 @@ fn a_tool_name_with_control_characters_reads_back() {
     replay_query(include_bytes!("data/fuzz/query-tool-control-chars"));
     replay_query(b"mcp \"my server/a tool\" destructive=true");
 }
+
+#[test]
+fn a_listen_address_with_a_stray_bracket_reads_back() {
+    // `listen "::2]ns\x7f"` printed bare, and `]` ends a bare word.
+    replay_query(include_bytes!("data/fuzz/query-listen-stray-bracket"));
+    for addr in [
+        "[::1]:80",
+        "127.0.0.1:0",
+        "::2]x",
+        "[a]b]",
+        "[::1",
+        "x y",
+        "because",
+    ] {
+        replay_query(
+            format!(
+                "listen {}",
+                gatehouse::query::Query::Listen { addr: addr.into() }
+                    .to_string()
+                    .trim_start_matches("listen ")
+            )
+            .as_bytes(),
+        );
+    }
+}

@@ -113,6 +113,16 @@ impl Upstream {
         if let Ok(ip) = bare.parse::<IpAddr>() {
             return Ok(vec![ip]);
         }
+        // `localhost` and its subdomains are loopback without asking anyone
+        // (RFC 6761 §6.3), as every stub resolver does; the policy still
+        // needs its exact `allow ip` exceptions for them.
+        let lower = host.trim_end_matches('.').to_ascii_lowercase();
+        if lower == "localhost" || lower.ends_with(".localhost") {
+            return Ok(vec![
+                IpAddr::from([127, 0, 0, 1]),
+                IpAddr::from(std::net::Ipv6Addr::LOCALHOST),
+            ]);
+        }
         if let Some(a) = self.vetted.get(host) {
             return Ok(a);
         }

@@ -764,7 +764,8 @@ async fn the_binary_as_the_readme_runs_it() {
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("http proxy on 127.0.0.1:") && stderr.contains("\"outcome\":\"refused: denied_by_rule\""),
+        stderr.contains("http proxy on 127.0.0.1:")
+            && stderr.contains("\"outcome\":\"refused: denied_by_rule\""),
         "{stderr}"
     );
 
