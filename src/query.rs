@@ -384,7 +384,13 @@ impl fmt::Display for Query {
             Query::Resolved { host, addrs, port } => {
                 write!(f, "resolved {} ->", quote_word(host))?;
                 for (i, a) in addrs.iter().enumerate() {
-                    write!(f, "{}{}", if i == 0 { " " } else { ", " }, quote_word(a))?;
+                    // `port` and `because` end the answers when bare.
+                    let a = if matches!(a.as_str(), "port" | "because") {
+                        quote_string(a)
+                    } else {
+                        quote_word(a)
+                    };
+                    write!(f, "{}{a}", if i == 0 { " " } else { ", " })?;
                 }
                 if let Some(p) = port {
                     write!(f, " port {p}")?;

@@ -52,3 +52,11 @@ fn a_listen_address_with_a_stray_bracket_reads_back() {
         );
     }
 }
+
+#[test]
+fn a_resolved_answer_spelled_like_a_keyword_reads_back() {
+    // `resolved x -> port#...`: the answer `port` printed bare reads back as
+    // the start of a port clause.
+    replay_query(include_bytes!("data/fuzz/query-resolved-answer-port"));
+    replay_query(b"resolved a.example -> \"because\", 1.2.3.4 port 443");
+}
