@@ -47,10 +47,18 @@ pub struct Ctx {
     pub upstream_proxy: Option<UpstreamProxy>,
 }
 
+/// At most this many client connections at once (per listener); more wait
+/// in the kernel's accept queue.
+pub const MAX_CONNECTIONS: usize = 4096;
+
 /// Serves the proxy on `listener` until the runtime ends.
 pub fn serve(ctx: Arc<Ctx>, listener: TcpListener) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     tokio::spawn(async move {
         loop {
+            let Ok(permit) = slots.clone().acquire_owned().await else {
+                return;
+            };
             let Ok((s, _)) = listener.accept().await else {
                 continue;
             };
@@ -58,6 +66,7 @@ pub fn serve(ctx: Arc<Ctx>, listener: TcpListener) {
             tokio::spawn(async move {
                 let _ = s.set_nodelay(true);
                 handle(&ctx, s).await;
+                drop(permit);
             });
         }
     });
@@ -222,7 +231,9 @@ pub async fn open(
 }
 
 async fn handle(ctx: &Ctx, mut client: TcpStream) {
-    let Some((head, rest)) = read_head(&mut client, Vec::new()).await else {
+    // A client gets 10 s to send its request head (no slow-loris holding).
+    let head = tokio::time::timeout(FIRST_BYTES, read_head(&mut client, Vec::new())).await;
+    let Ok(Some((head, rest))) = head else {
         respond(&mut client, "400 Bad Request", "bad_request", "-").await;
         return;
     };

@@ -13,14 +13,19 @@ use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use crate::http::{Ctx, open};
 
 pub fn serve(ctx: Arc<Ctx>, listener: TcpListener) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(crate::http::MAX_CONNECTIONS));
     tokio::spawn(async move {
         loop {
+            let Ok(permit) = slots.clone().acquire_owned().await else {
+                return;
+            };
             let Ok((s, peer)) = listener.accept().await else {
                 continue;
             };
             let ctx = ctx.clone();
             tokio::spawn(async move {
                 let _ = handle(&ctx, s, peer).await;
+                drop(permit);
             });
         }
     });
@@ -72,24 +77,46 @@ async fn read_addr(s: &mut TcpStream) -> std::io::Result<(String, u16)> {
 const UNSPECIFIED: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0);
 
 async fn handle(ctx: &Ctx, mut s: TcpStream, peer: SocketAddr) -> std::io::Result<()> {
+    // The greeting and the request within 10 s.
+    let request = tokio::time::timeout(std::time::Duration::from_secs(10), handshake(&mut s)).await;
+    let Ok(Ok(Some((cmd, host, port)))) = request else {
+        return Ok(());
+    };
+    dispatch(ctx, s, peer, cmd, host, port).await
+}
+
+/// The greeting and the request: (command, host, port), or `None` when the
+/// client offers no acceptable method.
+async fn handshake(s: &mut TcpStream) -> std::io::Result<Option<(u8, String, u16)>> {
     // Greeting: only "no authentication".
     if s.read_u8().await? != 5 {
-        return Ok(());
+        return Ok(None);
     }
     let n = s.read_u8().await?;
     let mut methods = vec![0u8; usize::from(n)];
     s.read_exact(&mut methods).await?;
     if !methods.contains(&0) {
         s.write_all(&[5, 0xff]).await?;
-        return Ok(());
+        return Ok(None);
     }
     s.write_all(&[5, 0]).await?;
     // Request.
     let mut h = [0u8; 3];
     s.read_exact(&mut h).await?;
-    let (host, port) = read_addr(&mut s).await?;
+    let (host, port) = read_addr(s).await?;
+    Ok(Some((h[1], host, port)))
+}
+
+async fn dispatch(
+    ctx: &Ctx,
+    mut s: TcpStream,
+    peer: SocketAddr,
+    cmd: u8,
+    host: String,
+    port: u16,
+) -> std::io::Result<()> {
     let mut req = ctx.policies.request();
-    match h[1] {
+    match cmd {
         1 => {
             let what = format!("socks5 CONNECT {host}:{port}");
             match open(ctx, &mut req, &host, port, Via::Socks5).await {
