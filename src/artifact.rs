@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 use crate::compile::PolicySet;
 
 pub const MAGIC: &[u8; 8] = b"GATEHSE\0";
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 const HEADER: usize = 8 + 4 + 8 + 32;
 
 /// Why an artifact was refused.

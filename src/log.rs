@@ -30,7 +30,7 @@ pub struct DecisionEvent<'a> {
     pub query: serde_json::Value,
     pub decision: &'static str,
     pub reason: &'static str,
-    pub rule: Option<&'a RuleRef>,
+    pub rule: Option<RuleRef<'a>>,
     /// For agent actions, what the seed's `tool_decision` telemetry names.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_decision: Option<ToolDecision>,

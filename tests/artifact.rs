@@ -111,13 +111,14 @@ fn a_newer_format_is_refused_with_a_clear_error() {
     let mut bytes = PolicySet::from_source("p.policy", "policy p {}")
         .unwrap()
         .to_artifact();
-    bytes[8..12].copy_from_slice(&2u32.to_le_bytes());
+    let next = gatehouse::artifact::FORMAT_VERSION + 1;
+    bytes[8..12].copy_from_slice(&next.to_le_bytes());
     let e = PolicySet::from_artifact(&bytes).unwrap_err();
     assert_eq!(
         e,
         ArtifactError::NewerFormat {
-            found: 2,
-            supported: 1
+            found: next,
+            supported: gatehouse::artifact::FORMAT_VERSION
         }
     );
     assert!(e.to_string().contains("newer gatehouse"));
@@ -142,13 +143,28 @@ fn a_well_checksummed_but_forged_payload_is_refused() {
     let payload = serde_json::to_vec(&json).unwrap();
     let mut forged = Vec::new();
     forged.extend_from_slice(b"GATEHSE\0");
-    forged.extend_from_slice(&1u32.to_le_bytes());
+    forged.extend_from_slice(&gatehouse::artifact::FORMAT_VERSION.to_le_bytes());
     forged.extend_from_slice(&(payload.len() as u64).to_le_bytes());
     forged.extend_from_slice(&sha2::Sha256::digest(&payload));
     forged.extend_from_slice(&payload);
     let e = PolicySet::from_artifact(&forged).unwrap_err();
     assert!(
         matches!(e, ArtifactError::Invalid(ref m) if m.contains("slot")),
+        "{e}"
+    );
+    // A rule whose text range runs past the arena.
+    let mut json: serde_json::Value = serde_json::from_slice(&set.to_artifact()[52..]).unwrap();
+    json["inner"]["rules"]["entries"][0]["source"] = serde_json::json!([0, 1_000_000]);
+    let payload = serde_json::to_vec(&json).unwrap();
+    let mut forged = Vec::new();
+    forged.extend_from_slice(b"GATEHSE\0");
+    forged.extend_from_slice(&gatehouse::artifact::FORMAT_VERSION.to_le_bytes());
+    forged.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    forged.extend_from_slice(&sha2::Sha256::digest(&payload));
+    forged.extend_from_slice(&payload);
+    let e = PolicySet::from_artifact(&forged).unwrap_err();
+    assert!(
+        matches!(e, ArtifactError::Invalid(ref m) if m.contains("out of range")),
         "{e}"
     );
 }

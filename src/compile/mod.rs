@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use self::domains::{DomainRule, DomainTrie};
 use self::prefixes::{Intervals, PrefixRule, rule_ranges};
-use crate::eval::decision::{RuleId, RuleRef};
+use crate::eval::decision::{RuleId, RuleRef, RuleTable};
 use crate::normalize::pattern::DomainPattern;
 use crate::source::{SourceMap, Span};
 use crate::syntax::ast::*;
@@ -160,7 +160,7 @@ impl Policy {
 #[derive(Debug, Serialize, Deserialize)]
 struct SetInner {
     policies: Vec<Policy>,
-    rules: Vec<RuleRef>,
+    rules: RuleTable,
     /// The revision (a hash of the serialised set), computed once on demand.
     #[serde(skip)]
     revision: std::sync::OnceLock<String>,
@@ -189,8 +189,8 @@ impl PolicySet {
         }
     }
     /// Where a rule was written.
-    pub fn rule(&self, id: RuleId) -> Option<&RuleRef> {
-        self.inner.rules.get(id.0 as usize)
+    pub fn rule(&self, id: RuleId) -> Option<RuleRef<'_>> {
+        self.inner.rules.get(id)
     }
 
     /// The set's revision: the first 16 hex digits of the SHA-256 of its
@@ -214,6 +214,9 @@ impl PolicySet {
 
     /// Checks every internal index (a set loaded from an artifact).
     pub(crate) fn validate(&self) -> Result<(), String> {
+        if !self.inner.rules.is_valid() {
+            return Err("a rule's file or text is out of range".into());
+        }
         let rules = self.inner.rules.len();
         let rid = |r: Option<RuleId>| ports::check_rule(r.map_or(u32::MAX, |r| r.0), rules);
         for p in &self.inner.policies {
@@ -324,7 +327,7 @@ pub fn compile_with(
 ) -> Result<PolicySet, CompileError> {
     let mut c = Compiler {
         sources,
-        rules: Vec::new(),
+        rules: RuleTable::default(),
         limits: *limits,
     };
     let requirements = requirements_of(files);
@@ -356,7 +359,7 @@ pub fn compile_with(
 struct Compiler<'s> {
     limits: crate::Limits,
     sources: &'s SourceMap,
-    rules: Vec<RuleRef>,
+    rules: RuleTable,
 }
 
 impl Compiler<'_> {
@@ -367,7 +370,7 @@ impl Compiler<'_> {
 
     /// A rule whose `because` text travels into decisions.
     fn rule_because(&mut self, span: Span, because: Option<String>) -> RuleId {
-        let (file, line, column, source) = match self.sources.get(span.file) {
+        match self.sources.get(span.file) {
             Some(f) => {
                 let lc = f.line_col(span.start);
                 let text = f
@@ -375,19 +378,11 @@ impl Compiler<'_> {
                     .split_whitespace()
                     .collect::<Vec<_>>()
                     .join(" ");
-                (f.name.clone(), lc.line, lc.column, text)
+                self.rules
+                    .push(&f.name, lc.line, lc.column, &text, because.as_deref())
             }
-            None => (String::new(), 0, 0, String::new()),
-        };
-        let id = RuleId(self.rules.len() as u32);
-        self.rules.push(RuleRef {
-            file,
-            line,
-            column,
-            source,
-            because,
-        });
-        id
+            None => self.rules.push("", 0, 0, "", because.as_deref()),
+        }
     }
 
     fn policy(&mut self, block: &Block) -> Result<Policy, CompileError> {

@@ -179,15 +179,100 @@ impl Decision {
     }
 }
 
-/// Where a rule was written.
-#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
-pub struct RuleRef {
-    pub file: String,
+/// Where a rule was written: a view into the compiled set's rule table
+/// ([`crate::PolicySet::rule`]).
+#[derive(Clone, Copy, Debug, Eq, PartialEq, Serialize)]
+pub struct RuleRef<'a> {
+    pub file: &'a str,
     pub line: usize,
     pub column: usize,
     /// The statement's text, whitespace folded.
-    pub source: String,
+    pub source: &'a str,
     /// The rule's `because` text, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub because: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub because: Option<&'a str>,
+}
+
+/// The rule table of a compiled set, compact: file names interned, every
+/// statement's text in one arena, positions as `u32`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub(crate) struct RuleTable {
+    files: Vec<String>,
+    text: String,
+    entries: Vec<RuleEntry>,
+}
+
+/// One rule: file index, line, column, and `[start, end)` byte ranges of its
+/// text (and `because` text) in the arena.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+struct RuleEntry {
+    file: u32,
+    line: u32,
+    column: u32,
+    source: [u32; 2],
+    because: Option<[u32; 2]>,
+}
+
+impl RuleTable {
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn text(&self, [start, end]: [u32; 2]) -> Option<&str> {
+        self.text.get(start as usize..end as usize)
+    }
+
+    fn push_text(&mut self, s: &str) -> [u32; 2] {
+        let start = u32::try_from(self.text.len()).unwrap_or(u32::MAX);
+        self.text.push_str(s);
+        [start, u32::try_from(self.text.len()).unwrap_or(u32::MAX)]
+    }
+
+    /// Adds a rule; `file` is interned.
+    pub(crate) fn push(
+        &mut self,
+        file: &str,
+        line: usize,
+        column: usize,
+        source: &str,
+        because: Option<&str>,
+    ) -> RuleId {
+        let file = match self.files.iter().rposition(|f| f == file) {
+            Some(i) => i,
+            None => {
+                self.files.push(file.to_string());
+                self.files.len() - 1
+            }
+        };
+        let source = self.push_text(source);
+        let because = because.map(|b| self.push_text(b));
+        let id = RuleId(u32::try_from(self.entries.len()).unwrap_or(u32::MAX));
+        self.entries.push(RuleEntry {
+            file: u32::try_from(file).unwrap_or(u32::MAX),
+            line: u32::try_from(line).unwrap_or(u32::MAX),
+            column: u32::try_from(column).unwrap_or(u32::MAX),
+            source,
+            because,
+        });
+        id
+    }
+
+    pub(crate) fn get(&self, id: RuleId) -> Option<RuleRef<'_>> {
+        let e = self.entries.get(id.0 as usize)?;
+        Some(RuleRef {
+            file: self.files.get(e.file as usize)?,
+            line: e.line as usize,
+            column: e.column as usize,
+            source: self.text(e.source)?,
+            because: match e.because {
+                Some(r) => Some(self.text(r)?),
+                None => None,
+            },
+        })
+    }
+
+    /// Whether every entry resolves (a table loaded from an artifact).
+    pub(crate) fn is_valid(&self) -> bool {
+        (0..self.entries.len()).all(|i| self.get(RuleId(i as u32)).is_some())
+    }
 }

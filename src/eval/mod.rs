@@ -80,7 +80,7 @@ pub struct DecisionReport<'a> {
     pub decision: &'static str,
     pub reason: &'static str,
     pub policy: &'a str,
-    pub rule: Option<&'a RuleRef>,
+    pub rule: Option<RuleRef<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub escalation: Option<Escalation>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -106,10 +106,7 @@ impl PolicySet {
             status: d.status,
             risk: d.risk,
             category: d.category,
-            because: d
-                .rule
-                .and_then(|r| self.rule(r))
-                .and_then(|r| r.because.as_deref()),
+            because: d.rule.and_then(|r| self.rule(r)).and_then(|r| r.because),
         }
     }
 }
