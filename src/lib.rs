@@ -25,7 +25,7 @@
 //! let d = agent.connect("GitHub.COM.", 443, Via::Https);
 //! assert_eq!((d.outcome, d.reason), (Outcome::Allow, Reason::AllowedByRule));
 //! let rule = set.rule(d.rule.expect("a rule decided")).expect("known rule");
-//! assert_eq!((rule.line, rule.source.as_str()), (3, "allow domain github.com"));
+//! assert_eq!((rule.line, rule.source), (3, "allow domain github.com"));
 //!
 //! // Hostile spellings are normalised once, then decided.
 //! assert_eq!(agent.connect("[::ffff:10.1.2.3]", 443, Via::Https).reason, Reason::DeniedByRule);

@@ -67,8 +67,34 @@ impl Intervals {
         }
         cuts.sort_unstable();
         cuts.dedup();
-        let mut by_start: Vec<usize> = (0..rules.len()).collect();
-        by_start.sort_by_key(|&i| rules.get(i).map_or(0, |r| r.first));
+        // The rules in order of their first address: a counting sort over
+        // the cut each one starts at (every `first` is a cut). No comparison
+        // sort, so no sort instantiation of its own in the browser build.
+        let start_cut: Vec<usize> = rules
+            .iter()
+            .map(|r| cuts.binary_search(&r.first).unwrap_or(0))
+            .collect();
+        let mut offsets = vec![0usize; cuts.len() + 1];
+        for &c in &start_cut {
+            if let Some(o) = offsets.get_mut(c + 1) {
+                *o += 1;
+            }
+        }
+        for i in 1..offsets.len() {
+            let prev = offsets.get(i - 1).copied().unwrap_or(0);
+            if let Some(o) = offsets.get_mut(i) {
+                *o += prev;
+            }
+        }
+        let mut by_start = vec![0usize; rules.len()];
+        for (i, &c) in start_cut.iter().enumerate() {
+            if let Some(o) = offsets.get_mut(c) {
+                if let Some(slot) = by_start.get_mut(*o) {
+                    *slot = i;
+                }
+                *o += 1;
+            }
+        }
         let mut next = 0;
         let mut active: Vec<usize> = Vec::new();
         let mut dedup: HashMap<Vec<usize>, u32> = HashMap::new();

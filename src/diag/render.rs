@@ -143,6 +143,12 @@ pub struct JsonDiagnostic {
     /// Secondary locations (for example the requirement a policy violates).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub related: Vec<JsonRelated>,
+    /// Byte offsets of the span, for editors (the WASM glue fills them in;
+    /// `policyc check --format json` leaves them out).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end: Option<u32>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -191,6 +197,8 @@ pub fn to_json_records(diags: &[Diagnostic], sources: &SourceMap) -> Vec<JsonDia
                 end_column: e.column,
                 help: d.help.clone(),
                 related,
+                start: None,
+                end: None,
             }
         })
         .collect()

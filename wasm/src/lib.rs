@@ -35,24 +35,13 @@ pub fn check(source: &str) -> String {
     json(&diagnostics(&b))
 }
 
-#[derive(Serialize)]
-struct Diag {
-    #[serde(flatten)]
-    record: gatehouse::diag::JsonDiagnostic,
-    start: u32,
-    end: u32,
-}
-
-fn diagnostics(b: &gatehouse::Build) -> Vec<Diag> {
-    to_json_records(&b.diagnostics, &b.sources)
-        .into_iter()
-        .zip(&b.diagnostics)
-        .map(|(record, d)| Diag {
-            record,
-            start: d.span.start,
-            end: d.span.end,
-        })
-        .collect()
+fn diagnostics(b: &gatehouse::Build) -> Vec<gatehouse::diag::JsonDiagnostic> {
+    let mut records = to_json_records(&b.diagnostics, &b.sources);
+    for (r, d) in records.iter_mut().zip(&b.diagnostics) {
+        r.start = Some(d.span.start);
+        r.end = Some(d.span.end);
+    }
+    records
 }
 
 #[derive(Serialize)]
