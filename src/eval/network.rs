@@ -68,7 +68,8 @@ impl Policy {
             deny: h.deny,
             allow: first(h.allow, self.net.domains.star(q)),
             exact_allow: h.exact_allow,
-            local: is_non_public(ip),
+            // The class is asked only when it can matter.
+            local: !self.net.local_allow && is_non_public(ip),
         }
     }
 
@@ -80,7 +81,7 @@ impl Policy {
                     deny: h.deny,
                     allow: h.allow,
                     exact_allow: h.exact_allow,
-                    local: is_local_name(n),
+                    local: !self.net.local_allow && is_local_name(n),
                 }
             }
             Host::Ip(ip) => self.ip_hit(ip, q),
