@@ -1,17 +1,30 @@
-//! Host normalisation: never panics, and normalising a normalised host
-//! changes nothing.
+//! Host and path normalisation: never panics, and normalising a normalised
+//! host or path changes nothing. (Whether a normalised input is ever allowed
+//! where the reference denies it is the `differential` target's question.)
 #![no_main]
+use gatehouse::eval::lexical_normalize;
 use gatehouse::normalize::host::{OwnedHost, normalize_host_owned};
+use gatehouse::normalize::is_normal_absolute_path;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(host) = std::str::from_utf8(data) else { return };
-    match normalize_host_owned(host) {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    match normalize_host_owned(text) {
         Ok(OwnedHost::Name(n)) => assert_eq!(normalize_host_owned(&n), Ok(OwnedHost::Name(n.clone()))),
         Ok(OwnedHost::Ip(ip)) => {
             let text = if ip.is_ipv6() { format!("[{ip}]") } else { ip.to_string() };
             assert_eq!(normalize_host_owned(&text), Ok(OwnedHost::Ip(ip)));
         }
         Err(_) => {}
+    }
+    // Paths: a lexically normalised path is absolute, has no `.`, `..` or
+    // empty segment, and normalises to itself.
+    if let Some(p) = lexical_normalize(text) {
+        assert!(p.starts_with('/'), "{p:?}");
+        assert!(p == "/" || !p.split('/').skip(1).any(|s| s.is_empty() || s == "." || s == ".."), "{p:?}");
+        assert_eq!(lexical_normalize(&p).as_deref(), Some(p.as_str()));
+        if !p.contains('\0') && p != "/" {
+            assert!(is_normal_absolute_path(&p), "{p:?}");
+        }
     }
 });
