@@ -242,6 +242,14 @@ fn query() -> impl Strategy<Value = Query> {
             port: 443,
             via: Via::Https
         }),
+        pick(&[
+            "paste.pastebin.com",
+            "PASTE.pastebin.com.",
+            "user@paste.pastebin.com",
+            "github.com",
+            "10.0.0.1"
+        ])
+        .prop_map(|h| Query::Dns { name: h.into() }),
     ];
     let assessment = (
         prop::option::of(pick(RiskLevel::ALL)),

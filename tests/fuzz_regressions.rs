@@ -60,3 +60,31 @@ fn a_resolved_answer_spelled_like_a_keyword_reads_back() {
     replay_query(include_bytes!("data/fuzz/query-resolved-answer-port"));
     replay_query(b"resolved a.example -> \"because\", 1.2.3.4 port 443");
 }
+
+#[test]
+fn a_guardian_host_rule_decides_a_reviewed_dns_lookup() {
+    // Found by the differential target: the engine matched `host` rules
+    // against a reviewed `dns` action, the reference evaluator only against
+    // `connect`. The engine was right (a lookup can exfiltrate too); the
+    // reference was fixed. The verdict names the risk rule that set the level.
+    let set = gatehouse::PolicySet::from_source(
+        "g.policy",
+        "policy p {\n  guardian {\n    risk high destructive command rm -rf\n    risk low exfiltration host **.pastebin.com\n  }\n}\n",
+    )
+    .unwrap();
+    let p = set.single().unwrap();
+    for text in [
+        "review dns paste.pastebin.com with category=security_weakening",
+        "review dns PASTE.pastebin.com. with category=security_weakening",
+        "review connect paste.pastebin.com:443",
+    ] {
+        let q = gatehouse::syntax::parse_query(text).unwrap();
+        let d = p.decide(&q);
+        let rule = d.rule.and_then(|r| set.rule(r)).map(|r| (r.line, r.column));
+        assert_eq!(
+            (d.outcome.as_str(), rule),
+            ("approved", Some((4, 5))),
+            "{text}"
+        );
+    }
+}

@@ -446,11 +446,15 @@ impl RefPolicy<'_> {
                     .iter()
                     .any(|g| gatehouse::compile::guardian::Glob::new(&g.node).matches(p))
             }),
+            // The target of a connect or a dns action; a host that does not
+            // normalise is matched as written, lower-cased (a risk rule only
+            // makes a verdict stricter).
             Matcher::Host(pats) => match action {
-                Query::Connect { host, .. } => {
+                Query::Connect { host, .. } | Query::Dns { name: host } => {
                     let h = match super::normalize(host) {
                         Ok(super::H::Name(n)) => n,
-                        _ => return false,
+                        Ok(super::H::Ip(ip)) => ip.to_string(),
+                        Err(_) => host.to_ascii_lowercase(),
                     };
                     pats.iter().any(|p| super::pattern_matches(&p.node, &h))
                 }
