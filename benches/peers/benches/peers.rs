@@ -1,7 +1,7 @@
 //! Gatehouse against its peers, the same policy and queries, in one run.
 //! Groups `peers_name/<query>` and `peers_ip/<query>`, one function per
 //! engine, the rule count as the parameter. Cedar and regorus stop at 10 000
-//! rules (building and asking them at 100 000 takes minutes).
+//! rules ([`gatehouse_peers::SLOW_MAX`]).
 
 #![allow(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)]
 
@@ -13,29 +13,27 @@ use gatehouse_benches::{cidr_policy, domain_policy};
 use gatehouse_peers::{Engine, Rules, ip_engines, ip_queries, name_engines, name_queries};
 
 const SIZES: &[usize] = &[10, 100, 1_000, 10_000, 100_000];
-const SLOW: &[&str] = &["cedar", "regorus"];
-
 fn sizes() -> Vec<usize> {
-    // PEERS_MAX=1000 for a quick run.
-    let max = std::env::var("PEERS_MAX")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(usize::MAX);
-    SIZES.iter().copied().filter(|&n| n <= max).collect()
-}
-
-fn keep(e: &dyn Engine, n: usize) -> bool {
-    !(SLOW.contains(&e.name()) && n > 10_000)
+    // PEERS_MAX=1000 for a quick run; PEERS_MIN=100000 to redo the largest.
+    let env = |k: &str, d: usize| {
+        std::env::var(k)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(d)
+    };
+    let (min, max) = (env("PEERS_MIN", 0), env("PEERS_MAX", usize::MAX));
+    SIZES
+        .iter()
+        .copied()
+        .filter(|&n| n >= min && n <= max)
+        .collect()
 }
 
 fn names(c: &mut Criterion) {
     for &n in &sizes() {
         let (text, domains) = domain_policy(n, 7);
         let rules = Rules::from_policy(&text);
-        let engines: Vec<Box<dyn Engine>> = name_engines(&rules)
-            .into_iter()
-            .filter(|e| keep(e.as_ref(), n))
-            .collect();
+        let engines: Vec<Box<dyn Engine>> = name_engines(&rules);
         for (kind, q) in name_queries(&domains) {
             let mut g = c.benchmark_group(format!("peers_name/{kind}"));
             g.warm_up_time(Duration::from_millis(300))
@@ -55,10 +53,7 @@ fn addresses(c: &mut Criterion) {
     for &n in &sizes() {
         let (text, inside) = cidr_policy(n, 11);
         let rules = Rules::from_policy(&text);
-        let engines: Vec<Box<dyn Engine>> = ip_engines(&rules)
-            .into_iter()
-            .filter(|e| keep(e.as_ref(), n))
-            .collect();
+        let engines: Vec<Box<dyn Engine>> = ip_engines(&rules);
         for (kind, q) in ip_queries(&inside) {
             let mut g = c.benchmark_group(format!("peers_ip/{kind}"));
             g.warm_up_time(Duration::from_millis(300))
