@@ -53,7 +53,7 @@ for g in groups:
         print(f"  {g} @ {n:,}: " + ", ".join(parts))
 
 # The plot: one panel per group, log-log.
-W, H, PAD_L, PAD_B, PAD_T, PAD_R = 420, 300, 64, 44, 34, 12
+W, H, PAD_L, PAD_B, PAD_T, PAD_R = 420, 300, 64, 44, 34, 32
 cols = 2
 rows_n = math.ceil(len(groups) / cols)
 svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W * cols}" height="{H * rows_n + 40}" '
