@@ -63,16 +63,7 @@ fn table_name(policy: &str) -> String {
 
 fn ports(p: &Option<Vec<PortRange>>) -> Option<String> {
     let p = p.as_ref()?;
-    let items: Vec<String> = p
-        .iter()
-        .map(|r| {
-            if r.lo == r.hi {
-                r.lo.to_string()
-            } else {
-                format!("{}-{}", r.lo, r.hi)
-            }
-        })
-        .collect();
+    let items: Vec<String> = p.iter().map(PortRange::to_string).collect();
     Some(format!("{{ {} }}", items.join(", ")))
 }
 

@@ -71,16 +71,7 @@ fn ports(p: &Option<Vec<PortRange>>) -> String {
     match p {
         None => String::new(),
         Some(list) => {
-            let items: Vec<String> = list
-                .iter()
-                .map(|r| {
-                    if r.lo == r.hi {
-                        r.lo.to_string()
-                    } else {
-                        format!("{}-{}", r.lo, r.hi)
-                    }
-                })
-                .collect();
+            let items: Vec<String> = list.iter().map(PortRange::to_string).collect();
             format!(" port {}", items.join(","))
         }
     }

@@ -128,10 +128,22 @@ fn a_newer_format_is_refused_with_a_clear_error() {
     );
 }
 
+/// An artifact with a correct header and checksum around any payload.
+fn forge(json: &serde_json::Value) -> Vec<u8> {
+    use sha2::Digest;
+    let payload = serde_json::to_vec(json).unwrap();
+    let mut forged = Vec::new();
+    forged.extend_from_slice(b"GATEHSE\0");
+    forged.extend_from_slice(&gatehouse::artifact::FORMAT_VERSION.to_le_bytes());
+    forged.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    forged.extend_from_slice(&sha2::Sha256::digest(&payload));
+    forged.extend_from_slice(&payload);
+    forged
+}
+
 /// A checksummed payload whose indices lie is caught by validation.
 #[test]
 fn a_well_checksummed_but_forged_payload_is_refused() {
-    use sha2::Digest;
     let set = PolicySet::from_source(
         "p.policy",
         "policy p { network { allow domain a.example } }",
@@ -140,14 +152,7 @@ fn a_well_checksummed_but_forged_payload_is_refused() {
     let mut json: serde_json::Value = serde_json::from_slice(&set.to_artifact()[52..]).unwrap();
     // Point the domain automaton's root at a slot that does not exist.
     json["inner"]["policies"][0]["net"]["domains"]["nodes"][1]["exact"] = serde_json::json!(999);
-    let payload = serde_json::to_vec(&json).unwrap();
-    let mut forged = Vec::new();
-    forged.extend_from_slice(b"GATEHSE\0");
-    forged.extend_from_slice(&gatehouse::artifact::FORMAT_VERSION.to_le_bytes());
-    forged.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    forged.extend_from_slice(&sha2::Sha256::digest(&payload));
-    forged.extend_from_slice(&payload);
-    let e = PolicySet::from_artifact(&forged).unwrap_err();
+    let e = PolicySet::from_artifact(&forge(&json)).unwrap_err();
     assert!(
         matches!(e, ArtifactError::Invalid(ref m) if m.contains("slot")),
         "{e}"
@@ -155,14 +160,7 @@ fn a_well_checksummed_but_forged_payload_is_refused() {
     // A rule whose text range runs past the arena.
     let mut json: serde_json::Value = serde_json::from_slice(&set.to_artifact()[52..]).unwrap();
     json["inner"]["rules"]["entries"][0]["source"] = serde_json::json!([0, 1_000_000]);
-    let payload = serde_json::to_vec(&json).unwrap();
-    let mut forged = Vec::new();
-    forged.extend_from_slice(b"GATEHSE\0");
-    forged.extend_from_slice(&gatehouse::artifact::FORMAT_VERSION.to_le_bytes());
-    forged.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    forged.extend_from_slice(&sha2::Sha256::digest(&payload));
-    forged.extend_from_slice(&payload);
-    let e = PolicySet::from_artifact(&forged).unwrap_err();
+    let e = PolicySet::from_artifact(&forge(&json)).unwrap_err();
     assert!(
         matches!(e, ArtifactError::Invalid(ref m) if m.contains("out of range")),
         "{e}"

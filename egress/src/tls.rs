@@ -81,50 +81,52 @@ fn parse(b: &[u8]) -> Option<Hello> {
     })
 }
 
+/// A minimal ClientHello record naming `sni` (none: no server name
+/// extension), for tests and probes of the proxy.
+pub fn build_client_hello(sni: Option<&str>) -> Vec<u8> {
+    let len16 = |n: usize| u16::try_from(n).unwrap_or(u16::MAX).to_be_bytes();
+    let mut ext = Vec::new();
+    if let Some(s) = sni {
+        let n = s.as_bytes();
+        let mut list = vec![0u8];
+        list.extend(len16(n.len()));
+        list.extend(n);
+        let mut body = len16(list.len()).to_vec();
+        body.extend(list);
+        ext.extend([0, 0]);
+        ext.extend(len16(body.len()));
+        ext.extend(body);
+    }
+    let mut ch = vec![3, 3];
+    ch.extend([7u8; 32]); // random
+    ch.push(0); // session id
+    ch.extend([0, 2, 0x13, 0x01]); // one suite
+    ch.extend([1, 0]); // null compression
+    ch.extend(len16(ext.len()));
+    ch.extend(ext);
+    let mut hs = vec![1, 0];
+    hs.extend(len16(ch.len()));
+    hs.extend(ch);
+    let mut rec = vec![0x16, 3, 1];
+    rec.extend(len16(hs.len()));
+    rec.extend(hs);
+    rec
+}
+
 #[cfg(test)]
 #[allow(clippy::indexing_slicing)]
 mod tests {
     use super::*;
 
-    /// A minimal ClientHello with the given SNI.
-    pub fn hello(sni: Option<&str>) -> Vec<u8> {
-        let mut ext = Vec::new();
-        if let Some(s) = sni {
-            let n = s.as_bytes();
-            let mut list = vec![0u8];
-            list.extend((n.len() as u16).to_be_bytes());
-            list.extend(n);
-            let mut body = (list.len() as u16).to_be_bytes().to_vec();
-            body.extend(list);
-            ext.extend([0, 0]);
-            ext.extend((body.len() as u16).to_be_bytes());
-            ext.extend(body);
-        }
-        let mut ch = vec![3, 3];
-        ch.extend([7u8; 32]);
-        ch.push(0); // session id
-        ch.extend([0, 2, 0x13, 0x01]); // one suite
-        ch.extend([1, 0]); // null compression
-        ch.extend((ext.len() as u16).to_be_bytes());
-        ch.extend(ext);
-        let mut hs = vec![1, 0];
-        hs.extend((ch.len() as u16).to_be_bytes());
-        hs.extend(ch);
-        let mut rec = vec![0x16, 3, 1];
-        rec.extend((hs.len() as u16).to_be_bytes());
-        rec.extend(hs);
-        rec
-    }
-
     #[test]
     fn reads_the_server_name() {
         assert_eq!(
-            client_hello(&hello(Some("API.example.com"))),
+            client_hello(&build_client_hello(Some("API.example.com"))),
             Hello::Sni("api.example.com".into())
         );
-        assert_eq!(client_hello(&hello(None)), Hello::NoSni);
+        assert_eq!(client_hello(&build_client_hello(None)), Hello::NoSni);
         assert_eq!(client_hello(b"GET / HTTP/1.1\r\n"), Hello::NotTls);
-        let h = hello(Some("a.example"));
+        let h = build_client_hello(Some("a.example"));
         for cut in 0..h.len() {
             assert_ne!(
                 client_hello(&h[..cut]),

@@ -316,32 +316,6 @@ async fn http_through_the_proxy() {
     );
 }
 
-/// A ClientHello with the given server name.
-fn client_hello(sni: &str) -> Vec<u8> {
-    let n = sni.as_bytes();
-    let mut list = vec![0u8];
-    list.extend((n.len() as u16).to_be_bytes());
-    list.extend(n);
-    let mut body = (list.len() as u16).to_be_bytes().to_vec();
-    body.extend(list);
-    let mut ext = vec![0, 0];
-    ext.extend((body.len() as u16).to_be_bytes());
-    ext.extend(body);
-    let mut ch = vec![3, 3];
-    ch.extend([7u8; 32]);
-    ch.push(0);
-    ch.extend([0, 2, 0x13, 0x01, 1, 0]);
-    ch.extend((ext.len() as u16).to_be_bytes());
-    ch.extend(ext);
-    let mut hs = vec![1, 0];
-    hs.extend((ch.len() as u16).to_be_bytes());
-    hs.extend(ch);
-    let mut rec = vec![0x16, 3, 1];
-    rec.extend((hs.len() as u16).to_be_bytes());
-    rec.extend(hs);
-    rec
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn https_through_connect_with_sni_checks() {
     let dir = tempdir("https");
@@ -394,7 +368,11 @@ async fn https_through_connect_with_sni_checks() {
     let mut buf = [0u8; 256];
     let n = s.read(&mut buf).await.unwrap();
     assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
-    s.write_all(&client_hello("evil.example")).await.unwrap();
+    s.write_all(&gatehouse_egress::tls::build_client_hello(Some(
+        "evil.example",
+    )))
+    .await
+    .unwrap();
     let mut rest = Vec::new();
     let _ = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut rest))
         .await

@@ -354,6 +354,17 @@ pub struct PortRange {
     pub hi: u16,
 }
 
+/// `443` or `8000-8999`, as the language writes it.
+impl std::fmt::Display for PortRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.lo == self.hi {
+            write!(f, "{}", self.lo)
+        } else {
+            write!(f, "{}-{}", self.lo, self.hi)
+        }
+    }
+}
+
 impl PortRange {
     pub fn contains(&self, port: u16) -> bool {
         self.lo <= port && port <= self.hi
