@@ -14,14 +14,9 @@
     clippy::panic
 )]
 
-use std::net::SocketAddr;
 use std::process::Command;
 
-use gatehouse_egress::{Config, start};
-use hickory_proto::op::{Message, MessageType, OpCode};
-use hickory_proto::rr::{RData, Record, RecordType, rdata};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, UdpSocket};
+use gatehouse_egress::{Config, start, testing};
 
 const POLICY: &str = "policy load {
   network {
@@ -35,66 +30,6 @@ const POLICY: &str = "policy load {
   }
 }
 ";
-
-async fn dns() -> SocketAddr {
-    let sock = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-    let addr = sock.local_addr().unwrap();
-    tokio::spawn(async move {
-        let mut buf = vec![0u8; 4096];
-        loop {
-            let (n, from) = sock.recv_from(&mut buf).await.unwrap();
-            let q = Message::from_vec(&buf[..n]).unwrap();
-            let question = q.queries[0].clone();
-            let mut r = Message::new(q.metadata.id, MessageType::Response, OpCode::Query);
-            r.add_query(question.clone());
-            if question.query_type() == RecordType::A {
-                r.add_answer(Record::from_rdata(
-                    question.name().clone(),
-                    300,
-                    RData::A(rdata::A([127, 0, 0, 1].into())),
-                ));
-            }
-            sock.send_to(&r.to_vec().unwrap(), from).await.unwrap();
-        }
-    });
-    addr
-}
-
-async fn server() -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = l.local_addr().unwrap();
-    tokio::spawn(async move {
-        loop {
-            let (mut s, _) = l.accept().await.unwrap();
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 2048];
-                loop {
-                    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-                        match s.read(&mut chunk).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                        }
-                    }
-                    let close = String::from_utf8_lossy(&buf)
-                        .to_ascii_lowercase()
-                        .contains("connection: close");
-                    buf.clear();
-                    let body = "ok\n";
-                    let resp = format!(
-                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n{}\r\n{body}",
-                        body.len(),
-                        if close { "Connection: close\r\n" } else { "" }
-                    );
-                    if s.write_all(resp.as_bytes()).await.is_err() || close {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    addr
-}
 
 /// Runs wrk; (requests/s, p99 latency) as wrk prints them.
 fn wrk(
@@ -153,8 +88,11 @@ async fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(16)
         .min(256);
-    let dns = dns().await;
-    let server = server().await;
+    let dns = testing::fake_dns(&[("bench.test", "127.0.0.1")])
+        .await
+        .unwrap()
+        .addr;
+    let server = testing::http_server("ok\n").await.unwrap();
     let dir = std::env::temp_dir().join(format!("gatehouse-load-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let policy = dir.join("load.policy");

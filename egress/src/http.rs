@@ -51,23 +51,38 @@ pub struct Ctx {
 /// in the kernel's accept queue.
 pub const MAX_CONNECTIONS: usize = 4096;
 
-/// Serves the proxy on `listener` until the runtime ends.
-pub fn serve(ctx: Arc<Ctx>, listener: TcpListener) {
+/// Accepts on `listener` until the runtime ends, each connection handled on
+/// its own task, at most [`MAX_CONNECTIONS`] at once.
+pub(crate) fn accept_loop<F, Fut>(listener: TcpListener, handle: F)
+where
+    F: Fn(TcpStream, SocketAddr) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     tokio::spawn(async move {
         loop {
             let Ok(permit) = slots.clone().acquire_owned().await else {
                 return;
             };
-            let Ok((s, _)) = listener.accept().await else {
+            let Ok((s, peer)) = listener.accept().await else {
                 continue;
             };
-            let ctx = ctx.clone();
+            let work = handle(s, peer);
             tokio::spawn(async move {
-                let _ = s.set_nodelay(true);
-                handle(&ctx, s).await;
+                work.await;
                 drop(permit);
             });
+        }
+    });
+}
+
+/// Serves the proxy on `listener` until the runtime ends.
+pub fn serve(ctx: Arc<Ctx>, listener: TcpListener) {
+    accept_loop(listener, move |s, _| {
+        let ctx = ctx.clone();
+        async move {
+            let _ = s.set_nodelay(true);
+            handle(&ctx, s).await;
         }
     });
 }

@@ -17,6 +17,8 @@ pub mod dns;
 pub mod http;
 pub mod policy;
 pub mod socks;
+#[doc(hidden)]
+pub mod testing;
 pub mod tls;
 
 use std::net::SocketAddr;

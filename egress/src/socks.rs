@@ -13,20 +13,10 @@ use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use crate::http::{Ctx, open};
 
 pub fn serve(ctx: Arc<Ctx>, listener: TcpListener) {
-    let slots = Arc::new(tokio::sync::Semaphore::new(crate::http::MAX_CONNECTIONS));
-    tokio::spawn(async move {
-        loop {
-            let Ok(permit) = slots.clone().acquire_owned().await else {
-                return;
-            };
-            let Ok((s, peer)) = listener.accept().await else {
-                continue;
-            };
-            let ctx = ctx.clone();
-            tokio::spawn(async move {
-                let _ = handle(&ctx, s, peer).await;
-                drop(permit);
-            });
+    crate::http::accept_loop(listener, move |s, peer| {
+        let ctx = ctx.clone();
+        async move {
+            let _ = handle(&ctx, s, peer).await;
         }
     });
 }

@@ -9,18 +9,15 @@
     clippy::panic
 )]
 
-use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use gatehouse_egress::testing::{self, FakeDns};
 use gatehouse_egress::{Config, Running, start};
-use hickory_proto::op::{Message, MessageType, OpCode, ResponseCode};
-use hickory_proto::rr::{RData, Record, RecordType, rdata};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream, UdpSocket};
+use tokio::net::{TcpStream, UdpSocket};
 
 const POLICY: &str = "policy egress {
   network {
@@ -43,77 +40,14 @@ fn tempdir(tag: &str) -> PathBuf {
     d
 }
 
-/// A fake upstream DNS server: `*.test` names from a table; records every
-/// question.
-struct FakeDns {
-    addr: SocketAddr,
-    asked: Arc<Mutex<Vec<String>>>,
-}
-
 async fn fake_dns(table: &[(&str, &str)]) -> FakeDns {
-    let sock = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-    let addr = sock.local_addr().unwrap();
-    let asked = Arc::new(Mutex::new(Vec::new()));
-    let table: HashMap<String, IpAddr> = table
-        .iter()
-        .map(|(n, a)| (format!("{n}."), a.parse().unwrap()))
-        .collect();
-    let log = asked.clone();
-    tokio::spawn(async move {
-        let mut buf = vec![0u8; 4096];
-        loop {
-            let (n, from) = sock.recv_from(&mut buf).await.unwrap();
-            let q = Message::from_vec(&buf[..n]).unwrap();
-            let question = q.queries[0].clone();
-            let name = question.name().to_ascii();
-            log.lock().unwrap().push(name.clone());
-            let mut r = Message::new(q.metadata.id, MessageType::Response, OpCode::Query);
-            r.add_query(question.clone());
-            match table.get(&name) {
-                Some(ip) => {
-                    let data = match (ip, question.query_type()) {
-                        (IpAddr::V4(a), RecordType::A) => Some(RData::A(rdata::A(*a))),
-                        (IpAddr::V6(a), RecordType::AAAA) => Some(RData::AAAA(rdata::AAAA(*a))),
-                        _ => None,
-                    };
-                    if let Some(d) = data {
-                        r.add_answer(Record::from_rdata(question.name().clone(), 60, d));
-                    }
-                }
-                None => r.metadata.response_code = ResponseCode::NXDomain,
-            }
-            sock.send_to(&r.to_vec().unwrap(), from).await.unwrap();
-        }
-    });
-    FakeDns { addr, asked }
+    testing::fake_dns(table).await.unwrap()
 }
 
-/// A plain HTTP server answering `hello from the test server`.
 async fn http_server() -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = l.local_addr().unwrap();
-    tokio::spawn(async move {
-        loop {
-            let (mut s, _) = l.accept().await.unwrap();
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 1024];
-                while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match s.read(&mut chunk).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                    }
-                }
-                let body = "hello from the test server\n";
-                let resp = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                let _ = s.write_all(resp.as_bytes()).await;
-            });
-        }
-    });
-    addr
+    testing::http_server("hello from the test server\n")
+        .await
+        .unwrap()
 }
 
 /// `openssl s_server -www` on a free loopback port, with a throwaway

@@ -1,0 +1,102 @@
+//! Loopback stand-ins for the tests and the load example: an upstream DNS
+//! server answering from a table and recording every question, and an HTTP
+//! server answering `200` to everything. Not part of the daemon.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+
+use hickory_proto::op::{Message, MessageType, OpCode, ResponseCode};
+use hickory_proto::rr::{RData, Record, RecordType, rdata};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, UdpSocket};
+
+/// A fake upstream DNS server on 127.0.0.1.
+pub struct FakeDns {
+    pub addr: SocketAddr,
+    /// Every question's name, in order (`allowed.test.`).
+    pub asked: Arc<Mutex<Vec<String>>>,
+}
+
+/// Answers A/AAAA for the table's names (`("allowed.test", "127.0.0.1")`),
+/// NXDOMAIN for any other.
+pub async fn fake_dns(table: &[(&str, &str)]) -> std::io::Result<FakeDns> {
+    let sock = UdpSocket::bind("127.0.0.1:0").await?;
+    let addr = sock.local_addr()?;
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let table: HashMap<String, IpAddr> = table
+        .iter()
+        .filter_map(|(n, a)| Some((format!("{n}."), a.parse().ok()?)))
+        .collect();
+    let log = asked.clone();
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 4096];
+        while let Ok((n, from)) = sock.recv_from(&mut buf).await {
+            let Some(q) = buf.get(..n).and_then(|b| Message::from_vec(b).ok()) else {
+                continue;
+            };
+            let Some(question) = q.queries.first().cloned() else {
+                continue;
+            };
+            let name = question.name().to_ascii();
+            if let Ok(mut l) = log.lock() {
+                l.push(name.clone());
+            }
+            let mut r = Message::new(q.metadata.id, MessageType::Response, OpCode::Query);
+            r.add_query(question.clone());
+            match table.get(&name) {
+                Some(ip) => {
+                    let data = match (ip, question.query_type()) {
+                        (IpAddr::V4(a), RecordType::A) => Some(RData::A(rdata::A(*a))),
+                        (IpAddr::V6(a), RecordType::AAAA) => Some(RData::AAAA(rdata::AAAA(*a))),
+                        _ => None,
+                    };
+                    if let Some(d) = data {
+                        r.add_answer(Record::from_rdata(question.name().clone(), 60, d));
+                    }
+                }
+                None => r.metadata.response_code = ResponseCode::NXDomain,
+            }
+            if let Ok(bytes) = r.to_vec() {
+                let _ = sock.send_to(&bytes, from).await;
+            }
+        }
+    });
+    Ok(FakeDns { addr, asked })
+}
+
+/// An HTTP/1.1 server on 127.0.0.1 answering `200` with `body` to every
+/// request, keeping the connection unless the request says `close`.
+pub async fn http_server(body: &'static str) -> std::io::Result<SocketAddr> {
+    let l = TcpListener::bind("127.0.0.1:0").await?;
+    let addr = l.local_addr()?;
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = l.accept().await {
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 2048];
+                loop {
+                    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match s.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(chunk.get(..n).unwrap_or_default()),
+                        }
+                    }
+                    let close = String::from_utf8_lossy(&buf)
+                        .to_ascii_lowercase()
+                        .contains("connection: close");
+                    buf.clear();
+                    let resp = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n{}\r\n{body}",
+                        body.len(),
+                        if close { "Connection: close\r\n" } else { "" }
+                    );
+                    if s.write_all(resp.as_bytes()).await.is_err() || close {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    Ok(addr)
+}
