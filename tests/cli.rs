@@ -382,6 +382,8 @@ fn every_expectation_holds_through_eval_in_both_query_forms() {
         "tests/data/spec.policy",
         "tests/data/spec-agent.policy",
         "tests/data/spec-requirements",
+        "tests/data/rulings.policy",
+        "tests/data/adversarial.policy",
         "policies/enterprise",
     ] {
         sets.push(extra.to_string());
@@ -724,5 +726,5 @@ fn the_adversarial_suite_holds() {
     let o = policyc(&["test", "tests/data/adversarial.policy"]);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{out}");
-    assert!(out.contains("91 passed, 0 failed"), "{out}");
+    assert!(out.contains("102 passed, 0 failed"), "{out}");
 }

@@ -58,6 +58,8 @@ pub enum CheckError {
     AuthorizeLevel,
     #[error("`{0}` is not a tool written SERVER/TOOL")]
     ToolPattern(String),
+    #[error("`{0}` has a partial `*`: a wildcard stands only for a whole server or tool name")]
+    ToolWildcard(String),
     #[error("no policy named `{0}`")]
     UnknownPolicy(String),
     #[error("this test does not say which policy it runs against")]
@@ -94,7 +96,7 @@ impl CheckError {
             CheckError::Regex(_) => "invalid_regex",
             CheckError::RegexTooBig => "regex_too_big",
             CheckError::AuthorizeLevel => "authorize_level",
-            CheckError::ToolPattern(_) => "invalid_tool_pattern",
+            CheckError::ToolPattern(_) | CheckError::ToolWildcard(_) => "invalid_tool_pattern",
             CheckError::UnknownPolicy(_) => "unknown_policy",
             CheckError::TestWithoutPolicy => "test_without_policy",
         }
@@ -140,6 +142,7 @@ impl CheckError {
             ),
             CheckError::AuthorizeLevel => "write `authorize high with LEVEL`".into(),
             CheckError::ToolPattern(_) => "for example `tool github/delete_repo`, `tool github/*` or `tool */delete_repo`".into(),
+            CheckError::ToolWildcard(_) => "`*` matches a whole name (`tool github/*`, `tool */delete_repo`); list partial names one by one: `tool github/delete_repo github/delete_branch`".into(),
             CheckError::UnknownPolicy(_) | CheckError::TestWithoutPolicy => return None,
         })
     }
@@ -351,8 +354,14 @@ fn guardian(
                     .node
                     .split_once('/')
                     .is_some_and(|(a, b)| !a.is_empty() && !b.is_empty() && !b.contains('/'));
+                let partial = t
+                    .node
+                    .split('/')
+                    .any(|part| part != "*" && part.contains('*'));
                 if !ok {
                     diags.push(error(CheckError::ToolPattern(t.node.clone()), t.span));
+                } else if partial {
+                    diags.push(error(CheckError::ToolWildcard(t.node.clone()), t.span));
                 }
             }
         }

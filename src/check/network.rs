@@ -61,7 +61,7 @@ pub(super) fn check(stmts: &[NetStmt], diags: &mut Vec<Diagnostic>) {
                 }),
                 NetTarget::Cidr(c) => rules.push(R {
                     rule: r,
-                    target: Target::Net(*c, false),
+                    target: Target::Net(crate::normalize::addr::canonical_net(*c), false),
                 }),
                 NetTarget::Socket(SocketTarget::Any) if r.effect == Effect::Deny => {
                     diags.push(error(CheckError::DenySocketStar, r.span));

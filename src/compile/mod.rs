@@ -660,7 +660,14 @@ impl Compiler<'_> {
                     g.deny_actions.push((matcher(m)?, rule));
                 }
                 GuardianStmt::Allow { levels, span } => {
-                    g.allow = levels.iter().map(|l| l.node).collect();
+                    // Closed downwards (spec §11): `allow medium` lets low
+                    // through too, so raising a level never turns a denial
+                    // into an approval.
+                    let top = levels.iter().map(|l| l.node).max();
+                    g.allow = [RiskLevel::Low, RiskLevel::Medium]
+                        .into_iter()
+                        .filter(|l| top.is_some_and(|t| *l <= t))
+                        .collect();
                     g.allow_rule = Some(self.rule(*span));
                 }
                 GuardianStmt::Authorize { with, span, .. } => {

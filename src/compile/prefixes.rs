@@ -6,7 +6,7 @@
 //! lookup is one binary search (O(log n), no allocation).
 
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 use serde::{Deserialize, Serialize};
@@ -199,56 +199,22 @@ fn bounds(net: IpNet) -> (u128, u128) {
     }
 }
 
-/// A rule prefix in canonical form: the IPv4 prefixes it means (through
-/// mapped `::ffff:0:0/96` and compatible `::/96` forms) and its IPv6 self.
-///
-/// A v6 prefix covers IPv4 address `a` when it covers `::ffff:a`, or when
-/// `a` is neither `0.0.0.0` nor `0.0.0.1` and it covers `::a` (`::` and
-/// `::1` are themselves, not compatible forms).
-pub fn canonical_prefixes(net: IpNet) -> (Vec<Ipv4Net>, Option<Ipv6Net>) {
+/// A rule prefix in canonical form: the IPv4 prefix it means and its IPv6
+/// self (spec §1). An IPv6 prefix applies to IPv4 only when it lies inside
+/// `::ffff:0:0/96`, and then means the IPv4 prefix it maps
+/// (`::ffff:10.0.0.0/104` is `10.0.0.0/8`); every other IPv6 prefix, `::/0`
+/// and `::/96` included, covers IPv6 addresses only.
+pub fn canonical_prefixes(net: IpNet) -> (Option<Ipv4Net>, Option<Ipv6Net>) {
     let v6 = match net {
-        IpNet::V4(n) => return (vec![n], None),
+        IpNet::V4(n) => return (Some(n), None),
         IpNet::V6(n) => n,
     };
-    let mut v4 = Vec::new();
-    let mapped = Ipv6Net::new(std::net::Ipv6Addr::new(0, 0, 0, 0, 0, 0xffff, 0, 0), 96).ok();
-    let compat = Ipv6Net::new(std::net::Ipv6Addr::UNSPECIFIED, 96).ok();
-    for (region, is_compat) in [(mapped, false), (compat, true)] {
-        let Some(region) = region else { continue };
-        let image = if v6.prefix_len() >= 96 && region.contains(&v6.network()) {
-            Ipv4Net::new(
-                Ipv4Addr::from(u128::from(v6.network()) as u32),
-                v6.prefix_len() - 96,
-            )
-            .ok()
-        } else if v6.contains(&region) {
-            Ipv4Net::new(Ipv4Addr::UNSPECIFIED, 0).ok()
-        } else {
-            None
-        };
-        let Some(image) = image else { continue };
-        if is_compat {
-            v4.extend(without_first_two(image));
-        } else {
-            v4.push(image);
-        }
+    // A mapped prefix is its IPv4 prefix alone: queries never carry a
+    // mapped IPv6 address (they are unmapped first).
+    match crate::normalize::addr::mapped_v4_prefix(v6) {
+        Some(v4) => (Some(v4), None),
+        None => (None, Some(v6)),
     }
-    (v4, Some(v6))
-}
-
-/// `net` minus `0.0.0.0/31`, as prefixes.
-fn without_first_two(net: Ipv4Net) -> Vec<Ipv4Net> {
-    let first = u32::from(net.network());
-    if first > 1 {
-        return vec![net]; // does not reach 0.0.0.0/31
-    }
-    if net.prefix_len() >= 31 {
-        return Vec::new(); // inside 0.0.0.0/31
-    }
-    // net = 0.0.0.0/k with k ≤ 30: every sibling on the way down to /31.
-    ((net.prefix_len() + 1)..=31)
-        .filter_map(|len| Ipv4Net::new(Ipv4Addr::from(1u32 << (32 - len)), len).ok())
-        .collect()
 }
 
 /// `[first, last]` of an address range, widened to `u128`.
@@ -281,19 +247,19 @@ mod tests {
 
     #[test]
     fn mapped_prefixes_mean_ipv4() {
-        let (v4, _) = canonical_prefixes(net("::ffff:10.0.0.0/104"));
-        assert_eq!(
-            v4,
-            vec!["10.0.0.0/8".parse::<Ipv4Net>().unwrap_or_default()]
-        );
-        let (v4, _) = canonical_prefixes(net("::/0"));
-        assert!(v4.iter().any(|n| n.prefix_len() == 0));
-        let (v4, _) = canonical_prefixes(net("::1/128"));
-        assert!(v4.is_empty());
-        let (v4, _) = canonical_prefixes(net("::/96"));
-        assert_eq!(v4.len(), 31); // 0.0.0.0/0 minus 0.0.0.0/31
-        assert!(!v4.iter().any(|n| n.contains(&Ipv4Addr::new(0, 0, 0, 1))));
-        assert!(v4.iter().any(|n| n.contains(&Ipv4Addr::new(0, 0, 0, 2))));
+        let v4 = |s: &str| canonical_prefixes(net(s)).0.map(|n| n.to_string());
+        assert_eq!(v4("::ffff:10.0.0.0/104").as_deref(), Some("10.0.0.0/8"));
+        assert_eq!(v4("::ffff:0:0/96").as_deref(), Some("0.0.0.0/0"));
+        assert_eq!(v4("::ffff:1.2.3.4/128").as_deref(), Some("1.2.3.4/32"));
+        assert_eq!(v4("10.0.0.0/8").as_deref(), Some("10.0.0.0/8"));
+        // Every other IPv6 prefix covers IPv6 only (spec §1, 2026-12-01).
+        for s in ["::/0", "::/64", "::ffff:0:0/95", "::/96", "::1/128", "fd00::/8"] {
+            assert_eq!(v4(s), None, "{s}");
+            assert!(canonical_prefixes(net(s)).1.is_some(), "{s}");
+        }
+        for s in ["::ffff:10.0.0.0/104", "::ffff:0:0/96"] {
+            assert_eq!(canonical_prefixes(net(s)).1, None, "{s}");
+        }
     }
 
     #[test]

@@ -1,13 +1,14 @@
 //! Agent decisions (language spec §9–§10): sandbox writes, `exec`, MCP
 //! tools and bare prompts, each resolved through one category rule.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use super::decision::{Decision, Outcome, Reason, RuleId};
 use super::known_safe::{basename, is_dangerous, is_known_safe, trusted_name};
 use super::shell::{self, Script};
 use crate::compile::Policy;
-use crate::normalize::is_normal_absolute_path;
+use crate::normalize::normalize_absolute_path;
 use crate::query::Annotations;
 use crate::syntax::ast::{
     ApprovalMode, CommandEffect, McpMode, PromptCategory, Reviewer, SandboxMode,
@@ -51,27 +52,10 @@ impl Workspace {
                 } else {
                     format!("{root}/{target}")
                 };
-                lexical_normalize(&joined)
+                normalize_absolute_path(&joined).map(Cow::into_owned)
             });
         Workspace { root, gitdir }
     }
-}
-
-/// Resolves `.` and `..` of an absolute path lexically; `None` when `..`
-/// climbs above the root or the path is relative.
-pub fn lexical_normalize(path: &str) -> Option<String> {
-    let rest = path.strip_prefix('/')?;
-    let mut parts: Vec<&str> = Vec::new();
-    for seg in rest.split('/') {
-        match seg {
-            "" | "." => {}
-            ".." => {
-                parts.pop()?;
-            }
-            s => parts.push(s),
-        }
-    }
-    Some(format!("/{}", parts.join("/")))
 }
 
 /// `path` is `root` or inside it; returns the rest (`""` for the root).
@@ -140,22 +124,23 @@ impl Policy {
 
     // ------------------------------------------------------------- write
 
-    /// May the agent write `path` (absolute) in `workspace`?
+    /// May the agent write `path` (absolute) in `workspace`? The path is
+    /// lexically normalised first, under every mode (`/tmp/a/../b` is
+    /// `/tmp/b`); a relative or empty path, or one holding NUL, is denied
+    /// `invalid_path`.
     pub fn write(&self, path: &str, workspace: &Workspace) -> Decision {
-        // Validation first, under every mode: the engine never guesses what
-        // a relative or non-normal path means.
-        if !is_normal_absolute_path(path) {
+        let Some(path) = normalize_absolute_path(path) else {
             return Decision::deny(Reason::InvalidPath, None);
-        }
+        };
         let untrusted = self.agent.approvals == ApprovalMode::Untrusted;
         let d = match self.agent.sandbox {
             SandboxMode::DangerFullAccess => return Decision::allow(Reason::Unsandboxed, None),
             SandboxMode::ReadOnly => self.sandbox_prompt(Reason::ReadOnlySandbox),
             SandboxMode::WorkspaceWrite => {
-                if !is_normal_absolute_path(&workspace.root) {
+                let Some(root) = normalize_absolute_path(&workspace.root) else {
                     return Decision::deny(Reason::InvalidPath, None);
-                }
-                self.workspace_write(path, workspace)
+                };
+                self.workspace_write(&path, &root, workspace.gitdir.as_deref())
             }
         };
         // Under `untrusted`, every write asks (the user, never the reviewer).
@@ -165,9 +150,9 @@ impl Policy {
         d
     }
 
-    fn workspace_write(&self, path: &str, ws: &Workspace) -> Decision {
+    fn workspace_write(&self, path: &str, root: &str, gitdir: Option<&str>) -> Decision {
         let paths = &self.agent.paths;
-        let roots = std::iter::once(ws.root.as_str())
+        let roots = std::iter::once(root)
             .chain(std::iter::once("/tmp"))
             .chain(paths.writable.iter().map(String::as_str));
         let mut within = false;
@@ -183,7 +168,7 @@ impl Policy {
                 return self.sandbox_prompt(Reason::ProtectedPath);
             }
         }
-        if let Some(gitdir) = &ws.gitdir {
+        if let Some(gitdir) = gitdir {
             if inside(path, gitdir).is_some() {
                 return self.sandbox_prompt(Reason::ProtectedPath);
             }
@@ -436,14 +421,6 @@ impl Policy {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn lexical_normalisation() {
-        assert_eq!(lexical_normalize("/a/./b/../c").as_deref(), Some("/a/c"));
-        assert_eq!(lexical_normalize("/a/b/").as_deref(), Some("/a/b"));
-        assert_eq!(lexical_normalize("/.."), None);
-        assert_eq!(lexical_normalize("a/b"), None);
-    }
 
     #[test]
     fn inside_compares_components() {

@@ -123,7 +123,11 @@ pub fn is_known_safe(argv: &[String]) -> bool {
     match check {
         Check::Any => true,
         Check::Without(opts) => !has_option(args, opts),
-        Check::WithoutWords(words) => !args.iter().any(|a| words.contains(&a.as_str())),
+        // Forbidden in every spelling: `-fprint=x` is `-fprint x`.
+        Check::WithoutWords(words) => !args.iter().any(|a| {
+            let name = a.split_once('=').map_or(a.as_str(), |(n, _)| n);
+            words.contains(&name)
+        }),
         Check::SedPrint => sed_print(args),
         Check::Git => git_read_only(args),
     }
@@ -211,36 +215,35 @@ fn git_read_only(args: &[String]) -> bool {
     }
 }
 
-/// sudo's options that take a value.
-const SUDO_VALUE_OPTIONS: &[&str] = &[
-    "-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-T", "-U", "-R",
+/// Programs that run the command given in their arguments (spec §9, the
+/// dangerous-command rule). Their options and option values differ from one
+/// to the next and from one platform to another, so they are not parsed:
+/// behind any of them, every later `rm` word is tried.
+pub const COMMAND_WRAPPERS: &[&str] = &[
+    "sudo", "doas", "env", "timeout", "nice", "nohup", "ionice", "stdbuf", "time", "command",
+    "exec",
 ];
 
-/// `rm` with a force flag in any spelling, directly or behind `sudo` (with
-/// or without sudo's own options).
+/// `rm` (bare or any path) with a force flag in any spelling, directly or
+/// behind any chain of [`COMMAND_WRAPPERS`]: when the program is a wrapper,
+/// every later word that is `rm` is tried with the words after it, so no
+/// wrapper option, option value (`sudo --user root`, `timeout 5`) or
+/// `NAME=value` assignment hides it.
 pub fn is_dangerous(argv: &[String]) -> bool {
     let Some((program, args)) = argv.split_first() else {
         return false;
     };
     match basename(program) {
         "rm" => has_force(args),
-        "sudo" => {
-            let mut i = 0;
-            while let Some(a) = args.get(i) {
-                if a == "--" {
-                    i += 1;
-                    break;
+        name if COMMAND_WRAPPERS.contains(&name) => {
+            let mut rest = args;
+            while let Some((word, after)) = rest.split_first() {
+                if basename(word) == "rm" && has_force(after) {
+                    return true;
                 }
-                if !a.starts_with('-') {
-                    break;
-                }
-                i += if SUDO_VALUE_OPTIONS.contains(&a.as_str()) {
-                    2
-                } else {
-                    1
-                };
+                rest = after;
             }
-            args.get(i..).is_some_and(is_dangerous)
+            false
         }
         _ => false,
     }
@@ -300,6 +303,12 @@ mod tests {
             "base64 --out=x",
             "find . -delete",
             "find . -exec rm {} ;",
+            "find . -fprint=x",
+            "find . -delete=x",
+            "find . -exec=x",
+            "find . -fls=x",
+            "find . -execdir=rm",
+            "find . -fprintf=x",
             "rg -nz foo",
             "rg --pre x",
             "rg --search-z",
@@ -338,10 +347,46 @@ mod tests {
             "sudo rm -rf /",
             "sudo -u root rm -f x",
             "sudo -E -- rm -rf x",
+            // Every sudo option that takes a separate value, long or short.
+            "sudo --user root rm -rf /tmp/x",
+            "sudo --chdir /tmp rm -rf x",
+            "sudo --group wheel rm -rf x",
+            "sudo --host h rm -rf x",
+            "sudo --prompt p rm -rf x",
+            "sudo --close-from 3 rm -rf x",
+            "sudo --command-timeout 5 rm -rf x",
+            "sudo --chroot / rm -rf x",
+            "sudo --other-user u rm -rf x",
+            "sudo -u root -g wheel rm -f x",
+            // Any chain of wrappers, with options, values and assignments.
+            "timeout 5 rm -rf x",
+            "timeout -s KILL 5 rm -rf x",
+            "env FOO=1 rm -f x",
+            "env -i PATH=/bin /bin/rm -f x",
+            "sudo -E doas rm -rf /",
+            "doas -u root rm -rf /",
+            "nice -n 5 rm -rf x",
+            "nohup rm -rf x",
+            "ionice -c 3 rm -rf x",
+            "stdbuf -o0 rm -rf x",
+            "time rm -rf x",
+            "command rm -rf x",
+            "exec rm -rf x",
+            "/usr/bin/sudo /usr/bin/env X=1 nice -n 19 timeout 1 rm --force x",
+            "sudo -u rm rm -rf x",
         ] {
             assert!(is_dangerous(&v(s)), "{s}");
         }
-        for s in ["rm x", "rm -r x", "sudo ls", "echo rm -rf", "rmdir -f"] {
+        for s in [
+            "rm x",
+            "rm -r x",
+            "sudo ls",
+            "echo rm -rf",
+            "rmdir -f",
+            "sudo rm x",
+            "timeout 5 rm -r x",
+            "env rmx -f",
+        ] {
             assert!(!is_dangerous(&v(s)), "{s}");
         }
     }

@@ -15,7 +15,7 @@ mod tools;
 
 use serde::Serialize;
 
-pub use agent::{Workspace, lexical_normalize};
+pub use agent::Workspace;
 pub use decision::{Decision, Escalation, Outcome, Reason, RuleId, RuleRef};
 
 use crate::compile::{Policy, PolicySet};

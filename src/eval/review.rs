@@ -25,34 +25,44 @@ struct Facts {
     tool: Option<(String, String)>,
 }
 
+/// At most this many shell wrappers in one action, the outer one included
+/// (as for `exec`, spec §9).
+const MAX_WRAPPERS: usize = 3;
+
+/// Adds `argv` and, when it is a wrapper (`PROGRAM -c|-lc SCRIPT` with a
+/// trusted program), its script and the commands of that script, nested
+/// wrappers included: command and risk rules see every command that would
+/// run, however deeply it is wrapped (spec §9, §11).
+fn expand(argv: &[String], wrappers: usize, f: &mut Facts, script_words: &mut Vec<String>) {
+    f.argvs.push(argv.to_vec());
+    let [program, flag, script] = argv else {
+        return;
+    };
+    if flag != "-c" && flag != "-lc" {
+        return;
+    }
+    f.lines.push(script.clone());
+    script_words.extend(shell::loose_words(script).map(String::from));
+    if wrappers > MAX_WRAPPERS || trusted_name(program).is_none() {
+        return;
+    }
+    if let Script::Plain(cmds) = shell::split(script) {
+        for cmd in &cmds {
+            expand(cmd, wrappers + 1, f, script_words);
+        }
+    }
+}
+
 fn facts(action: &Query) -> Facts {
     let mut f = Facts::default();
     match action {
         Query::Exec { argv, .. } => {
             f.lines.push(argv.join(" "));
-            f.argvs.push(argv.clone());
-            if let [program, flag, script] = argv.as_slice() {
-                if flag == "-c" || flag == "-lc" {
-                    f.lines.push(script.clone());
-                    if trusted_name(program).is_some() {
-                        if let Script::Plain(cmds) = shell::split(script) {
-                            f.argvs.extend(cmds);
-                        }
-                    }
-                }
-            }
             // Path-like words of the argv, its commands, and — plain or not —
-            // the words of a wrapper's script.
-            let script_words = f
-                .lines
-                .get(1)
-                .map(|s| shell::loose_words(s).map(String::from).collect::<Vec<_>>());
-            for w in f
-                .argvs
-                .iter()
-                .flatten()
-                .chain(script_words.iter().flatten())
-            {
+            // the words of every wrapper's script.
+            let mut script_words = Vec::new();
+            expand(argv, 1, &mut f, &mut script_words);
+            for w in f.argvs.iter().flatten().chain(&script_words) {
                 if w.contains('/') || w.starts_with('.') || w.starts_with('~') {
                     f.paths.push(w.clone());
                 }

@@ -14,6 +14,28 @@ pub fn canonical_ip(ip: IpAddr) -> IpAddr {
     }
 }
 
+/// The IPv4 prefix an IPv6 prefix means, when it lies inside
+/// `::ffff:0:0/96` (spec §1: `::ffff:10.0.0.0/104` is `10.0.0.0/8`); `None`
+/// for every other IPv6 prefix (`::/0` and `::/96` included), which covers
+/// IPv6 addresses only.
+pub fn mapped_v4_prefix(net: ipnet::Ipv6Net) -> Option<ipnet::Ipv4Net> {
+    let s = net.network().segments();
+    let inside = net.prefix_len() >= 96 && matches!(s, [0, 0, 0, 0, 0, 0xffff, _, _]);
+    let low = Ipv4Addr::from((u32::from(s[6]) << 16) | u32::from(s[7]));
+    inside
+        .then(|| ipnet::Ipv4Net::new(low, net.prefix_len() - 96).ok())
+        .flatten()
+}
+
+/// A rule's prefix as it applies: a mapped IPv6 prefix is its IPv4 prefix;
+/// every other prefix is itself.
+pub fn canonical_net(net: ipnet::IpNet) -> ipnet::IpNet {
+    match net {
+        ipnet::IpNet::V6(n) => mapped_v4_prefix(n).map_or(net, ipnet::IpNet::V4),
+        v4 => v4,
+    }
+}
+
 fn embedded_v4(v6: Ipv6Addr) -> Option<Ipv4Addr> {
     let s = v6.segments();
     let low = Ipv4Addr::from((u32::from(s[6]) << 16) | u32::from(s[7]));

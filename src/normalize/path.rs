@@ -1,5 +1,9 @@
-//! Paths. The engine never guesses what a non-normal path means: it refuses
-//! it.
+//! Paths. Socket paths must be written normal (the engine never guesses
+//! what a non-normal socket path means: it refuses it); write paths are
+//! lexically normalised first (spec §9), so the decision is on the file the
+//! write would reach.
+
+use std::borrow::Cow;
 
 /// Absolute, with no `.` or `..` segment, no `//`, no trailing `/` and no NUL
 /// (language spec §3, `socket`).
@@ -14,9 +18,63 @@ pub fn is_normal_absolute_path(path: &str) -> bool {
             .all(|seg| !seg.is_empty() && seg != "." && seg != "..")
 }
 
+/// Lexically normalises an absolute path (spec §9, `write`): `.` segments
+/// dropped, repeated `/` collapsed, a trailing `/` dropped, and each `..`
+/// removes the segment before it (`..` at the root stays at `/`). `None` for
+/// a relative or empty path, or one that holds NUL. A path that is already
+/// normal is returned borrowed.
+pub fn normalize_absolute_path(path: &str) -> Option<Cow<'_, str>> {
+    if !path.starts_with('/') || path.contains('\0') {
+        return None;
+    }
+    if path == "/" || is_normal_absolute_path(path) {
+        return Some(Cow::Borrowed(path));
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for seg in path.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            s => parts.push(s),
+        }
+    }
+    Some(Cow::Owned(format!("/{}", parts.join("/"))))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn write_paths_are_normalised() {
+        for (p, n) in [
+            ("/tmp/a/../b", "/tmp/b"),
+            ("/w/src/../.git/config", "/w/.git/config"),
+            ("/", "/"),
+            ("//", "/"),
+            ("/..", "/"),
+            ("/../../etc/passwd", "/etc/passwd"),
+            ("/a/./b/", "/a/b"),
+            ("/a//b", "/a/b"),
+            ("/a/b/..", "/a"),
+            ("/a/.hidden", "/a/.hidden"),
+            ("/a/...", "/a/..."),
+        ] {
+            let got = normalize_absolute_path(p);
+            assert_eq!(got.as_deref(), Some(n), "{p:?}");
+            // Normalising a normal path changes nothing.
+            assert_eq!(normalize_absolute_path(n).as_deref(), Some(n), "{n:?}");
+        }
+        assert!(matches!(
+            normalize_absolute_path("/a/b"),
+            Some(Cow::Borrowed(_))
+        ));
+        for p in ["", "a/b", "./a", "../a", "~/a", "/a\0b"] {
+            assert_eq!(normalize_absolute_path(p), None, "{p:?}");
+        }
+    }
 
     #[test]
     fn only_normal_absolute_paths() {

@@ -88,10 +88,12 @@ impl DomainPattern {
             (_, Any) => true,
             (Any, _) => false,
             (Exact(a), o) => o.matches_name(a),
-            (Sub(a), Sub(b)) | (SelfAndSub(a), Sub(b)) => is_strict_subdomain(a, b),
-            (Sub(a), SelfAndSub(b)) | (SelfAndSub(a), SelfAndSub(b)) => {
+            // A pattern covers itself: `*.x` covers `*.x` and every `*.`/`**.`
+            // pattern strictly under x, but not `**.x` (x itself).
+            (Sub(a), Sub(b)) | (Sub(a), SelfAndSub(b)) | (SelfAndSub(a), SelfAndSub(b)) => {
                 a == b || is_strict_subdomain(a, b)
             }
+            (SelfAndSub(a), Sub(b)) => is_strict_subdomain(a, b),
             (Sub(_) | SelfAndSub(_), Exact(_)) => false,
         }
     }
@@ -189,5 +191,47 @@ mod tests {
         assert!(p("**.a.example.com").covered_by(&p("*.example.com")));
         assert!(p("*").covered_by(&p("*")));
         assert!(!p("*").covered_by(&p("**.com")));
+        // A pattern covers itself, in every form (spec §12).
+        for s in ["x.com", "*.x.com", "**.x.com", "*"] {
+            assert!(p(s).covered_by(&p(s)), "{s}");
+        }
+    }
+
+    /// The whole coverage matrix against its meaning: `a` is covered by `b`
+    /// exactly when every name `a` matches, `b` matches too. Names are drawn
+    /// from every label sequence up to one level deeper than any pattern, so
+    /// each pattern has names it matches and names it does not.
+    #[test]
+    fn coverage_matrix_is_set_inclusion() {
+        let labels = ["a", "b", "x", "y", "c"];
+        let mut names: Vec<String> = Vec::new();
+        let mut layer: Vec<String> = labels.iter().map(|l| l.to_string()).collect();
+        for _ in 0..4 {
+            names.extend(layer.iter().cloned());
+            layer = layer
+                .iter()
+                .flat_map(|n| labels.iter().map(move |l| format!("{l}.{n}")))
+                .collect();
+        }
+        let mut patterns = vec![DomainPattern::Any];
+        for base in ["x", "a.x", "b.a.x", "y", "a.y"] {
+            patterns.push(DomainPattern::Exact(base.into()));
+            patterns.push(DomainPattern::Sub(base.into()));
+            patterns.push(DomainPattern::SelfAndSub(base.into()));
+        }
+        for a in &patterns {
+            for b in &patterns {
+                let meaning = names
+                    .iter()
+                    .all(|n| !a.matches_name(n) || b.matches_name(n));
+                assert_eq!(
+                    a.covered_by(b),
+                    meaning,
+                    "`{}` covered by `{}`",
+                    a.text(),
+                    b.text()
+                );
+            }
+        }
     }
 }

@@ -2,12 +2,12 @@
 //! the spec: linear scans over the AST, no indexes.
 //!
 //! Shared with the engine, deliberately: the shell splitter, the known-safe
-//! classifier, the dangerous-command predicate and the glob matcher. Each has
+//! classifier and the glob matcher. Each has
 //! its own unit tables; what this oracle checks is everything built on them
 //! (mode tables, the category rule, rule matching and strictness, paths,
 //! annotations, the verdict).
 
-use gatehouse::eval::known_safe::{basename, has_force, is_dangerous, is_known_safe, trusted_name};
+use gatehouse::eval::known_safe::{basename, is_known_safe, trusted_name};
 use gatehouse::eval::shell::{Script, loose_words, split};
 use gatehouse::query::{Annotations, Assessment, Query, ReviewOutcome, ReviewStatus};
 use gatehouse::syntax::ast::*;
@@ -90,17 +90,26 @@ impl RefPolicy<'_> {
     // ----------------------------------------------------------------- write
 
     pub fn write(&self, path: &str, root: &str) -> RefDecision {
-        let normal = |p: &str| {
-            p.starts_with('/')
-                && p.len() > 1
-                && !p.contains('\0')
-                && p[1..]
-                    .split('/')
-                    .all(|s| !s.is_empty() && s != "." && s != "..")
+        // §9: absolute and NUL-free, then lexically normalised (a stack of
+        // segments; `..` at the root stays at the root).
+        let normal = |p: &str| -> Option<String> {
+            if !p.starts_with('/') || p.contains('\0') {
+                return None;
+            }
+            let mut stack: Vec<&str> = Vec::new();
+            for seg in p.split('/') {
+                if seg == ".." {
+                    stack.pop();
+                } else if !seg.is_empty() && seg != "." {
+                    stack.push(seg);
+                }
+            }
+            Some(format!("/{}", stack.join("/")))
         };
-        if !normal(path) {
+        let Some(path) = normal(path) else {
             return d("deny", "invalid_path", None);
-        }
+        };
+        let path = path.as_str();
         let untrusted = self.approvals() == ApprovalMode::Untrusted;
         let r = match self.sandbox() {
             SandboxMode::DangerFullAccess => return d("allow", "unsandboxed", None),
@@ -108,10 +117,10 @@ impl RefPolicy<'_> {
                 self.prompt(PromptCategory::SandboxApproval, "read_only_sandbox", None)
             }
             SandboxMode::WorkspaceWrite => {
-                if !normal(root) {
+                let Some(root) = normal(root) else {
                     return d("deny", "invalid_path", None);
-                }
-                let mut roots = vec![root.to_string(), "/tmp".to_string()];
+                };
+                let mut roots = vec![root, "/tmp".to_string()];
                 let mut protect = vec![
                     ".git".to_string(),
                     ".agents".to_string(),
@@ -213,6 +222,34 @@ impl RefPolicy<'_> {
         })
     }
 
+    /// The dangerous-command predicate read straight off §9, apart from the
+    /// engine's: `rm` with a force flag, as the program or as any later word
+    /// when the program is one of the command-running wrappers.
+    fn is_dangerous(argv: &[String]) -> bool {
+        const WRAPPERS: [&str; 11] = [
+            "sudo", "doas", "env", "timeout", "nice", "nohup", "ionice", "stdbuf", "time",
+            "command", "exec",
+        ];
+        let Some(program) = argv.first() else {
+            return false;
+        };
+        let wrapped = WRAPPERS.contains(&basename(program));
+        (0..argv.len()).any(|i| {
+            (i == 0 || wrapped) && basename(&argv[i]) == "rm" && Self::forced(&argv[i + 1..])
+        })
+    }
+
+    /// `-f`, `-rf`, `--force`, `--fo`, ...: a force flag in any spelling.
+    fn forced(words: &[String]) -> bool {
+        words.iter().any(|w| {
+            if w.starts_with("--") {
+                w.len() > 2 && "--force".starts_with(w.as_str())
+            } else {
+                w.starts_with('-') && w.contains('f')
+            }
+        })
+    }
+
     fn dangerous(&self) -> RefDecision {
         if self.approvals() == ApprovalMode::Never
             && self.sandbox() == SandboxMode::DangerFullAccess
@@ -234,7 +271,7 @@ impl RefPolicy<'_> {
     }
 
     fn no_rule(&self, argv: &[String], escalate: bool, may_be_safe: bool) -> RefDecision {
-        if is_dangerous(argv) {
+        if Self::is_dangerous(argv) {
             return self.dangerous();
         }
         let full = self.sandbox() == SandboxMode::DangerFullAccess;
@@ -274,7 +311,7 @@ impl RefPolicy<'_> {
                 here.push(self.prompt(PromptCategory::Rules, "prompt_rule", None));
             }
             let rest: Vec<String> = words[i + 1..].iter().map(|s| s.to_string()).collect();
-            if basename(w) == "rm" && has_force(&rest) {
+            if basename(w) == "rm" && Self::forced(&rest) {
                 here.push(self.dangerous());
             }
             for h in here {
@@ -407,17 +444,22 @@ impl RefPolicy<'_> {
         let (lines, argvs, paths): (Vec<String>, Vec<Vec<String>>, Vec<String>) = match action {
             Query::Exec { argv, .. } => {
                 let mut lines = vec![argv.join(" ")];
-                let mut argvs = vec![argv.clone()];
-                let mut words: Vec<String> = argv.clone();
-                if argv.len() == 3 && (argv[1] == "-c" || argv[1] == "-lc") {
-                    lines.push(argv[2].clone());
-                    if trusted_name(&argv[0]).is_some() {
-                        if let Script::Plain(c) = split(&argv[2]) {
-                            words.extend(c.iter().flatten().cloned());
-                            argvs.extend(c);
+                let mut argvs = Vec::new();
+                let mut words: Vec<String> = Vec::new();
+                // A breadth-first walk over wrappers: (argv, wrappers so far).
+                let mut todo = vec![(argv.clone(), 1usize)];
+                while let Some((a, depth)) = todo.pop() {
+                    words.extend(a.iter().cloned());
+                    argvs.push(a.clone());
+                    if a.len() == 3 && (a[1] == "-c" || a[1] == "-lc") {
+                        lines.push(a[2].clone());
+                        words.extend(loose_words(&a[2]).map(String::from));
+                        if depth <= 3 && trusted_name(&a[0]).is_some() {
+                            if let Script::Plain(c) = split(&a[2]) {
+                                todo.extend(c.into_iter().map(|x| (x, depth + 1)));
+                            }
                         }
                     }
-                    words.extend(loose_words(&argv[2]).map(String::from));
                 }
                 let paths = words
                     .into_iter()
@@ -550,7 +592,8 @@ impl RefPolicy<'_> {
                 "insufficient_authorization",
                 authorize_at.or(risk_at),
             ),
-            level if allow.contains(&level) => d("approved", "approved", risk_at),
+            // `allow` is closed downwards: `allow medium` lets low through.
+            level if allow.iter().any(|a| level <= *a) => d("approved", "approved", risk_at),
             _ => d("denied", "level_not_allowed", allow_at),
         }
     }

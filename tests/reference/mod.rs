@@ -181,9 +181,10 @@ fn net_covers(net: IpNet, ip: IpAddr) -> bool {
     match (net, ip) {
         (IpNet::V4(n), IpAddr::V4(a)) => n.contains(&a),
         (IpNet::V6(n), IpAddr::V6(a)) => n.contains(&a),
+        // §1: only a prefix inside `::ffff:0:0/96` applies to IPv4.
         (IpNet::V6(n), IpAddr::V4(a)) => {
-            n.contains(&a.to_ipv6_mapped())
-                || (u32::from(a) > 1 && n.contains(&Ipv6Addr::from(u128::from(u32::from(a)))))
+            let mapped: ipnet::Ipv6Net = "::ffff:0:0/96".parse().unwrap();
+            mapped.contains(&n) && n.contains(&a.to_ipv6_mapped())
         }
         (IpNet::V4(_), IpAddr::V6(_)) => false,
     }
