@@ -10,6 +10,12 @@
 //! could send. A generated policy can fail to build (a raw pattern may be
 //! invalid); callers skip those cases.
 //!
+//! Policies come with requirements blocks half of the time, and exec
+//! queries include wrapper chains (every command-running wrapper, with
+//! options and values) inside nested shell wrappers up to the depth limit
+//! and one past it, under guardian command and risk rules that look for
+//! them.
+//!
 //! The vocabularies here are deliberately separate from the property tests'
 //! in `tests/`, so that the two explore differently.
 
@@ -86,6 +92,8 @@ const COMMAND_RULES: &[&str] = &[
     "prompt curl",
     "allow ls -la",
     "prompt sudo",
+    "forbid env because \"no\"",
+    "prompt timeout",
 ];
 const MCP_RULES: &[&str] = &[
     "server github auto",
@@ -103,6 +111,16 @@ const GUARDIAN: &[&str] = &[
     "risk low exfiltration host **.pastebin.com",
     "deny category exfiltration",
     "deny command git push --force",
+    "risk high destructive command sudo rm",
+    "risk medium destructive command timeout",
+    "risk critical destructive command bash -lc",
+    "risk high destructive command ~ r\"rm\\s+-f\"",
+    "deny command env",
+    "deny tool */delete_repo",
+    "risk medium destructive tool github/*",
+    "allow medium",
+    "allow low",
+    "authorize high with high",
 ];
 const SANDBOX: &[&str] = &[
     "read-only",
@@ -154,6 +172,26 @@ const ARGV_WORDS: &[&str] = &[
     "env",
     "xargs",
     "",
+    "doas",
+    "timeout",
+    "5",
+    "nice",
+    "-n",
+    "nohup",
+    "ionice",
+    "stdbuf",
+    "-o0",
+    "time",
+    "command",
+    "exec",
+    "FOO=1",
+    "--user",
+    "root",
+    "-u",
+    "/bin/rm",
+    "--force",
+    "-fprint=x",
+    "-delete=x",
 ];
 const SCRIPTS: &[&str] = &[
     "git status && git push",
@@ -168,6 +206,13 @@ const SCRIPTS: &[&str] = &[
     "ls & git push",
     "cat <(curl x)",
     "ls > .git/hooks/pre-commit",
+    "bash -lc 'git push --force'",
+    "ls; sh -c 'rm -rf /tmp/x'",
+    "sudo --user root rm -rf x",
+    "sh -c \"zsh -c 'bash -c ls'\"",
+    "sh -c \"zsh -c 'timeout 5 rm -rf x'\"",
+    "env FOO=1 rm -f x && ls",
+    "cat ~/.ssh/./id_rsa",
 ];
 const PATHS: &[&str] = &[
     "/w/src/main.rs",
@@ -186,6 +231,12 @@ const PATHS: &[&str] = &[
     "/var/cache/build/o",
     "/w/.secrets/k",
     "/w",
+    "/tmp/a/../b",
+    "/",
+    "/w/src/../.git/config",
+    "/../w/.git/x",
+    "",
+    "/w/.ssh/./id_rsa",
 ];
 
 fn pick<'a>(u: &mut Unstructured<'_>, items: &[&'a str]) -> Result<&'a str> {
@@ -228,7 +279,75 @@ fn port(u: &mut Unstructured<'_>) -> Result<i64> {
     Ok(*u.choose(&[443i64, 80, 8080, 8500, 22, 0, 70000, -1])?)
 }
 
+/// Command-running wrappers with options and values (spec §9).
+const COMMAND_WRAPPERS: &[&str] = &[
+    "sudo",
+    "sudo -u root",
+    "sudo --user root",
+    "sudo --chdir /tmp",
+    "sudo --command-timeout 5",
+    "sudo -E",
+    "/usr/bin/sudo",
+    "doas",
+    "doas -u root",
+    "env",
+    "env FOO=1",
+    "env -i PATH=/bin",
+    "timeout 5",
+    "timeout -s KILL 5",
+    "nice -n 5",
+    "nohup",
+    "ionice -c 3",
+    "stdbuf -o0",
+    "time",
+    "command",
+    "exec",
+];
+const TAILS: &[&str] = &[
+    "rm -rf x",
+    "rm -f x",
+    "rm x",
+    "/bin/rm --force x",
+    "ls -la",
+    "git push --force",
+    "git status",
+    "find . -fprint=x",
+];
+
+/// A command behind a chain of wrappers, inside up to three nested shell
+/// wrappers (or four: one past the limit), with sibling commands.
+fn wrapped(u: &mut Unstructured<'_>) -> Result<Vec<String>> {
+    let mut command: Vec<&str> = Vec::new();
+    for _ in 0..u.int_in_range(0..=3u8)? {
+        command.extend(pick(u, COMMAND_WRAPPERS)?.split(' '));
+    }
+    command.extend(pick(u, TAILS)?.split(' '));
+    let levels = u.int_in_range(0..=3u8)?;
+    if levels == 3 && u.ratio(1u8, 4)? {
+        return Ok(["bash", "-lc", "sh -c \"zsh -c 'bash -c ls'\""]
+            .map(String::from)
+            .to_vec());
+    }
+    // Innermost shell first; level j's script is quoted into level j+1's
+    // with `'` for j = 0 and `"` above it.
+    let mut text = command.join(" ");
+    let mut outer = None;
+    for j in 0..levels {
+        let shell = pick(u, &["bash", "sh", "zsh", "/bin/bash"])?;
+        let flag = pick(u, &["-c", "-lc"])?;
+        let sibling = pick(u, &["", "ls; ", "git status && ", "ls | "])?;
+        let script = format!("{sibling}{text}");
+        let q = if j == 0 { '\'' } else { '"' };
+        text = format!("{shell} {flag} {q}{script}{q}");
+        outer = Some(vec![shell.to_string(), flag.to_string(), script]);
+    }
+    Ok(outer.unwrap_or_else(|| command.iter().map(|w| w.to_string()).collect()))
+}
+
 fn argv(u: &mut Unstructured<'_>) -> Result<Vec<String>> {
+    if u.ratio(1u8, 4)? {
+        return wrapped(u);
+    }
     if u.ratio(1u8, 4)? {
         let shell = pick(u, &["bash", "sh", "/bin/bash", "zsh", "./bash"])?;
         let flag = pick(u, &["-c", "-lc"])?;
@@ -404,12 +523,56 @@ fn section(
     Ok(())
 }
 
-/// One generated policy (the text of a file holding one `policy p`) and the
-/// queries to put to it.
+/// Requirement sections (spec §12), one per generated `requirements` block:
+/// every cap, every kind of joined rule, and domain allow lists of every
+/// pattern form over the same names as the policies' rules, so that
+/// coverage is tried in every combination.
+const REQUIREMENTS: &[&str] = &[
+    "network { default deny; local deny }",
+    "network { dns off }",
+    "network { deny domain **.pastebin.com }",
+    "network { allow domain **.example.com }",
+    "network { allow domain *.example.com }",
+    "network { allow domain example.com; allow domain *.a.example.com }",
+    "network { allow domain * }",
+    "network { allow domain github.com; allow domain **.github.com }",
+    "network { allow domain *.localhost; allow domain localhost }",
+    "network { allow socket * }",
+    "network { allow socket \"/tmp/a.sock\" }",
+    "network { deny cidr 10.0.0.0/8; deny ip 8.8.8.8 }",
+    "network { deny cidr ::/0 }",
+    "network off",
+    "proxy { socks5 off; listen loopback }",
+    "proxy { socks5_udp off; upstream off }",
+    "permissions { default deny; deny shell.exec }",
+    "apps { deny firefox }",
+    "commands { forbid rm -rf because \"managed\"; prompt sudo }",
+    "guardian { deny command git push --force; deny category destructive }",
+    "sandbox read-only",
+    "sandbox workspace-write",
+    "sandbox danger-full-access",
+    "approvals never untrusted",
+    "approvals on-request granular",
+    "approvals untrusted on-request never",
+    "reviewer auto_review user",
+    "reviewer user",
+];
+
+/// One generated policy (the text of a file holding one `policy p`), the
+/// requirements blocks over it (empty, or blocks to append after the
+/// policy) and the queries to put to it.
 #[derive(Clone, Debug)]
 pub struct Case {
     pub policy: String,
+    pub requirements: String,
     pub queries: Vec<Query>,
+}
+
+impl Case {
+    /// The whole file: the policy, then its requirements.
+    pub fn text(&self) -> String {
+        format!("{}{}", self.policy, self.requirements)
+    }
 }
 
 impl<'a> Arbitrary<'a> for Case {
@@ -475,11 +638,25 @@ impl<'a> Arbitrary<'a> for Case {
         section(u, &mut s, "guardian", GUARDIAN, 4)?;
         s.push_str("}\n");
 
+        let mut requirements = String::new();
+        if u.arbitrary()? {
+            for i in 0..u.int_in_range(1..=3u8)? {
+                requirements.push_str(&format!(
+                    "requirements r{i} {{\n  {}\n}}\n",
+                    pick(u, REQUIREMENTS)?
+                ));
+            }
+        }
+
         let n = u.int_in_range(1..=8usize)?;
         let mut queries = Vec::with_capacity(n);
         for _ in 0..n {
             queries.push(action(u, 0)?);
         }
-        Ok(Case { policy: s, queries })
+        Ok(Case {
+            policy: s,
+            requirements,
+            queries,
+        })
     }
 }

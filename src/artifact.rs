@@ -42,6 +42,9 @@ pub enum ArtifactError {
     Checksum,
     #[error("the artifact's content is invalid: {0}")]
     Invalid(String),
+    /// Writing: the set could not be serialised (an internal error).
+    #[error("internal error: the policy set could not be serialised: {0}")]
+    Serialize(String),
 }
 
 /// Hex SHA-256 of some bytes.
@@ -53,16 +56,20 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 impl PolicySet {
-    /// The set as an artifact.
-    pub fn to_artifact(&self) -> Vec<u8> {
-        let payload = self.canonical_bytes();
+    /// The set as an artifact. A set that cannot be serialised (an
+    /// internal error) gives [`ArtifactError::Serialize`], never an empty or
+    /// partial artifact.
+    pub fn to_artifact(&self) -> Result<Vec<u8>, ArtifactError> {
+        let payload = self
+            .canonical_bytes()
+            .map_err(|e| ArtifactError::Serialize(e.to_string()))?;
         let mut out = Vec::with_capacity(HEADER + payload.len());
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
         out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
         out.extend_from_slice(&Sha256::digest(&payload));
         out.extend_from_slice(&payload);
-        out
+        Ok(out)
     }
 
     /// Loads an artifact, refusing anything corrupted, truncated or newer.

@@ -5,7 +5,7 @@ use crate::compile::{CompileError, PolicySet};
 use crate::diag::{Diagnostic, render_human};
 use crate::source::SourceMap;
 use crate::syntax::ast::File;
-use crate::syntax::parse_file;
+use crate::syntax::parse_file_with;
 
 /// Everything the pipeline produced for a set of sources.
 #[derive(Debug)]
@@ -41,40 +41,7 @@ pub fn build_with(sources: SourceMap, limits: Limits) -> Build {
     let mut diagnostics = Vec::new();
     let mut files = Vec::new();
     for (id, f) in sources.files() {
-        let refuse = |code: &'static str, message: String, at: usize, help: &str| {
-            Diagnostic::error(
-                code,
-                message,
-                crate::source::Span::new(id, at, at.saturating_add(1)),
-            )
-            .with_help(Some(help.into()))
-        };
-        if f.text.len() > limits.source_bytes {
-            diagnostics.push(refuse(
-                "source_too_large",
-                format!(
-                    "`{}` is {} bytes, over the limit of {}",
-                    f.name,
-                    f.text.len(),
-                    limits.source_bytes
-                ),
-                0,
-                "split the policies over several files",
-            ));
-            files.push(File::default());
-            continue;
-        }
-        if let Some(at) = crate::limits::too_deep(&f.text, limits.nesting_depth) {
-            diagnostics.push(refuse(
-                "too_deeply_nested",
-                format!("braces nest more than {} deep here", limits.nesting_depth),
-                at,
-                "policies nest three deep (policy, section, block); look for an unclosed `{`",
-            ));
-            files.push(File::default());
-            continue;
-        }
-        let (ast, diags) = parse_file(id, &f.text);
+        let (ast, diags) = parse_file_with(id, &f.text, &limits);
         diagnostics.extend(diags);
         files.push(ast);
     }

@@ -4,14 +4,69 @@
 //! IPv6 in RFC 5952 form, at most one blank line where the source had one.
 //! Comments are put back by line: a comment alone on its line stays before the
 //! next element, a trailing comment stays after the statement on its line.
-//! The output parses to the same AST (tested by re-parsing), and formatting
-//! formatted text changes nothing.
+//! The output parses to the same AST, and formatting formatted text changes
+//! nothing. [`format_source`] checks the first on every call: it re-parses
+//! its own output and refuses text that would mean something else, so no
+//! caller (the CLI, the browser module, an editor) can write such text.
 
+use crate::diag::Diagnostic;
 use crate::query::{quote_string, quote_word};
-use crate::source::{SourceFile, Span};
+use crate::source::{FileId, SourceFile, SourceMap, Span};
 use crate::syntax::ast::*;
+use crate::syntax::parse_file;
+
+/// Why a file was not formatted.
+#[derive(Clone, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FormatError {
+    /// The file has syntax errors (every diagnostic of the parse, errors
+    /// and warnings, spans in the file given).
+    #[error("the file has syntax errors")]
+    Syntax(Vec<Diagnostic>),
+    /// The formatter's own check failed: its output would parse to another
+    /// AST, or lose a comment. An internal error, never the user's: the
+    /// text is left as it is.
+    #[error("formatting would change the file's meaning; left as it is (please report this)")]
+    Unstable,
+}
+
+/// Parses `src` (file `id` in diagnostics), formats it, and checks the
+/// result: the output must parse without diagnostics to the same AST with
+/// the same comments.
+///
+/// ```
+/// use gatehouse::source::SourceMap;
+/// let mut map = SourceMap::new();
+/// let id = map.add("a.policy", "policy a {network{allow domain x.example}}");
+/// let src = map.get(id).expect("added");
+/// let text = gatehouse::fmt::format_source(id, src)?;
+/// assert_eq!(text, "policy a {\n  network {\n    allow domain x.example\n  }\n}\n");
+/// # Ok::<(), gatehouse::fmt::FormatError>(())
+/// ```
+pub fn format_source(id: FileId, src: &SourceFile) -> Result<String, FormatError> {
+    let (ast, diags) = parse_file(id, &src.text);
+    if diags.iter().any(Diagnostic::is_error) {
+        return Err(FormatError::Syntax(diags));
+    }
+    let formatted = format_file(&ast, src);
+    let mut again = SourceMap::new();
+    let id2 = again.add(src.name.clone(), formatted.clone());
+    let (ast2, diags2) = parse_file(id2, &formatted);
+    // Spans are kept out of AST equality; comments are compared by text.
+    let same_comments = ast2.comments.len() == ast.comments.len()
+        && ast2
+            .comments
+            .iter()
+            .zip(&ast.comments)
+            .all(|(a, b)| a.text.trim_end() == b.text.trim_end());
+    if ast2 != ast || !diags2.is_empty() || !same_comments {
+        return Err(FormatError::Unstable);
+    }
+    Ok(formatted)
+}
 
 /// Formats one parsed file. `src` must be the text `file` was parsed from.
+/// This is the printer alone; [`format_source`] also checks its output.
 pub fn format_file(file: &File, src: &SourceFile) -> String {
     let mut p = Printer {
         src,

@@ -26,6 +26,9 @@ const COMMAND_RULES: &[&str] = &[
     "prompt curl because \"network\"",
     "allow ls -la",
     "prompt sudo because \"root\"",
+    "forbid env because \"no environment games\"",
+    "prompt timeout",
+    "allow nice -n 5",
 ];
 const MCP_RULES: &[&str] = &[
     "server github auto",
@@ -43,6 +46,12 @@ const GUARDIAN: &[&str] = &[
     "risk low exfiltration host **.pastebin.com",
     "deny category exfiltration",
     "deny command git push --force",
+    "risk high destructive command sudo rm",
+    "risk medium destructive command timeout",
+    "risk high destructive command ~ r\"rm\\s+-rf\"",
+    "deny command env",
+    "risk critical destructive command bash -lc",
+    "allow medium",
     "allow low",
     "allow low medium",
     "authorize high with high",
@@ -193,6 +202,86 @@ fn argv() -> impl Strategy<Value = Vec<String>> + Clone {
     pick(ARGVS).prop_map(|a| a.iter().map(|s| s.to_string()).collect())
 }
 
+/// Command-running wrappers with their options and values (spec §9, the
+/// dangerous-command rule), chained before a command.
+const COMMAND_WRAPPERS: &[&str] = &[
+    "sudo",
+    "sudo -u root",
+    "sudo --user root",
+    "sudo --chdir /tmp",
+    "sudo --close-from 3",
+    "sudo -E",
+    "/usr/bin/sudo",
+    "doas",
+    "doas -u root",
+    "env",
+    "env FOO=1",
+    "env -i PATH=/bin",
+    "timeout 5",
+    "timeout -s KILL 5",
+    "nice",
+    "nice -n 5",
+    "nohup",
+    "ionice -c 3",
+    "stdbuf -o0",
+    "time",
+    "command",
+    "exec",
+];
+const TAILS: &[&str] = &[
+    "rm -rf x",
+    "rm -f x",
+    "rm x",
+    "/bin/rm --force x",
+    "rm --fo x",
+    "ls -la",
+    "git push --force",
+    "git status",
+    "cat /home/u/.ssh/./id_rsa",
+];
+const SHELLS: &[(&str, &str)] = &[
+    ("bash", "-lc"),
+    ("sh", "-c"),
+    ("zsh", "-c"),
+    ("/bin/bash", "-c"),
+];
+const SIBLINGS: &[&str] = &["", "ls; ", "git status && ", "ls | "];
+
+/// A command behind a chain of wrappers, inside up to four nested shell
+/// wrappers (the fourth is past the depth limit), with sibling commands.
+fn wrapped() -> impl Strategy<Value = Vec<String>> + Clone {
+    (
+        prop::collection::vec(pick(COMMAND_WRAPPERS), 0..4),
+        pick(TAILS),
+        prop::collection::vec((pick(SHELLS), pick(SIBLINGS)), 0..4),
+        any::<bool>(),
+    )
+        .prop_map(|(chain, tail, shells, deep)| {
+            let command: Vec<&str> = chain
+                .iter()
+                .flat_map(|w| w.split(' '))
+                .chain(tail.split(' '))
+                .collect();
+            if deep && shells.len() == 3 {
+                // Past the limit: a fourth wrapper inside three.
+                return ["bash", "-lc", "sh -c \"zsh -c 'bash -c ls'\""]
+                    .map(String::from)
+                    .to_vec();
+            }
+            // Innermost shell first. Level j's script is embedded in level
+            // j+1's with `'` for j = 0 and `"` above it (plain quoting).
+            let mut outer: Option<Vec<String>> = None;
+            let mut inner_text = command.join(" ");
+            for (j, ((shell, flag), sibling)) in shells.iter().enumerate() {
+                let script = format!("{sibling}{inner_text}");
+                let q = if j == 0 { '\'' } else { '"' };
+                inner_text = format!("{shell} {flag} {q}{script}{q}");
+                outer = Some(vec![shell.to_string(), flag.to_string(), script]);
+            }
+            outer.unwrap_or_else(|| command.iter().map(|w| w.to_string()).collect())
+        })
+}
+
 fn query() -> impl Strategy<Value = Query> {
     let write = pick(&[
         "/w/src/main.rs",
@@ -231,7 +320,8 @@ fn query() -> impl Strategy<Value = Query> {
                 open_world_hint: o,
             },
         });
-    let exec = (argv(), any::<bool>()).prop_map(|(argv, escalate)| Query::Exec { argv, escalate });
+    let exec = (prop_oneof![2 => argv(), 1 => wrapped()], any::<bool>())
+        .prop_map(|(argv, escalate)| Query::Exec { argv, escalate });
     let prompt = pick(PromptCategory::ALL).prop_map(|category| Query::Prompt { category });
     let action = prop_oneof![
         exec.clone(),
@@ -293,7 +383,7 @@ proptest! {
         let (set, sources, file) = build(&text);
         let p = set.single().unwrap();
         let Item::Policy(block) = &file.items[0] else { panic!() };
-        let oracle = reference::RefPolicy { block };
+        let oracle = reference::RefPolicy::new(block);
         let f = sources.get(gatehouse::source::FileId(0)).unwrap();
         for q in &qs {
             let e = p.decide(q);
@@ -342,7 +432,24 @@ const REQUIREMENTS: &[&str] = &[
     "sandbox danger-full-access",
     "permissions { deny shell.exec }",
     "network { deny domain **.pastebin.com }",
+    "commands { forbid rm -rf because \"managed\" }",
+    "commands { prompt sudo because \"managed\" }",
+    "guardian { deny command git push --force }",
+    "guardian { deny command sudo }",
+    "guardian { deny category exfiltration }",
+    "reviewer auto_review",
+    "approvals on-request untrusted",
 ];
+
+/// A file holding the policy, then one requirements block per statement
+/// (a block holds each section once; a set may hold several blocks).
+fn with_requirements(alone: &str, reqs: &[&str]) -> String {
+    let mut s = alone.to_string();
+    for (i, r) in reqs.iter().enumerate() {
+        s.push_str(&format!("\nrequirements r{i} {{\n  {r}\n}}\n"));
+    }
+    s
+}
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
@@ -355,7 +462,7 @@ proptest! {
         qs in prop::collection::vec(query(), 1..6),
     ) {
         let alone = g.text();
-        let with = format!("{alone}\nrequirements r {{\n  {}\n}}\n", reqs.join("\n  "));
+        let with = with_requirements(&alone, &reqs);
         let mut sources = SourceMap::new();
         sources.add("gen.policy", with.as_str());
         // A policy that breaks the requirements is refused: nothing to compare.
@@ -366,6 +473,44 @@ proptest! {
             prop_assert!(
                 rank(b.outcome.as_str()) <= rank(a.outcome.as_str()),
                 "`{}`: {} without requirements, {} with them\n{}", q, a.outcome.as_str(), b.outcome.as_str(), with
+            );
+        }
+    }
+
+    /// Under requirements, the engine refuses exactly the policies the
+    /// reference finds in violation, and decides every query of the others
+    /// as the reference does on the policy with its requirements.
+    #[test]
+    fn engine_agrees_with_reference_under_requirements(
+        g in policy(),
+        reqs in prop::collection::vec(pick(REQUIREMENTS), 1..4),
+        qs in prop::collection::vec(query(), 1..6),
+    ) {
+        let text = with_requirements(&g.text(), &reqs);
+        let mut sources = SourceMap::new();
+        let id = sources.add("gen.policy", text.as_str());
+        let built = gatehouse::build(sources.clone());
+        let (file, _) = gatehouse::syntax::parse_file(id, &text);
+        let Item::Policy(block) = &file.items[0] else { panic!() };
+        let reqs: Vec<_> = file.items.iter().filter_map(|i| match i {
+            Item::Requirements(b) => Some(b),
+            _ => None,
+        }).collect();
+        let violated = reference::requirements::violated(block, &reqs);
+        prop_assert_eq!(built.has_errors(), violated, "{}\n{}", text, built.render());
+        let Some(set) = built.set else { return Ok(()) };
+        let p = set.single().unwrap();
+        let oracle = reference::RefPolicy { block, reqs };
+        let f = sources.get(gatehouse::source::FileId(0)).unwrap();
+        for q in &qs {
+            let e = p.decide(q);
+            let r = oracle.decide(q).unwrap();
+            let e_rule = e.rule.and_then(|id| set.rule(id)).map(|r| (r.line, r.column));
+            let r_rule = r.rule_at.map(|at| { let lc = f.line_col(at); (lc.line, lc.column) });
+            prop_assert_eq!(
+                (e.outcome.as_str(), e.reason.as_str(), e_rule),
+                (r.outcome, r.reason, r_rule),
+                "query `{}` on\n{}", q, text
             );
         }
     }

@@ -59,7 +59,7 @@ const QUERIES: &[&str] = &[
 #[test]
 fn a_loaded_artifact_decides_exactly_as_the_source() {
     let set = shipped();
-    let bytes = set.to_artifact();
+    let bytes = set.to_artifact().unwrap();
     let back = PolicySet::from_artifact(&bytes).unwrap();
     assert_eq!(set.revision(), back.revision());
     for p in set.policies() {
@@ -83,7 +83,8 @@ fn every_flipped_byte_and_every_truncation_is_refused() {
         "policy p { network { allow domain a.example; deny cidr 10.0.0.0/8 } }",
     )
     .unwrap()
-    .to_artifact();
+    .to_artifact()
+    .unwrap();
     for i in 0..bytes.len() {
         let mut bad = bytes.clone();
         bad[i] ^= 0x20;
@@ -110,7 +111,8 @@ fn every_flipped_byte_and_every_truncation_is_refused() {
 fn a_newer_format_is_refused_with_a_clear_error() {
     let mut bytes = PolicySet::from_source("p.policy", "policy p {}")
         .unwrap()
-        .to_artifact();
+        .to_artifact()
+        .unwrap();
     let next = gatehouse::artifact::FORMAT_VERSION + 1;
     bytes[8..12].copy_from_slice(&next.to_le_bytes());
     let e = PolicySet::from_artifact(&bytes).unwrap_err();
@@ -149,7 +151,8 @@ fn a_well_checksummed_but_forged_payload_is_refused() {
         "policy p { network { allow domain a.example } }",
     )
     .unwrap();
-    let mut json: serde_json::Value = serde_json::from_slice(&set.to_artifact()[52..]).unwrap();
+    let mut json: serde_json::Value =
+        serde_json::from_slice(&set.to_artifact().unwrap()[52..]).unwrap();
     // Point the domain automaton's root at a slot that does not exist.
     json["inner"]["policies"][0]["net"]["domains"]["nodes"][1]["exact"] = serde_json::json!(999);
     let e = PolicySet::from_artifact(&forge(&json)).unwrap_err();
@@ -158,7 +161,8 @@ fn a_well_checksummed_but_forged_payload_is_refused() {
         "{e}"
     );
     // A rule whose text range runs past the arena.
-    let mut json: serde_json::Value = serde_json::from_slice(&set.to_artifact()[52..]).unwrap();
+    let mut json: serde_json::Value =
+        serde_json::from_slice(&set.to_artifact().unwrap()[52..]).unwrap();
     json["inner"]["rules"]["entries"][0]["source"] = serde_json::json!([0, 1_000_000]);
     let e = PolicySet::from_artifact(&forge(&json)).unwrap_err();
     assert!(
@@ -169,8 +173,8 @@ fn a_well_checksummed_but_forged_payload_is_refused() {
 
 #[test]
 fn the_same_source_gives_the_same_artifact() {
-    let a = shipped().to_artifact();
-    let b = shipped().to_artifact();
+    let a = shipped().to_artifact().unwrap();
+    let b = shipped().to_artifact().unwrap();
     assert!(
         a == b,
         "artifacts differ between two compilations of the same source"

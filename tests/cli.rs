@@ -728,3 +728,53 @@ fn the_adversarial_suite_holds() {
     assert_eq!(o.status.code(), Some(0), "{out}");
     assert!(out.contains("102 passed, 0 failed"), "{out}");
 }
+
+/// A reader that has gone (`policyc check x | head -1`): the write fails
+/// with a closed pipe, and `policyc` ends quietly with status 141, as a
+/// Unix tool killed by `SIGPIPE` would — no panic, no message.
+#[test]
+fn a_closed_pipe_ends_every_subcommand_quietly() {
+    let import = "tests/data/import/zc-config-basics.toml";
+    for args in [
+        &["check", "--format", "json", "policies/coding-agent.policy"][..],
+        &["check", "policies/invalid/many-mistakes.policy"],
+        &["fmt", "--check", "tests/data/messy.policy"],
+        &["import", "zerocode", import],
+        &["test", "policies/coding-agent.policy"],
+        &[
+            "eval",
+            "policies/coding-agent.policy",
+            "--query",
+            "connect github.com:443",
+        ],
+        &["compile", "policies/coding-agent.policy", "-o", "/dev/null"],
+        &["--help"],
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let o = Command::new(env!("CARGO_BIN_EXE_policyc"))
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(141), "{args:?}: {err}");
+        assert!(
+            !err.contains("panicked") && !err.contains("Broken pipe"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_blank_query_is_a_usage_error() {
+    for q in ["", "   ", "# a comment"] {
+        let o = policyc(&["eval", "policies/coding-agent.policy", "--query", q]);
+        assert_eq!(o.status.code(), Some(2), "{q:?}");
+        assert!(stdout(&o).is_empty());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("holds no query"), "{err}");
+    }
+}

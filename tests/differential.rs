@@ -310,7 +310,7 @@ fn oracle(b: &Both, q: &Query) -> (String, String, Option<(usize, usize)>) {
     let Item::Policy(block) = &b.file.items[0] else {
         panic!("no policy")
     };
-    let r = reference::RefPolicy { block }.decide(q).unwrap();
+    let r = reference::RefPolicy::new(block).decide(q).unwrap();
     let f = b.sources.get(gatehouse::source::FileId(0)).unwrap();
     let rule = r.rule_at.map(|at| {
         let lc = f.line_col(at);

@@ -25,13 +25,7 @@ fn error_codes(b: &gatehouse::Build) -> Vec<&'static str> {
 /// itself").
 #[test]
 fn requirement_coverage_matrix() {
-    let forms = |base: &str| {
-        vec![
-            base.to_string(),
-            format!("*.{base}"),
-            format!("**.{base}"),
-        ]
-    };
+    let forms = |base: &str| vec![base.to_string(), format!("*.{base}"), format!("**.{base}")];
     let mut patterns = vec!["*".to_string()];
     for base in ["example.com", "api.example.com", "other.com"] {
         patterns.extend(forms(base));
@@ -103,9 +97,7 @@ fn a_partial_wildcard_in_a_guardian_tool_pattern_is_an_error() {
     // The same inside a risk rule and a requirements block.
     let b = build("policy p {\n  guardian {\n    risk high destructive tool */drop_*\n  }\n}\n");
     assert_eq!(error_codes(&b), ["invalid_tool_pattern"]);
-    let b = build(
-        "requirements r {\n  guardian {\n    deny tool gh/del*\n  }\n}\npolicy p { }\n",
-    );
+    let b = build("requirements r {\n  guardian {\n    deny tool gh/del*\n  }\n}\npolicy p { }\n");
     assert_eq!(error_codes(&b), ["invalid_tool_pattern"]);
     for good in ["*/delete_repo", "github/*", "*/*", "github/delete_repo"] {
         let text = format!("policy p {{\n  guardian {{\n    deny tool {good}\n  }}\n}}\n");

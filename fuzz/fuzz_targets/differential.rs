@@ -14,13 +14,29 @@ use gatehouse::syntax::ast::Item;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|case: Case| {
+    // A raw pattern can make the policy itself invalid: nothing to compare.
+    let mut alone = SourceMap::new();
+    alone.add("gen.policy", &case.policy);
+    if PolicySet::from_sources(alone).is_err() {
+        return;
+    }
+    // With its requirements, the engine refuses exactly the policies the
+    // reference finds in violation.
+    let text = case.text();
     let mut sources = SourceMap::new();
-    let id = sources.add("gen.policy", &case.policy);
-    // A raw pattern can make the policy invalid: nothing to compare then.
-    let Ok(set) = PolicySet::from_sources(sources.clone()) else { return };
-    let (file, _) = gatehouse::syntax::parse_file(id, &case.policy);
-    let Some(Item::Policy(block)) = file.items.first() else { panic!("no policy in\n{}", case.policy) };
-    let oracle = reference::RefPolicy { block };
+    let id = sources.add("gen.policy", &text);
+    let built = gatehouse::build(sources.clone());
+    let (file, _) = gatehouse::syntax::parse_file(id, &text);
+    let Some(Item::Policy(block)) = file.items.first() else { panic!("no policy in\n{text}") };
+    let reqs: Vec<_> = file
+        .items
+        .iter()
+        .filter_map(|i| if let Item::Requirements(b) = i { Some(b) } else { None })
+        .collect();
+    let violated = reference::requirements::violated(block, &reqs);
+    assert_eq!(built.has_errors(), violated, "violation?\n{text}\n{}", built.render());
+    let Some(set) = built.set else { return };
+    let oracle = reference::RefPolicy { block, reqs };
     let p = set.single().unwrap();
     let f = sources.get(FileId(0)).unwrap();
     for q in &case.queries {
@@ -34,8 +50,7 @@ fuzz_target!(|case: Case| {
         assert_eq!(
             (e.outcome.as_str(), e.reason.as_str(), e_rule),
             (r.outcome, r.reason, r_rule),
-            "query `{q}` ({q:?}) on\n{}",
-            case.policy
+            "query `{q}` ({q:?}) on\n{text}"
         );
     }
 });

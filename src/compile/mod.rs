@@ -194,22 +194,35 @@ impl PolicySet {
     }
 
     /// The set's revision: the first 16 hex digits of the SHA-256 of its
-    /// serialised form (the same bytes a compiled artifact checksums).
+    /// serialised form (the same bytes a compiled artifact checksums),
+    /// computed on first use.
+    ///
+    /// Should the set not serialise (an internal error; [`PolicySet::to_artifact`]
+    /// reports it as such), the revision is `unserialisable-N`, with N
+    /// unique to this set in this process: never a hex digest, and never
+    /// another set's revision, so that logs and live updates can still tell
+    /// sets apart.
     pub fn revision(&self) -> &str {
-        self.inner.revision.get_or_init(|| {
-            crate::artifact::sha256_hex(&self.canonical_bytes())
-                .chars()
-                .take(16)
-                .collect()
-        })
+        self.inner
+            .revision
+            .get_or_init(|| match self.canonical_bytes() {
+                Ok(bytes) => crate::artifact::sha256_hex(&bytes)
+                    .chars()
+                    .take(16)
+                    .collect(),
+                Err(_) => {
+                    static NEXT: std::sync::atomic::AtomicU64 =
+                        std::sync::atomic::AtomicU64::new(0);
+                    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    format!("unserialisable-{n}")
+                }
+            })
     }
 
     /// The set serialised canonically: maps in key order (through
     /// `serde_json::Value`), so the same set always gives the same bytes.
-    pub(crate) fn canonical_bytes(&self) -> Vec<u8> {
-        serde_json::to_value(self)
-            .and_then(|v| serde_json::to_vec(&v))
-            .unwrap_or_default()
+    pub(crate) fn canonical_bytes(&self) -> Result<Vec<u8>, serde_json::Error> {
+        serde_json::to_value(self).and_then(|v| serde_json::to_vec(&v))
     }
 
     /// Checks every internal index (a set loaded from an artifact).
@@ -473,11 +486,7 @@ impl Compiler<'_> {
                             } => {
                                 let id = self.rule(*span);
                                 for p in permissions {
-                                    let i = Permission::ALL
-                                        .iter()
-                                        .position(|x| *x == p.node)
-                                        .unwrap_or(0);
-                                    if let Some(slot) = perms.rules.get_mut(i) {
+                                    if let Some(slot) = perms.rules.get_mut(p.node.index()) {
                                         let target = if *effect == Effect::Deny {
                                             &mut slot.0
                                         } else {
@@ -564,11 +573,7 @@ impl Compiler<'_> {
                         agent.approvals = m.node;
                     }
                     for g in a.granular.iter().flatten() {
-                        let i = PromptCategory::ALL
-                            .iter()
-                            .position(|c| *c == g.category.node)
-                            .unwrap_or(0);
-                        if let Some(v) = agent.granular.get_mut(i) {
+                        if let Some(v) = agent.granular.get_mut(g.category.node.index()) {
                             *v = g.value.node == Switch::On;
                         }
                     }

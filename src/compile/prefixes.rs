@@ -253,7 +253,14 @@ mod tests {
         assert_eq!(v4("::ffff:1.2.3.4/128").as_deref(), Some("1.2.3.4/32"));
         assert_eq!(v4("10.0.0.0/8").as_deref(), Some("10.0.0.0/8"));
         // Every other IPv6 prefix covers IPv6 only (spec §1, 2026-12-01).
-        for s in ["::/0", "::/64", "::ffff:0:0/95", "::/96", "::1/128", "fd00::/8"] {
+        for s in [
+            "::/0",
+            "::/64",
+            "::ffff:0:0/95",
+            "::/96",
+            "::1/128",
+            "fd00::/8",
+        ] {
             assert_eq!(v4(s), None, "{s}");
             assert!(canonical_prefixes(net(s)).1.is_some(), "{s}");
         }

@@ -30,14 +30,25 @@ impl Severity {
 }
 
 /// A secondary location, such as the requirement a policy line violates.
-#[derive(Clone, Debug, Eq, PartialEq)]
+///
+/// Equality compares the location too ([`Span`]'s own equality does not,
+/// so that it stays out of AST equality).
+#[derive(Clone, Debug)]
 pub struct Label {
     pub span: Span,
     pub message: String,
 }
 
-/// One error or warning, with its location.
-#[derive(Clone, Debug, Eq, PartialEq)]
+impl PartialEq for Label {
+    fn eq(&self, other: &Self) -> bool {
+        self.span.range() == other.span.range() && self.message == other.message
+    }
+}
+impl Eq for Label {}
+
+/// One error or warning, with its location. Two diagnostics are equal only
+/// when they say the same thing at the same place.
+#[derive(Clone, Debug)]
 pub struct Diagnostic {
     pub severity: Severity,
     /// A stable snake_case code (`unknown_statement`, `covered_rule`, ...).
@@ -47,6 +58,26 @@ pub struct Diagnostic {
     pub help: Option<String>,
     pub labels: Vec<Label>,
 }
+
+impl PartialEq for Diagnostic {
+    fn eq(&self, other: &Self) -> bool {
+        self.span.range() == other.span.range()
+            && (
+                self.severity,
+                self.code,
+                &self.message,
+                &self.help,
+                &self.labels,
+            ) == (
+                other.severity,
+                other.code,
+                &other.message,
+                &other.help,
+                &other.labels,
+            )
+    }
+}
+impl Eq for Diagnostic {}
 
 impl Diagnostic {
     pub fn error(code: &'static str, message: impl Into<String>, span: Span) -> Self {
@@ -194,5 +225,22 @@ mod tests {
     fn one_of_reads_like_english() {
         assert_eq!(one_of(&["a"]), "`a`");
         assert_eq!(one_of(&["a", "b", "c"]), "`a`, `b` or `c`");
+    }
+}
+
+#[cfg(test)]
+mod equality_tests {
+    use super::*;
+    use crate::source::FileId;
+
+    #[test]
+    fn diagnostics_at_different_places_differ() {
+        let at = |start| Diagnostic::error("x", "m", Span::new(FileId(0), start, start + 1));
+        assert_eq!(at(3), at(3));
+        assert_ne!(at(3), at(4));
+        let other_file = Diagnostic::error("x", "m", Span::new(FileId(1), 3, 4));
+        assert_ne!(at(3), other_file);
+        let labelled = |start| at(0).with_label(Span::new(FileId(0), start, start + 1), "here");
+        assert_ne!(labelled(1), labelled(2));
     }
 }

@@ -89,10 +89,7 @@ const SHELLS: &[&str] = &[
 
 impl Policy {
     fn category_on(&self, c: PromptCategory) -> bool {
-        let i = PromptCategory::ALL.iter().position(|x| *x == c);
-        i.and_then(|i| self.agent.granular.get(i))
-            .copied()
-            .unwrap_or(false)
+        self.agent.granular.get(c.index()).copied().unwrap_or(false)
     }
 
     /// The category rule (language spec §9): how a prompt of category `c`

@@ -126,14 +126,7 @@ impl Policy {
         if a.sandbox == SandboxMode::DangerFullAccess {
             return Escalation::None;
         }
-        let category_on = |c: PromptCategory| {
-            PromptCategory::ALL
-                .iter()
-                .position(|x| *x == c)
-                .and_then(|i| a.granular.get(i))
-                .copied()
-                .unwrap_or(false)
-        };
+        let category_on = |c: PromptCategory| a.granular.get(c.index()).copied().unwrap_or(false);
         match a.approvals {
             ApprovalMode::Never => Escalation::None,
             ApprovalMode::Granular if !category_on(PromptCategory::SandboxApproval) => {

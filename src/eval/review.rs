@@ -2,12 +2,14 @@
 //! the seven steps, in order. A verdict can only be stricter than the
 //! assessment, never looser.
 
+use std::borrow::Cow;
+
 use super::decision::{Decision, Outcome, Reason, RuleId};
 use super::known_safe::trusted_name;
 use super::shell::{self, Script};
 use crate::compile::Policy;
 use crate::compile::guardian::GMatcher;
-use crate::normalize::{Host, HostBuf, normalize_host};
+use crate::normalize::{Host, HostBuf, lexical_path, normalize_host};
 use crate::query::{Assessment, Query, ReviewOutcome, ReviewStatus};
 use crate::syntax::ast::{AuthLevel, RiskCategory, RiskLevel};
 
@@ -53,6 +55,15 @@ fn expand(argv: &[String], wrappers: usize, f: &mut Facts, script_words: &mut Ve
     }
 }
 
+/// A path as written and, when it differs, lexically normalised: a rule
+/// for `**/.aws/credentials` also sees `~/.aws/./credentials`.
+fn push_path(paths: &mut Vec<String>, word: &str) {
+    paths.push(word.to_string());
+    if let Cow::Owned(n) = lexical_path(word) {
+        paths.push(n);
+    }
+}
+
 fn facts(action: &Query) -> Facts {
     let mut f = Facts::default();
     match action {
@@ -62,13 +73,14 @@ fn facts(action: &Query) -> Facts {
             // the words of every wrapper's script.
             let mut script_words = Vec::new();
             expand(argv, 1, &mut f, &mut script_words);
-            for w in f.argvs.iter().flatten().chain(&script_words) {
+            let words: Vec<&String> = f.argvs.iter().flatten().chain(&script_words).collect();
+            for w in words {
                 if w.contains('/') || w.starts_with('.') || w.starts_with('~') {
-                    f.paths.push(w.clone());
+                    push_path(&mut f.paths, w);
                 }
             }
         }
-        Query::Write { path, .. } => f.paths.push(path.clone()),
+        Query::Write { path, .. } => push_path(&mut f.paths, path),
         Query::Connect { host, .. } | Query::Dns { name: host } => {
             let mut buf = HostBuf::new();
             f.host = match normalize_host(host, &mut buf) {

@@ -15,10 +15,7 @@ impl Policy {
     /// May the agent use this tool permission (`shell.exec`, ...)? A deny
     /// carries status 403.
     pub fn tool(&self, permission: &str) -> Decision {
-        let Some(i) = Permission::ALL
-            .iter()
-            .position(|p| p.as_str() == permission)
-        else {
+        let Some(i) = Permission::parse(permission).map(Permission::index) else {
             return forbidden(Decision::deny(Reason::UnknownPermission, None));
         };
         let (deny, allow) = self.perms.rules.get(i).copied().unwrap_or((None, None));

@@ -9,4 +9,4 @@ pub mod pattern;
 
 pub use addr::{canonical_ip, is_loopback, is_non_public};
 pub use host::{Host, HostBuf, HostError, normalize_host};
-pub use path::{is_normal_absolute_path, normalize_absolute_path};
+pub use path::{is_normal_absolute_path, lexical_path, normalize_absolute_path};

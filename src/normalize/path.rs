@@ -43,9 +43,54 @@ pub fn normalize_absolute_path(path: &str) -> Option<Cow<'_, str>> {
     Some(Cow::Owned(format!("/{}", parts.join("/"))))
 }
 
+/// Lexically normalises any path-like word, for matching (guardian `path`
+/// rules): an absolute path as [`normalize_absolute_path`]; a relative one
+/// (`./a/../.aws//x`, `~/.ssh/./id_rsa`) with `.` and empty segments dropped
+/// and each `..` removing the segment before it where there is one (leading
+/// `..` and a leading `~` stay). A word with NUL is returned as it is.
+pub fn lexical_path(word: &str) -> Cow<'_, str> {
+    if word.starts_with('/') {
+        return normalize_absolute_path(word).unwrap_or(Cow::Borrowed(word));
+    }
+    if word.contains('\0') {
+        return Cow::Borrowed(word);
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for seg in word.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." if parts.last().is_some_and(|p| *p != ".." && *p != "~") => {
+                parts.pop();
+            }
+            s => parts.push(s),
+        }
+    }
+    let joined = parts.join("/");
+    if joined == word {
+        Cow::Borrowed(word)
+    } else {
+        Cow::Owned(joined)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn path_words_are_normalised_for_matching() {
+        for (w, n) in [
+            ("/home/dev/.aws/./credentials", "/home/dev/.aws/credentials"),
+            ("./a/../.aws//credentials", ".aws/credentials"),
+            ("~/.ssh/./id_rsa", "~/.ssh/id_rsa"),
+            ("~/../x", "~/../x"),
+            ("../../x", "../../x"),
+            ("a/b/../../../c", "../c"),
+            ("src/main.rs", "src/main.rs"),
+        ] {
+            assert_eq!(lexical_path(w), n, "{w:?}");
+        }
+    }
 
     #[test]
     fn write_paths_are_normalised() {

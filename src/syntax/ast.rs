@@ -23,6 +23,11 @@ macro_rules! keyword_enum {
         impl $name {
             /// Every value, in declaration order.
             pub const ALL: &'static [$name] = &[$($name::$variant),+];
+            /// The value's position in [`Self::ALL`] (its declaration
+            /// order), for tables indexed by value.
+            pub const fn index(self) -> usize {
+                self as usize
+            }
             /// The spelling used in policy text.
             pub fn as_str(self) -> &'static str {
                 match self { $($name::$variant => $text),+ }
@@ -555,5 +560,24 @@ impl PartialEq for Expectation {
         self.decision == other.decision
             && self.query == other.query
             && self.because == other.because
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Tables indexed by value rely on `index` being the position in `ALL`.
+    #[test]
+    fn index_is_the_position_in_all() {
+        for (i, p) in Permission::ALL.iter().enumerate() {
+            assert_eq!(p.index(), i);
+        }
+        for (i, c) in PromptCategory::ALL.iter().enumerate() {
+            assert_eq!(c.index(), i);
+        }
+        for (i, l) in RiskLevel::ALL.iter().enumerate() {
+            assert_eq!(l.index(), i);
+        }
     }
 }

@@ -6,13 +6,13 @@
 //! and [`parse_query`] reads the text form of a query.
 
 pub mod ast;
-mod comments;
 mod error;
 mod parse;
+mod scan;
 
 pub use error::SyntaxError;
 pub(crate) use parse::split_host_port;
-pub use parse::{parse_file, parse_query};
+pub use parse::{parse_file, parse_file_with, parse_query};
 
 #[derive(pest_derive::Parser)]
 #[grammar = "../grammar/policy.pest"]

@@ -13,22 +13,60 @@ use pest::iterators::Pair;
 
 use super::ast::*;
 use super::error::SyntaxError;
-use super::{PolicyParser, Rule, comments};
+use super::{PolicyParser, Rule, scan};
+use crate::Limits;
 use crate::diag::{Diagnostic, one_of};
 use crate::query::{Annotations, Assessment, Query, ReviewOutcome, ReviewStatus, Via};
 use crate::source::{FileId, Span};
 
 type P<'i> = Pair<'i, Rule>;
 
-/// Parses one policy file. The AST holds every statement that could be
-/// understood; the diagnostics describe everything that could not.
+/// Parses one policy file under the default [`Limits`]. The AST holds every
+/// statement that could be understood; the diagnostics describe everything
+/// that could not.
 pub fn parse_file(file: FileId, text: &str) -> (File, Vec<Diagnostic>) {
+    parse_file_with(file, text, &Limits::default())
+}
+
+/// [`parse_file`] under the given limits: a file over
+/// [`Limits::source_bytes`] (`source_too_large`) or whose braces nest deeper
+/// than [`Limits::nesting_depth`] (`too_deeply_nested`) is refused here,
+/// before the grammar sees it, so that no entry point that parses (build,
+/// check, fmt, the browser module) can be made to overflow the stack. The
+/// grammar's recovery rule for braces is recursive, and pest guards its
+/// stack only on some native targets.
+pub fn parse_file_with(file: FileId, text: &str, limits: &Limits) -> (File, Vec<Diagnostic>) {
+    let refuse = |code: &'static str, message: String, at: usize, help: &str| {
+        let diag = Diagnostic::error(code, message, Span::new(file, at, at.saturating_add(1)))
+            .with_help(Some(help.into()));
+        (File::default(), vec![diag])
+    };
+    if text.len() > limits.source_bytes {
+        return refuse(
+            "source_too_large",
+            format!(
+                "this file is {} bytes, over the limit of {}",
+                text.len(),
+                limits.source_bytes
+            ),
+            0,
+            "split the policies over several files",
+        );
+    }
+    if let Some(at) = scan::too_deep(text, limits.nesting_depth) {
+        return refuse(
+            "too_deeply_nested",
+            format!("braces nest more than {} deep here", limits.nesting_depth),
+            at,
+            "policies nest three deep (policy, section, block); look for an unclosed `{`",
+        );
+    }
     let mut b = Builder {
         file,
         diags: Vec::new(),
         base: 0,
     };
-    let comments = comments::scan(file, text);
+    let comments = scan::comments(file, text);
     let items = match PolicyParser::parse(Rule::file, text) {
         Ok(mut pairs) => match pairs.next() {
             Some(file_pair) => b.file(file_pair),
@@ -190,7 +228,7 @@ impl Builder {
         let s = p.as_span();
         let text = p.as_str();
         let last_line = text.rfind('\n').map_or(0, |i| i + 1);
-        let cut = comments::scan(self.file, text)
+        let cut = scan::comments(self.file, text)
             .iter()
             .map(|c| c.span.start as usize)
             .find(|&c| c >= last_line)

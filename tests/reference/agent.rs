@@ -26,30 +26,41 @@ impl RefPolicy<'_> {
     fn sections(&self) -> impl Iterator<Item = &SectionKind> {
         self.block.sections.iter().map(|s| &s.kind)
     }
+    /// The policy's mode; when it writes none, the language default
+    /// (workspace-write) unless a requirement caps the mode lower.
     fn sandbox(&self) -> SandboxMode {
-        self.sections()
-            .find_map(|k| {
-                if let SectionKind::Sandbox(s) = k {
-                    s.modes.first().map(|m| m.node)
-                } else {
-                    None
-                }
-            })
-            .unwrap_or(SandboxMode::WorkspaceWrite)
+        let own = self.sections().find_map(|k| match k {
+            SectionKind::Sandbox(s) => s.modes.first().map(|m| m.node),
+            _ => None,
+        });
+        own.unwrap_or_else(|| {
+            self.all_sections()
+                .filter_map(|k| match k {
+                    SectionKind::Sandbox(s) => s.modes.first().map(|m| m.node),
+                    _ => None,
+                })
+                .fold(SandboxMode::WorkspaceWrite, std::cmp::min)
+        })
     }
+    /// The approval policy the policy writes itself.
+    fn own_approvals(&self) -> Option<ApprovalMode> {
+        self.sections().find_map(|k| match k {
+            SectionKind::Approvals(a) => a.modes.first().map(|m| m.node),
+            _ => None,
+        })
+    }
+    /// The policy's own; else the first of a requirement's list; else
+    /// on-request.
     fn approvals(&self) -> ApprovalMode {
-        self.sections()
-            .find_map(|k| {
-                if let SectionKind::Approvals(a) = k {
-                    a.modes.first().map(|m| m.node)
-                } else {
-                    None
-                }
+        self.all_sections()
+            .find_map(|k| match k {
+                SectionKind::Approvals(a) => a.modes.first().map(|m| m.node),
+                _ => None,
             })
             .unwrap_or(ApprovalMode::OnRequest)
     }
     fn reviewer(&self) -> Reviewer {
-        self.sections()
+        self.all_sections()
             .find_map(|k| {
                 if let SectionKind::Reviewer(r) = k {
                     r.first().map(|m| m.node)
@@ -176,8 +187,9 @@ impl RefPolicy<'_> {
 
     // ------------------------------------------------------------------ exec
 
+    /// The policy's rules and the requirements' (forbid and prompt only).
     fn command_rules(&self) -> Vec<&CommandRule> {
-        self.sections()
+        self.all_sections()
             .filter_map(|k| {
                 if let SectionKind::Commands(r) = k {
                     Some(r)
@@ -250,8 +262,11 @@ impl RefPolicy<'_> {
         })
     }
 
+    /// The full-access exception holds only for a policy that writes
+    /// `approvals never` itself (a documented choice: requirements never
+    /// loosen).
     fn dangerous(&self) -> RefDecision {
-        if self.approvals() == ApprovalMode::Never
+        if self.own_approvals() == Some(ApprovalMode::Never)
             && self.sandbox() == SandboxMode::DangerFullAccess
         {
             d("allow", "unsandboxed", None)
@@ -427,8 +442,9 @@ impl RefPolicy<'_> {
 
     // ---------------------------------------------------------------- review
 
+    /// The policy's guardian and the requirements' (deny rules only).
     fn guardian(&self) -> Vec<&GuardianStmt> {
-        self.sections()
+        self.all_sections()
             .filter_map(|k| {
                 if let SectionKind::Guardian(g) = k {
                     Some(g)
@@ -438,6 +454,29 @@ impl RefPolicy<'_> {
             })
             .flatten()
             .collect()
+    }
+
+    /// A path word with `.`, empty and resolvable `..` segments removed
+    /// (absolute paths keep their root; `..` at the root stays there).
+    fn lexical(w: &str) -> String {
+        if w.contains('\0') {
+            return w.to_string();
+        }
+        let absolute = w.starts_with('/');
+        let mut out: Vec<&str> = Vec::new();
+        for seg in w.split('/').filter(|s| !s.is_empty() && *s != ".") {
+            if seg != ".." {
+                out.push(seg);
+            } else if absolute {
+                out.pop();
+            } else if matches!(out.last(), Some(p) if *p != ".." && *p != "~") {
+                out.pop();
+            } else {
+                out.push(seg);
+            }
+        }
+        let body = out.join("/");
+        if absolute { format!("/{body}") } else { body }
     }
 
     fn matches(m: &Matcher, action: &Query) -> bool {
@@ -464,10 +503,11 @@ impl RefPolicy<'_> {
                 let paths = words
                     .into_iter()
                     .filter(|w| w.contains('/') || w.starts_with('.') || w.starts_with('~'))
+                    .flat_map(|w| [Self::lexical(&w), w])
                     .collect();
                 (lines, argvs, paths)
             }
-            Query::Write { path, .. } => (vec![], vec![], vec![path.clone()]),
+            Query::Write { path, .. } => (vec![], vec![], vec![path.clone(), Self::lexical(path)]),
             _ => (vec![], vec![], vec![]),
         };
         match m {

@@ -16,6 +16,7 @@
 )]
 
 mod agent;
+pub mod requirements;
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -227,9 +228,39 @@ fn port_ok(ports: &Option<Vec<PortRange>>, port: Option<u16>, effect: Effect) ->
 
 pub struct RefPolicy<'a> {
     pub block: &'a Block,
+    /// The requirements blocks of the set (spec §12), each after the policy
+    /// in the source, so that "first in source order" is "policy first".
+    pub reqs: Vec<&'a Block>,
 }
 
 impl<'a> RefPolicy<'a> {
+    pub fn new(block: &'a Block) -> Self {
+        RefPolicy {
+            block,
+            reqs: Vec::new(),
+        }
+    }
+
+    /// The policy's sections, then every requirements block's.
+    fn all_sections(&self) -> impl Iterator<Item = &'a SectionKind> + '_ {
+        self.block
+            .sections
+            .iter()
+            .chain(self.reqs.iter().flat_map(|r| r.sections.iter()))
+            .map(|s| &s.kind)
+    }
+
+    /// The requirements' `network { }` statements.
+    fn req_net_stmts(&self) -> impl Iterator<Item = &'a NetStmt> + '_ {
+        self.reqs
+            .iter()
+            .flat_map(|r| r.sections.iter())
+            .flat_map(|s| match &s.kind {
+                SectionKind::Network(Network::Block(v)) => v.as_slice(),
+                _ => &[],
+            })
+    }
+
     fn network(&self) -> Option<&'a Network> {
         self.block.sections.iter().find_map(|s| match &s.kind {
             SectionKind::Network(n) => Some(n),
@@ -242,11 +273,36 @@ impl<'a> RefPolicy<'a> {
             _ => &[],
         }
     }
-    fn rules(&self) -> impl Iterator<Item = &'a NetRule> {
-        self.stmts().iter().filter_map(|s| match s {
+    /// The policy's rules, then the requirements' deny rules (which join a
+    /// constrained network; `off` and `unrestricted` have no rules).
+    fn rules(&self) -> impl Iterator<Item = &'a NetRule> + '_ {
+        let constrained = matches!(self.network(), Some(Network::Block(_)));
+        let own = self.stmts().iter().filter_map(|s| match s {
             NetStmt::Rule(r) => Some(r),
             _ => None,
-        })
+        });
+        let joined = self.req_net_stmts().filter_map(move |s| match s {
+            NetStmt::Rule(r) if constrained && r.effect == Effect::Deny => Some(r),
+            _ => None,
+        });
+        own.chain(joined)
+    }
+
+    /// `dns off` written by the policy, or by requirements when the policy
+    /// does not write `dns`.
+    fn dns_off(&self) -> Option<u32> {
+        let off = |s: &NetStmt| match s {
+            NetStmt::Dns(v) if v.node == Switch::Off => Some(v.span.start),
+            _ => None,
+        };
+        let written = self.stmts().iter().any(|s| matches!(s, NetStmt::Dns(_)));
+        if written {
+            self.stmts().iter().find_map(off)
+        } else if matches!(self.network(), Some(Network::Block(_))) {
+            self.req_net_stmts().find_map(off)
+        } else {
+            None
+        }
     }
     fn default_allow(&self) -> Option<Option<u32>> {
         self.stmts().iter().find_map(|s| match s {
@@ -259,8 +315,12 @@ impl<'a> RefPolicy<'a> {
             .iter()
             .any(|s| matches!(s, NetStmt::Local(v) if v.node == Effect::Allow))
     }
+    /// A proxy switch: the policy's value; when it writes none, a
+    /// restrictive value (`off`, `loopback`) from the requirements, since an
+    /// absent setting takes the language default unless that is beyond the
+    /// cap.
     fn proxy(&self, which: &str) -> Option<(bool, u32)> {
-        self.block.sections.iter().find_map(|s| match &s.kind {
+        let value = |kind: &'a SectionKind| match kind {
             SectionKind::Proxy(stmts) => stmts.iter().find_map(|p| match (p, which) {
                 (ProxyStmt::Socks5(v), "socks5")
                 | (ProxyStmt::Socks5Udp(v), "socks5_udp")
@@ -273,7 +333,18 @@ impl<'a> RefPolicy<'a> {
                 _ => None,
             }),
             _ => None,
-        })
+        };
+        self.block
+            .sections
+            .iter()
+            .find_map(|s| value(&s.kind))
+            .or_else(|| {
+                self.reqs
+                    .iter()
+                    .flat_map(|r| r.sections.iter())
+                    .filter_map(|s| value(&s.kind))
+                    .find(|(open, _)| !open)
+            })
     }
 
     fn mode(&self) -> Option<RefDecision> {
@@ -377,10 +448,7 @@ impl<'a> RefPolicy<'a> {
                 if let Some(m) = self.mode() {
                     return Some(m);
                 }
-                if let Some(s) = self.stmts().iter().find_map(|s| match s {
-                    NetStmt::Dns(v) if v.node == Switch::Off => Some(v.span.start),
-                    _ => None,
-                }) {
+                if let Some(s) = self.dns_off() {
                     return Some(d("deny", "dns_off", Some(s)));
                 }
                 self.rules_decide(&h, None)
@@ -441,11 +509,21 @@ impl<'a> RefPolicy<'a> {
                 let mut allow = None;
                 let mut deny = None;
                 let mut default = None;
-                for s in self.block.sections.iter() {
-                    if let SectionKind::Permissions(stmts) = &s.kind {
+                // The policy's statements, then the requirements': their deny
+                // rules join, and their `default deny` applies when the
+                // policy writes no default.
+                let own = self.block.sections.len();
+                for (i, k) in self.all_sections().enumerate() {
+                    let from_reqs = i >= own;
+                    if let SectionKind::Permissions(stmts) = k {
                         for st in stmts {
                             match st {
-                                PermStmt::Default(v) => default = Some((v.node, v.span.start)),
+                                PermStmt::Default(v) if from_reqs && v.node == Effect::Allow => {}
+                                PermStmt::Default(v) => {
+                                    default.get_or_insert((v.node, v.span.start));
+                                }
+                                PermStmt::Rule { effect, .. }
+                                    if from_reqs && *effect == Effect::Allow => {}
                                 PermStmt::Rule {
                                     effect,
                                     permissions,
@@ -493,8 +571,8 @@ impl<'a> RefPolicy<'a> {
                     .filter(|c| !c.is_empty())
                     .map(key)
                     .collect();
-                for s in self.block.sections.iter() {
-                    if let SectionKind::Apps(stmts) = &s.kind {
+                for k in self.all_sections() {
+                    if let SectionKind::Apps(stmts) = k {
                         for st in stmts {
                             if st.names.iter().any(|n| comps.contains(&key(&n.node))) {
                                 return Some(d("deny", "denied_by_rule", Some(st.span.start)));

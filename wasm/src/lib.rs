@@ -52,31 +52,47 @@ struct Formatted {
 }
 
 /// The canonical layout of a policy text (`policyc fmt`), or its syntax
-/// errors.
+/// errors. The text is checked as the library checks it (it re-parses to
+/// the same policies); should that check fail, the answer is not ok and
+/// carries one `internal` error instead of text.
 #[wasm_bindgen]
 pub fn format(source: &str) -> String {
     let map = sources(source);
-    let (ast, diags) = gatehouse::syntax::parse_file(gatehouse::source::FileId(0), source);
-    let errors: Vec<_> = diags.into_iter().filter(|d| d.is_error()).collect();
-    let Some(file) = map.get(gatehouse::source::FileId(0)) else {
+    let id = gatehouse::source::FileId(0);
+    let Some(file) = map.get(id) else {
         return json(&Formatted {
             ok: false,
             text: None,
             diagnostics: Vec::new(),
         });
     };
-    if !errors.is_empty() {
-        return json(&Formatted {
-            ok: false,
-            text: None,
-            diagnostics: to_json_records(&errors, &map),
-        });
+    match gatehouse::fmt::format_source(id, file) {
+        Ok(text) => json(&Formatted {
+            ok: true,
+            text: Some(text),
+            diagnostics: Vec::new(),
+        }),
+        Err(gatehouse::fmt::FormatError::Syntax(diags)) => {
+            let errors: Vec<_> = diags.into_iter().filter(|d| d.is_error()).collect();
+            json(&Formatted {
+                ok: false,
+                text: None,
+                diagnostics: to_json_records(&errors, &map),
+            })
+        }
+        Err(e) => {
+            let internal = gatehouse::diag::Diagnostic::error(
+                "internal",
+                e.to_string(),
+                gatehouse::source::Span::new(id, 0, 0),
+            );
+            json(&Formatted {
+                ok: false,
+                text: None,
+                diagnostics: to_json_records(&[internal], &map),
+            })
+        }
     }
-    json(&Formatted {
-        ok: true,
-        text: Some(gatehouse::fmt::format_file(&ast, file)),
-        diagnostics: Vec::new(),
-    })
 }
 
 /// One line's answer: a decision, or why the line could not be read.

@@ -52,3 +52,39 @@ fn a_handle_decides_repeatedly() {
     assert!(parse(&evaluate("policy p { netwrk off }", "", "upstream"))["errors"].is_array());
     assert!(!version().is_empty());
 }
+
+/// A nesting bomb and an oversized source, in the browser: every entry point
+/// answers with the diagnostic, never a stack overflow (the Node side is
+/// `wasm/tests/hostile.test.mjs`).
+#[wasm_bindgen_test]
+fn hostile_sources_get_their_diagnostics_from_every_entry_point() {
+    let braces = "{".repeat(20_000);
+    let bombs = [
+        format!("policy p {{\n  network {{\n    allow domain x.example {braces}\n  }}\n}}\n"),
+        format!("policy p {{\n  guardian {{\n    deny command ~ r\"a\\\";{braces}\"\n  }}\n}}\n"),
+        format!("policy p {{ network {{ allow domain \"ar\" {braces}\n}} }}\n"),
+        format!("policy p {{ network {{ allow domain \"x {braces}\n}} }}\n"),
+    ];
+    let huge = "# padding\n".repeat(9 * 1024 * 1024 / 10 + 1);
+    let cases = bombs
+        .iter()
+        .map(|b| (b.as_str(), "too_deeply_nested"))
+        .chain([(huge.as_str(), "source_too_large")]);
+    for (text, code) in cases {
+        let codes = |v: &serde_json::Value| -> Vec<String> {
+            v.as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d["code"].as_str().unwrap().to_string())
+                .collect()
+        };
+        assert_eq!(codes(&parse(&check(text))), [code]);
+        let f = parse(&format(text));
+        assert_eq!(f["ok"], false);
+        assert_eq!(codes(&f["diagnostics"]), [code]);
+        let thrown = compile(text).err().and_then(|e| e.as_string()).unwrap();
+        assert_eq!(codes(&parse(&thrown)), [code]);
+        let r = parse(&evaluate(text, "", "connect github.com:443"));
+        assert_eq!(codes(&r["errors"]), [code]);
+    }
+}

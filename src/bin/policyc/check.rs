@@ -26,16 +26,16 @@ pub fn run(args: &[String]) -> Exit {
         .count();
     let warnings = b.diagnostics.len() - errors;
     if json {
-        println!("{}", render_json(&b.diagnostics, &b.sources));
+        outln!("{}", render_json(&b.diagnostics, &b.sources));
     } else if b.diagnostics.is_empty() {
         let policies = b.set.as_ref().map_or(0, |s| s.policies().count());
-        println!(
+        outln!(
             "ok: {policies} {} in {files} {}",
             plural(policies, "policy", "policies"),
             plural(files, "file", "files")
         );
     } else {
-        print!("{}", render_human(&b.diagnostics, &b.sources));
+        out!("{}", render_human(&b.diagnostics, &b.sources));
     }
     if errors > 0 || (warnings > 0 && a.flag("--deny-warnings")) {
         Exit::Failed

@@ -14,12 +14,18 @@ pub fn run(args: &[String]) -> Exit {
         Ok(x) => x,
         Err(e) => return e,
     };
-    let bytes = set.to_artifact();
+    let bytes = match set.to_artifact() {
+        Ok(b) => b,
+        Err(e) => {
+            errln!("error: {e}");
+            return Exit::Failed;
+        }
+    };
     if let Err(e) = std::fs::write(out, &bytes) {
-        eprintln!("error: cannot write `{out}`: {e}");
+        errln!("error: cannot write `{out}`: {e}");
         return Exit::Failed;
     }
-    println!(
+    outln!(
         "wrote {out}: {} policies, {} bytes, revision {}",
         set.policies().count(),
         bytes.len(),

@@ -25,12 +25,22 @@ pub fn run(args: &[String]) -> Exit {
     if queries.is_empty() == file.is_none() {
         return Exit::Usage("give either `--query TEXT` (any number) or `--queries FILE|-`".into());
     }
+    // Every `--query` answers with one line: a blank one (or a comment)
+    // would answer nothing and look like success.
+    if let Some(q) = queries
+        .iter()
+        .find(|q| q.trim().is_empty() || q.trim_start().starts_with('#'))
+    {
+        return Exit::Usage(format!(
+            "`--query {q:?}` holds no query; write one, for example `--query 'connect github.com:443'`"
+        ));
+    }
     let set = match (a.value("--artifact"), a.paths.is_empty()) {
         (Some(path), true) => match std::fs::read(path) {
             Ok(bytes) => match PolicySet::from_artifact(&bytes) {
                 Ok(set) => set,
                 Err(e) => {
-                    eprintln!("error: cannot load `{path}`: {e}");
+                    errln!("error: cannot load `{path}`: {e}");
                     return Exit::Failed;
                 }
             },
@@ -102,7 +112,10 @@ pub fn run(args: &[String]) -> Exit {
         }
     };
     if let Err(e) = io.and_then(|()| out.flush()) {
-        eprintln!("error: {e}");
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            crate::output::gone(&e);
+        }
+        errln!("error: {e}");
         return Exit::Failed;
     }
     drop(out);

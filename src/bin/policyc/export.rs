@@ -41,7 +41,7 @@ pub fn run(args: &[String]) -> Exit {
     };
     match gatehouse::export::nftables(&build.files, a.value("--policy"), &exits) {
         Ok(text) => {
-            print!("{text}");
+            out!("{text}");
             Exit::Ok
         }
         Err(e) => Exit::Usage(e),

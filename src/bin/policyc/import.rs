@@ -73,11 +73,11 @@ fn report(path: &str, import: &Import) -> Exit {
         } else {
             "warning"
         };
-        eprintln!("{kind}: {path}:{}: {}", n.line, n.message);
+        errln!("{kind}: {path}:{}: {}", n.line, n.message);
     }
     if import.has_errors() {
         return Exit::Failed;
     }
-    print!("{}", import.text);
+    out!("{}", import.text);
     Exit::Ok
 }

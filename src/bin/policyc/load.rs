@@ -63,7 +63,7 @@ pub fn compiled(sources: SourceMap) -> Result<(gatehouse::Build, gatehouse::Poli
     match b.set.clone() {
         Some(set) if !b.has_errors() => Ok((b, set)),
         _ => {
-            eprint!("{}", b.render());
+            err!("{}", b.render());
             Err(Exit::Failed)
         }
     }

@@ -3,6 +3,25 @@
 //! `main` is thin: it picks the subcommand and turns its result into an exit
 //! code. Each subcommand lives in its own file.
 
+/// Prints to standard output; a closed pipe ends the program quietly (see
+/// [`output::gone`]).
+macro_rules! out {
+    ($($t:tt)*) => { $crate::output::write(false, format_args!($($t)*)) };
+}
+/// [`out!`] with a line break.
+macro_rules! outln {
+    ($($t:tt)*) => { $crate::output::write(true, format_args!($($t)*)) };
+}
+/// Prints to standard error; a failure to write there is ignored (there is
+/// nowhere left to report it), never a panic.
+macro_rules! err {
+    ($($t:tt)*) => { $crate::output::write_err(false, format_args!($($t)*)) };
+}
+/// [`err!`] with a line break.
+macro_rules! errln {
+    ($($t:tt)*) => { $crate::output::write_err(true, format_args!($($t)*)) };
+}
+
 mod args;
 mod check;
 mod compile;
@@ -11,6 +30,7 @@ mod export;
 mod fmt;
 mod import;
 mod load;
+mod output;
 mod test;
 
 use std::process::ExitCode;
@@ -52,11 +72,11 @@ fn main() -> ExitCode {
         Some("import") => import::run(&rest),
         Some("export") => export::run(&rest),
         Some("-h" | "--help" | "help") => {
-            println!("{USAGE}");
+            outln!("{USAGE}");
             Exit::Ok
         }
         Some("--version" | "-V") => {
-            println!("policyc {}", env!("CARGO_PKG_VERSION"));
+            outln!("policyc {}", env!("CARGO_PKG_VERSION"));
             Exit::Ok
         }
         Some(other) => {
@@ -74,7 +94,7 @@ fn main() -> ExitCode {
         Exit::Ok => ExitCode::SUCCESS,
         Exit::Failed => ExitCode::from(1),
         Exit::Usage(msg) => {
-            eprintln!("error: {msg}\n\n{USAGE}");
+            errln!("error: {msg}\n\n{USAGE}");
             ExitCode::from(2)
         }
         Exit::BadQueries => ExitCode::from(3),

@@ -31,11 +31,14 @@ pub fn run(args: &[String]) -> Exit {
                             Ok(()) => passed += 1,
                             Err(why) => {
                                 failed += 1;
-                                println!(
+                                outln!(
                                     "FAIL {}:{}:{} in test \"{}\"",
-                                    src.name, at.line, at.column, t.description.value
+                                    src.name,
+                                    at.line,
+                                    at.column,
+                                    t.description.value
                                 );
-                                println!(
+                                outln!(
                                     "  expected: {} {}{}",
                                     e.decision.node,
                                     e.query_text,
@@ -44,7 +47,7 @@ pub fn run(args: &[String]) -> Exit {
                                         .map(|b| format!(" because {}", b.node))
                                         .unwrap_or_default()
                                 );
-                                println!("  {why}\n");
+                                outln!("  {why}\n");
                             }
                         }
                     }
@@ -52,7 +55,7 @@ pub fn run(args: &[String]) -> Exit {
             }
         }
     }
-    println!("{passed} passed, {failed} failed");
+    outln!("{passed} passed, {failed} failed");
     if failed > 0 { Exit::Failed } else { Exit::Ok }
 }
 
