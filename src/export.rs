@@ -176,8 +176,21 @@ fn render(block: &Block, exits: &Exits) -> String {
                 .iter()
                 .filter_map(|s| match s {
                     NetStmt::Rule(r) => match &r.target {
-                        NetTarget::Ip(ip) => Some((r.effect, IpNet::from(*ip), &r.ports, true)),
-                        NetTarget::Cidr(net) => Some((r.effect, *net, &r.ports, false)),
+                        // As the engine applies them (spec §1, §5): a mapped
+                        // or compatible address, and a prefix inside
+                        // `::ffff:0:0/96`, are IPv4; the kernel sees IPv4.
+                        NetTarget::Ip(ip) => Some((
+                            r.effect,
+                            IpNet::from(crate::normalize::canonical_ip(*ip)),
+                            &r.ports,
+                            true,
+                        )),
+                        NetTarget::Cidr(net) => Some((
+                            r.effect,
+                            crate::normalize::addr::canonical_net(*net),
+                            &r.ports,
+                            false,
+                        )),
                         _ => None,
                     },
                     _ => None,

@@ -1,7 +1,12 @@
 //! Limits: oversized input fails fast and closed, with a clear diagnostic
 //! or decision, never a crash.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
 
 use gatehouse::limits::QueryLimits;
 use gatehouse::source::SourceMap;

@@ -2,6 +2,8 @@
 //! ones are in `tests/data/rulings.policy`, replayed in both query forms by
 //! `tests/cli.rs`).
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
 use gatehouse::source::SourceMap;
 
 fn build(text: &str) -> gatehouse::Build {

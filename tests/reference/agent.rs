@@ -465,13 +465,11 @@ impl RefPolicy<'_> {
         let absolute = w.starts_with('/');
         let mut out: Vec<&str> = Vec::new();
         for seg in w.split('/').filter(|s| !s.is_empty() && *s != ".") {
-            if seg != ".." {
-                out.push(seg);
-            } else if absolute {
+            let climbs = seg == "..";
+            let poppable = absolute || matches!(out.last(), Some(p) if *p != ".." && *p != "~");
+            if climbs && poppable {
                 out.pop();
-            } else if matches!(out.last(), Some(p) if *p != ".." && *p != "~") {
-                out.pop();
-            } else {
+            } else if !climbs || !absolute {
                 out.push(seg);
             }
         }
