@@ -30,17 +30,7 @@ pub fn normalize_absolute_path(path: &str) -> Option<Cow<'_, str>> {
     if path == "/" || is_normal_absolute_path(path) {
         return Some(Cow::Borrowed(path));
     }
-    let mut parts: Vec<&str> = Vec::new();
-    for seg in path.split('/') {
-        match seg {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            s => parts.push(s),
-        }
-    }
-    Some(Cow::Owned(format!("/{}", parts.join("/"))))
+    Some(Cow::Owned(resolve(path, true)))
 }
 
 /// Lexically normalises any path-like word, for matching (guardian `path`
@@ -49,28 +39,34 @@ pub fn normalize_absolute_path(path: &str) -> Option<Cow<'_, str>> {
 /// and each `..` removing the segment before it where there is one (leading
 /// `..` and a leading `~` stay). A word with NUL is returned as it is.
 pub fn lexical_path(word: &str) -> Cow<'_, str> {
-    if word.starts_with('/') {
-        return normalize_absolute_path(word).unwrap_or(Cow::Borrowed(word));
-    }
     if word.contains('\0') {
         return Cow::Borrowed(word);
     }
+    let absolute = word.starts_with('/');
+    let resolved = resolve(word, absolute);
+    if resolved == word {
+        Cow::Borrowed(word)
+    } else {
+        Cow::Owned(resolved)
+    }
+}
+
+/// The segment walk behind both: `..` pops a segment (at the root of an
+/// absolute path it stays at `/`; in a relative one it stays when there is
+/// nothing to pop, or only `..` or `~`).
+fn resolve(path: &str, absolute: bool) -> String {
     let mut parts: Vec<&str> = Vec::new();
-    for seg in word.split('/') {
+    for seg in path.split('/') {
         match seg {
             "" | "." => {}
-            ".." if parts.last().is_some_and(|p| *p != ".." && *p != "~") => {
+            ".." if absolute || parts.last().is_some_and(|p| *p != ".." && *p != "~") => {
                 parts.pop();
             }
             s => parts.push(s),
         }
     }
     let joined = parts.join("/");
-    if joined == word {
-        Cow::Borrowed(word)
-    } else {
-        Cow::Owned(joined)
-    }
+    if absolute { format!("/{joined}") } else { joined }
 }
 
 #[cfg(test)]

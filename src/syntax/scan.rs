@@ -95,8 +95,9 @@ fn token_start(bytes: &[u8], at: usize) -> bool {
             .is_some_and(|b| b" \t\r\n;{}#\",[]~=".contains(b))
 }
 
-/// Scans `text`, calling `f` for every lexeme in order.
-pub(crate) fn scan(text: &str, raw: Raw, mut f: impl FnMut(Lexeme)) {
+/// Scans `text`, calling `f` for every lexeme in order. (`dyn`: one copy of
+/// the scanner in the browser module, whoever calls it.)
+pub(crate) fn scan(text: &str, raw: Raw, f: &mut dyn FnMut(Lexeme)) {
     let bytes = text.as_bytes();
     let mut i = 0;
     while let Some(&b) = bytes.get(i) {
@@ -143,7 +144,7 @@ pub(crate) fn scan(text: &str, raw: Raw, mut f: impl FnMut(Lexeme)) {
 /// puts them back).
 pub(crate) fn comments(file: FileId, text: &str) -> Vec<super::ast::Comment> {
     let mut out = Vec::new();
-    scan(text, Raw::AtTokenStart, |l| {
+    scan(text, Raw::AtTokenStart, &mut |l| {
         if let Lexeme::Comment { start, end } = l {
             let body = text.get(start + 1..end).unwrap_or("");
             out.push(super::ast::Comment {
@@ -165,7 +166,7 @@ pub(crate) fn too_deep(text: &str, limit: usize) -> Option<usize> {
         .filter_map(|raw| {
             let mut depth = 0usize;
             let mut at = None;
-            scan(text, raw, |l| match l {
+            scan(text, raw, &mut |l| match l {
                 Lexeme::Open(i) => {
                     depth += 1;
                     if depth > limit && at.is_none() {
@@ -186,7 +187,7 @@ mod tests {
 
     fn lexemes(text: &str, raw: Raw) -> Vec<Lexeme> {
         let mut v = Vec::new();
-        scan(text, raw, |l| v.push(l));
+        scan(text, raw, &mut |l| v.push(l));
         v
     }
 
