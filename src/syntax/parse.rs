@@ -1,7 +1,7 @@
 //! Builds the typed AST from pest pairs: one function per grammar rule.
 //!
 //! Statements the grammar did not accept arrive as `bad_stmt`; they are
-//! re-parsed with the strict `*_only` rule of their block so that the error
+//! re-parsed with the statement rule of their block so that the error
 //! points at the exact token, and an unknown leading keyword gets a
 //! "did you mean".
 
@@ -111,37 +111,37 @@ struct Ctx {
 const FILE_CTX: Ctx = Ctx {
     what: "a file",
     keywords: &["policy", "requirements", "test"],
-    rule: Rule::item_only,
+    rule: Rule::item,
 };
 const BLOCK_CTX: Ctx = Ctx {
     what: "a policy block",
     keywords: SECTION_KEYWORDS,
-    rule: Rule::section_only,
+    rule: Rule::section,
 };
 const NETWORK_CTX: Ctx = Ctx {
     what: "a `network` block",
     keywords: &["default", "dns", "local", "allow", "deny"],
-    rule: Rule::net_stmt_only,
+    rule: Rule::net_stmt,
 };
 const PROXY_CTX: Ctx = Ctx {
     what: "a `proxy` block",
     keywords: &["socks5", "socks5_udp", "upstream", "listen"],
-    rule: Rule::proxy_stmt_only,
+    rule: Rule::proxy_stmt,
 };
 const PERM_CTX: Ctx = Ctx {
     what: "a `permissions` block",
     keywords: &["default", "allow", "deny"],
-    rule: Rule::perm_stmt_only,
+    rule: Rule::perm_stmt,
 };
 const APPS_CTX: Ctx = Ctx {
     what: "an `apps` block",
     keywords: &["deny"],
-    rule: Rule::apps_stmt_only,
+    rule: Rule::apps_stmt,
 };
 const SANDBOX_CTX: Ctx = Ctx {
     what: "a `sandbox` block",
     keywords: &["writable", "protect"],
-    rule: Rule::sandbox_stmt_only,
+    rule: Rule::sandbox_stmt,
 };
 const GRANULAR_CTX: Ctx = Ctx {
     what: "an `approvals granular` block",
@@ -152,32 +152,32 @@ const GRANULAR_CTX: Ctx = Ctx {
         "request_permissions",
         "skill_approval",
     ],
-    rule: Rule::granular_stmt_only,
+    rule: Rule::granular_stmt,
 };
 const MCP_CTX: Ctx = Ctx {
     what: "an `mcp` block",
     keywords: &["server", "tool"],
-    rule: Rule::mcp_stmt_only,
+    rule: Rule::mcp_stmt,
 };
 const COMMANDS_CTX: Ctx = Ctx {
     what: "a `commands` block",
     keywords: &["allow", "prompt", "forbid"],
-    rule: Rule::cmd_rule_only,
+    rule: Rule::cmd_rule,
 };
 const GUARDIAN_CTX: Ctx = Ctx {
     what: "a `guardian` block",
     keywords: &["risk", "deny", "allow", "authorize"],
-    rule: Rule::guardian_stmt_only,
+    rule: Rule::guardian_stmt,
 };
 const LOG_CTX: Ctx = Ctx {
     what: "a `log` block",
     keywords: &["mask"],
-    rule: Rule::log_stmt_only,
+    rule: Rule::log_stmt,
 };
 const TEST_CTX: Ctx = Ctx {
     what: "a `test` block",
     keywords: &["policy", "expect"],
-    rule: Rule::test_stmt_only,
+    rule: Rule::test_stmt,
 };
 
 const QUERY_KINDS: &[&str] = &[
@@ -296,13 +296,23 @@ impl Builder {
             );
             return;
         }
+        // Every statement rule ends at `eos` (a separator, `}` or the end),
+        // so it either fails where the line goes wrong or stops at a `}`.
         match PolicyParser::parse(ctx.rule, text) {
             Err(e) => self.pest_error(&e, text, start),
-            Ok(_) => {
-                let span = Span::new(self.file, start, start + text.len());
+            Ok(pairs) => {
+                let end = pairs.last().map_or(0, |p| p.as_span().end());
+                let rest = text.get(end..).unwrap_or("");
+                let skipped = rest.len() - rest.trim_start().len();
+                let (at, found) = if rest.trim().is_empty() {
+                    (0, text.trim())
+                } else {
+                    (end + skipped, rest.trim())
+                };
+                let span = Span::new(self.file, start + at, start + text.len());
                 self.err(
                     SyntaxError::Unexpected {
-                        found: format!("`{}`", text.trim()),
+                        found: format!("`{found}`"),
                         expected: "the end of the statement".into(),
                         help: Some("end a statement with a new line or `;`".into()),
                     },

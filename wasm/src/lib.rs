@@ -12,7 +12,12 @@ use wasm_bindgen::prelude::*;
 const FILE: &str = "policy.policy";
 
 fn json<T: Serialize>(v: &T) -> String {
-    serde_json::to_string(v).unwrap_or_else(|e| format!("{{\"error\":{:?}}}", e.to_string()))
+    serde_json::to_string(v).unwrap_or_else(|e| {
+        // A string always serialises (and no message here uses `Debug`:
+        // tests/wasm_debug.rs).
+        let message = serde_json::to_string(&e.to_string()).unwrap_or_default();
+        format!("{{\"error\":{message}}}")
+    })
 }
 
 fn sources(source: &str) -> SourceMap {
