@@ -364,6 +364,39 @@ fn build(text: &str) -> (PolicySet, SourceMap, gatehouse::syntax::ast::File) {
     (set, sources, file)
 }
 
+/// Every query decided alike by the set's one policy and the oracle:
+/// outcome, reason and the deciding rule's position.
+fn agree(
+    set: &PolicySet,
+    sources: &SourceMap,
+    oracle: &reference::RefPolicy<'_>,
+    qs: &[Query],
+    text: &str,
+) -> Result<(), TestCaseError> {
+    let p = set.single().unwrap();
+    let f = sources.get(gatehouse::source::FileId(0)).unwrap();
+    for q in qs {
+        let e = p.decide(q);
+        let r = oracle.decide(q).unwrap();
+        let e_rule = e
+            .rule
+            .and_then(|id| set.rule(id))
+            .map(|r| (r.line, r.column));
+        let r_rule = r.rule_at.map(|at| {
+            let lc = f.line_col(at);
+            (lc.line, lc.column)
+        });
+        prop_assert_eq!(
+            (e.outcome.as_str(), e.reason.as_str(), e_rule),
+            (r.outcome, r.reason, r_rule),
+            "query `{}` on\n{}",
+            q,
+            text
+        );
+    }
+    Ok(())
+}
+
 fn rank(outcome: &str) -> u8 {
     match outcome {
         "deny" | "denied" | "timed_out" | "aborted" => 0,
@@ -381,21 +414,8 @@ proptest! {
     fn engine_agrees_with_reference_on_agent_queries(g in policy(), qs in prop::collection::vec(query(), 1..8)) {
         let text = g.text();
         let (set, sources, file) = build(&text);
-        let p = set.single().unwrap();
         let Item::Policy(block) = &file.items[0] else { panic!() };
-        let oracle = reference::RefPolicy::new(block);
-        let f = sources.get(gatehouse::source::FileId(0)).unwrap();
-        for q in &qs {
-            let e = p.decide(q);
-            let r = oracle.decide(q).unwrap();
-            let e_rule = e.rule.and_then(|id| set.rule(id)).map(|r| (r.line, r.column));
-            let r_rule = r.rule_at.map(|at| { let lc = f.line_col(at); (lc.line, lc.column) });
-            prop_assert_eq!(
-                (e.outcome.as_str(), e.reason.as_str(), e_rule),
-                (r.outcome, r.reason, r_rule),
-                "query `{}` on\n{}", q, text
-            );
-        }
+        agree(&set, &sources, &reference::RefPolicy::new(block), &qs, &text)?;
     }
 
     /// The guardian is never more permissive than the reviewer: a reviewer
@@ -499,19 +519,6 @@ proptest! {
         let violated = reference::requirements::violated(block, &reqs);
         prop_assert_eq!(built.has_errors(), violated, "{}\n{}", text, built.render());
         let Some(set) = built.set else { return Ok(()) };
-        let p = set.single().unwrap();
-        let oracle = reference::RefPolicy { block, reqs };
-        let f = sources.get(gatehouse::source::FileId(0)).unwrap();
-        for q in &qs {
-            let e = p.decide(q);
-            let r = oracle.decide(q).unwrap();
-            let e_rule = e.rule.and_then(|id| set.rule(id)).map(|r| (r.line, r.column));
-            let r_rule = r.rule_at.map(|at| { let lc = f.line_col(at); (lc.line, lc.column) });
-            prop_assert_eq!(
-                (e.outcome.as_str(), e.reason.as_str(), e_rule),
-                (r.outcome, r.reason, r_rule),
-                "query `{}` on\n{}", q, text
-            );
-        }
+        agree(&set, &sources, &reference::RefPolicy { block, reqs }, &qs, &text)?;
     }
 }
