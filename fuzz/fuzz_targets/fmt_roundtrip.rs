@@ -1,5 +1,6 @@
 //! Formatting a file that parses cleanly gives text that parses to the same
-//! AST, keeps every comment, and formats to itself.
+//! AST, keeps every comment, and formats to itself; and the library's checked
+//! formatter (`fmt::format_source`) returns that same text.
 #![no_main]
 use gatehouse::source::{FileId, SourceFile};
 use gatehouse::syntax::parse_file;
@@ -18,4 +19,7 @@ fuzz_target!(|data: &[u8]| {
     let texts = |f: &gatehouse::syntax::ast::File| f.comments.iter().map(|c| c.text.trim().to_string()).collect::<Vec<_>>();
     assert_eq!(texts(&ast), texts(&again), "comments lost:\n{out}");
     assert_eq!(gatehouse::fmt::format_file(&again, &SourceFile::new("f", out.as_str())), out, "not idempotent");
+    // The library's own check (what `policyc fmt` and the browser use) agrees.
+    let checked = gatehouse::fmt::format_source(FileId(0), &SourceFile::new("f", text));
+    assert_eq!(checked.ok().as_deref(), Some(out.as_str()), "format_source refused:\n{text}");
 });
