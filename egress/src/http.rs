@@ -126,21 +126,61 @@ pub async fn read_head<S: AsyncRead + Unpin>(
     }
 }
 
+/// A header name's characters (RFC 9110 `tchar`).
+fn is_tchar(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&c)
+}
+
+/// Parses a head strictly: lines end in CRLF only; no bare CR or LF, NUL or
+/// other control character (HTAB only inside header values); no whitespace
+/// before a header's colon; no obs-fold; at most one `Host`; and a message
+/// with both `Content-Length` and `Transfer-Encoding`, or with differing or
+/// malformed lengths, is refused. Whatever a lenient server might read
+/// differently from this proxy is refused (RFC 9112 §2.2, §5, §6.3).
 fn parse_head(b: &[u8]) -> Option<Head> {
     let text = std::str::from_utf8(b).ok()?;
     let mut lines = text.split("\r\n");
-    let mut first = lines.next()?.split(' ');
-    let (method, target, version) = (first.next()?, first.next()?, first.next()?);
-    if first.next().is_some() || !version.starts_with("HTTP/1.") {
+    let request_line = lines.next()?;
+    if request_line.bytes().any(|c| c.is_ascii_control()) {
         return None;
     }
-    let mut headers = Vec::new();
+    let mut first = request_line.split(' ');
+    let (method, target, version) = (first.next()?, first.next()?, first.next()?);
+    if first.next().is_some()
+        || !version.starts_with("HTTP/1.")
+        || method.is_empty()
+        || !method.bytes().all(is_tchar)
+        || target.is_empty()
+    {
+        return None;
+    }
+    let mut headers: Vec<(String, String)> = Vec::new();
     for l in lines {
-        let (k, v) = l.split_once(':')?;
-        if k.is_empty() || k.contains(' ') {
+        if l.bytes().any(|c| c.is_ascii_control() && c != b'\t') {
             return None;
         }
-        headers.push((k.to_string(), v.trim().to_string()));
+        let (k, v) = l.split_once(':')?;
+        // An empty name, whitespace before the colon, and obs-fold (a line
+        // starting with blanks) all fail `tchar`.
+        if k.is_empty() || !k.bytes().all(is_tchar) {
+            return None;
+        }
+        headers.push((k.to_string(), v.trim_matches([' ', '\t']).to_string()));
+    }
+    let named = |n: &'static str| {
+        headers
+            .iter()
+            .filter(move |(k, _)| k.eq_ignore_ascii_case(n))
+    };
+    if named("Host").count() > 1 {
+        return None;
+    }
+    let mut lengths = named("Content-Length").map(|(_, v)| v.as_str());
+    if let Some(len) = lengths.next() {
+        let digits = !len.is_empty() && len.bytes().all(|c| c.is_ascii_digit());
+        if !digits || lengths.any(|other| other != len) || named("Transfer-Encoding").count() > 0 {
+            return None;
+        }
     }
     Some(Head {
         method: method.to_string(),
@@ -148,6 +188,33 @@ fn parse_head(b: &[u8]) -> Option<Head> {
         version: version.to_string(),
         headers,
     })
+}
+
+/// Where a request inside a tunnel to `host:port` may go: origin-form
+/// (`/path`), `*` for `OPTIONS`, or an absolute form naming the tunnel's own
+/// host and port (servers prefer an absolute target's host over `Host`).
+fn tunnel_target_ok(h: &Head, host: &str, port: u16) -> bool {
+    let t = h.target.as_str();
+    if t.starts_with('/') {
+        return true;
+    }
+    if t == "*" {
+        return h.method.eq_ignore_ascii_case("OPTIONS");
+    }
+    let Some((scheme, rest)) = t.split_once("://") else {
+        return false;
+    };
+    let default = if scheme.eq_ignore_ascii_case("http") {
+        80
+    } else if scheme.eq_ignore_ascii_case("https") {
+        443
+    } else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    !authority.contains('@')
+        && split_authority(authority, default)
+            .is_some_and(|(th, tp)| same_host(&th, host) && tp == port)
 }
 
 /// `HOST:PORT` (IPv6 in brackets) into the host (brackets kept) and port.
@@ -330,9 +397,21 @@ async fn connect(
             }
             Hello::NoSni => break if literal { Ok(()) } else { Err("sni_missing") },
             Hello::NotTls if !first.is_empty() => {
-                // A plain HTTP request through the tunnel: its Host must agree.
-                match read_head(&mut client, std::mem::take(&mut first)).await {
-                    Some((h, body)) => {
+                // A plain HTTP request through the tunnel: parsed as strictly
+                // as a proxied one, its target must stay in the tunnel and
+                // its Host must agree. A malformed head or a target elsewhere
+                // is answered 400 inside the tunnel.
+                let http = looks_like_http(&first);
+                let head = tokio::time::timeout(
+                    FIRST_BYTES,
+                    read_head(&mut client, std::mem::take(&mut first)),
+                )
+                .await;
+                match head {
+                    Ok(Some((h, body))) => {
+                        if !tunnel_target_ok(&h, &host, port) {
+                            break Err("target_outside_tunnel");
+                        }
                         let agrees = h
                             .header("Host")
                             .and_then(|v| split_authority(v, port))
@@ -340,7 +419,8 @@ async fn connect(
                         first = rebuild(&h, &body, false);
                         break if agrees { Ok(()) } else { Err("host_mismatch") };
                     }
-                    None => break Err("unrecognised_protocol"),
+                    Ok(None) if http => break Err("bad_request"),
+                    _ => break Err("unrecognised_protocol"),
                 }
             }
             _ => {
@@ -359,6 +439,9 @@ async fn connect(
     };
     if let Err(reason) = verdict {
         req.finish(&what, &format!("refused: {reason}"));
+        if matches!(reason, "bad_request" | "target_outside_tunnel") {
+            respond(&mut client, "400 Bad Request", reason, &rev).await;
+        }
         return; // dropping both streams closes the tunnel
     }
     req.finish(&what, "tunnel");
@@ -392,12 +475,7 @@ fn rebuild(h: &Head, body: &[u8], absolute: bool) -> Vec<u8> {
     let target = if absolute {
         h.target.clone()
     } else {
-        match h.target.strip_prefix("http://") {
-            Some(rest) => rest.find('/').map_or("/".to_string(), |i| {
-                rest.get(i..).unwrap_or("/").to_string()
-            }),
-            None => h.target.clone(),
-        }
+        origin_form(&h.target)
     };
     let mut out = format!("{} {} {}\r\n", h.method, target, h.version);
     for (k, v) in &h.headers {
@@ -419,6 +497,29 @@ fn rebuild(h: &Head, body: &[u8], absolute: bool) -> Vec<u8> {
     let mut bytes = out.into_bytes();
     bytes.extend_from_slice(body);
     bytes
+}
+
+/// A target in origin-form: an absolute `SCHEME://authority/path?q` (any
+/// case) becomes `/path?q`; anything else stays as it is.
+fn origin_form(target: &str) -> String {
+    match target.split_once("://") {
+        Some((scheme, rest)) if scheme.bytes().all(|c| c.is_ascii_alphabetic()) => {
+            match rest.find(['/', '?']) {
+                Some(i) if rest.get(i..i + 1) == Some("?") => {
+                    format!("/{}", rest.get(i..).unwrap_or(""))
+                }
+                Some(i) => rest.get(i..).unwrap_or("/").to_string(),
+                None => "/".to_string(),
+            }
+        }
+        _ => target.to_string(),
+    }
+}
+
+/// Whether bytes start like an HTTP request line (a method, a space).
+fn looks_like_http(b: &[u8]) -> bool {
+    let method: Vec<u8> = b.iter().copied().take_while(|c| is_tchar(*c)).collect();
+    !method.is_empty() && b.get(method.len()) == Some(&b' ')
 }
 
 async fn forward(
@@ -487,5 +588,70 @@ mod tests {
         assert!(same_host("A.Example.", "a.example"));
         assert!(!same_host("a.example", "b.example"));
         assert!(!same_host("", ""));
+    }
+
+    fn head(text: &str) -> Option<Head> {
+        parse_head(text.as_bytes())
+    }
+
+    #[test]
+    fn heads_are_parsed_strictly() {
+        let ok = "GET / HTTP/1.1\r\nHost: a.test\r\nX-A: 1\t2\r\nContent-Length: 3";
+        assert!(head(ok).is_some());
+        for bad in [
+            "GET / HTTP/1.1\r\nX-A: 1\nHost: denied.test", // bare LF
+            "GET / HTTP/1.1\r\nX-A: 1\rHost: denied.test", // bare CR
+            "GET / HTTP/1.1\r\nX-A: 1\0",                  // NUL
+            "GET / HTTP/1.1\r\nX-A: \u{1b}[0m",            // another control
+            "GET / HTTP/1.1\r\nX-A : 1",                   // whitespace before the colon
+            "GET / HTTP/1.1\r\nX-A\t: 1",
+            "GET / HTTP/1.1\r\nX-A: 1\r\n folded", // obs-fold
+            "GET / HTTP/1.1\r\nX-A: 1\r\n\tfolded",
+            "GET / HTTP/1.1\r\nHost: a.test\r\nhost: denied.test", // two Hosts
+            "POST / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked",
+            "POST / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4",
+            "POST / HTTP/1.1\r\nContent-Length: +3",
+            "POST / HTTP/1.1\r\nContent-Length: 3, 3",
+            "GET /\t HTTP/1.1",
+            "GET  / HTTP/1.1",
+            "G(T / HTTP/1.1",
+        ] {
+            assert!(head(bad).is_none(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn tunnel_targets_stay_in_the_tunnel() {
+        let target = |method: &str, t: &str| Head {
+            method: method.into(),
+            target: t.into(),
+            version: "HTTP/1.1".into(),
+            headers: Vec::new(),
+        };
+        let ok = |t: &str| tunnel_target_ok(&target("GET", t), "allowed.test", 8080);
+        assert!(ok("/x?y"));
+        assert!(ok("http://allowed.test:8080/x"));
+        assert!(ok("HTTP://ALLOWED.test.:8080"));
+        assert!(tunnel_target_ok(
+            &target("OPTIONS", "*"),
+            "allowed.test",
+            8080
+        ));
+        for bad in [
+            "https://denied.test/",
+            "HTTP://denied.test:8080/",
+            "http://allowed.test/", // port 80, not the tunnel's
+            "http://allowed.test@denied.test:8080/",
+            "http://denied.test:8080@allowed.test:8080/",
+            "ftp://allowed.test:8080/",
+            "allowed.test:8080",
+            "*",
+        ] {
+            assert!(!ok(bad), "{bad}");
+        }
+        assert_eq!(origin_form("HTTPS://a.test:1/p?q"), "/p?q");
+        assert_eq!(origin_form("http://a.test?q"), "/?q");
+        assert_eq!(origin_form("http://a.test"), "/");
+        assert_eq!(origin_form("/p"), "/p");
     }
 }

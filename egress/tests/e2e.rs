@@ -691,3 +691,90 @@ async fn the_binary_as_the_readme_runs_it() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("does not allow listening on 0.0.0.0"));
 }
+
+/// Heads a lenient server would read differently from the proxy (issue 13,
+/// bypass classes 1 and 2), sent by real curl: through the proxy they are
+/// refused with 400, and inside a CONNECT tunnel (`curl -p`) a malformed
+/// head or a request target outside the tunnel is answered 400 there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smuggled_heads_and_targets_outside_the_tunnel_are_refused() {
+    let dir = tempdir("smuggle");
+    let dns = fake_dns(&[("allowed.test", "127.0.0.1"), ("denied.test", "127.0.0.1")]).await;
+    let server = http_server().await;
+    let d = daemon(&dir, POLICY, dns.addr, None).await;
+    let port = server.port();
+    let url = format!("http://allowed.test:{port}/");
+
+    // The baselines pass, proxied and tunnelled, origin-form or an absolute
+    // form naming the tunnel's own host.
+    for extra in [
+        &[][..],
+        &["-p"],
+        &[
+            "-p",
+            "--request-target",
+            &format!("http://allowed.test:{port}/x"),
+        ],
+        &[
+            "-p",
+            "--request-target",
+            &format!("HTTP://ALLOWED.test:{port}/x"),
+        ],
+    ] {
+        let (code, status, _, out) = curl(d.http, extra, &url).await;
+        assert_eq!((code, status.as_str()), (0, "200"), "{extra:?}: {out}");
+    }
+    // Bare LF, bare CR, whitespace before a colon, and Content-Length with
+    // Transfer-Encoding: 400 through the proxy and inside the tunnel.
+    let heads: [&[&str]; 4] = [
+        &["-H", "X-A: 1\nHost: denied.test"],
+        &["-H", "X-A: 1\rHost: denied.test"],
+        &["-H", "X-A : 1"],
+        &[
+            "-H",
+            "Transfer-Encoding: chunked",
+            "-H",
+            "Content-Length: 3",
+            "--data",
+            "abc",
+        ],
+    ];
+    for h in heads {
+        for tunnel in [false, true] {
+            let mut args: Vec<&str> = if tunnel { vec!["-p"] } else { Vec::new() };
+            args.extend(h);
+            let (_, status, reason, out) = curl(d.http, &args, &url).await;
+            assert_eq!(
+                (status.as_str(), reason.as_str()),
+                ("400", "bad_request"),
+                "{args:?}: {out}"
+            );
+        }
+    }
+    // Inside a tunnel to allowed.test, an absolute target naming another
+    // host (which servers prefer over `Host`) goes nowhere.
+    for target in [
+        "https://denied.test/".to_string(),
+        format!("HTTP://denied.test:{port}/"),
+        format!("http://allowed.test@denied.test:{port}/"),
+        "http://allowed.test/".to_string(),
+    ] {
+        let (_, status, reason, out) =
+            curl(d.http, &["-p", "--request-target", &target], &url).await;
+        assert_eq!(
+            (status.as_str(), reason.as_str()),
+            ("400", "target_outside_tunnel"),
+            "{target}: {out}"
+        );
+    }
+    // The access records say why.
+    let refused: Vec<String> = records(&d)
+        .iter()
+        .filter_map(|r| r["outcome"].as_str().map(String::from))
+        .filter(|o| o.starts_with("refused"))
+        .collect();
+    assert!(
+        refused.iter().any(|o| o.contains("target_outside_tunnel")),
+        "{refused:?}"
+    );
+}
