@@ -108,6 +108,7 @@ async fn main() {
         no_policy,
         upstream_proxy: None,
         keep_access_records: false,
+        timeouts: Default::default(),
     };
     let checked = start(config(false)).await.unwrap();
     let bypass = start(config(true)).await.unwrap();

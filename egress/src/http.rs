@@ -19,7 +19,6 @@ use crate::policy::{Policies, Request};
 use crate::tls::{Hello, client_hello};
 
 const MAX_HEAD: usize = 64 * 1024;
-const FIRST_BYTES: Duration = Duration::from_secs(10);
 
 /// Where to send traffic when the policy allows an upstream proxy.
 #[derive(Clone, Debug)]
@@ -45,6 +44,7 @@ pub struct Ctx {
     pub policies: Arc<Policies>,
     pub resolver: Arc<Upstream>,
     pub upstream_proxy: Option<UpstreamProxy>,
+    pub timeouts: crate::relay::Timeouts,
 }
 
 /// At most this many client connections at once (per listener); more wait
@@ -313,8 +313,10 @@ pub async fn open(
 }
 
 async fn handle(ctx: &Ctx, mut client: TcpStream) {
-    // A client gets 10 s to send its request head (no slow-loris holding).
-    let head = tokio::time::timeout(FIRST_BYTES, read_head(&mut client, Vec::new())).await;
+    // A client gets `first_bytes` to send its request head, in all (no
+    // slow-loris holding).
+    let head =
+        tokio::time::timeout(ctx.timeouts.first_bytes, read_head(&mut client, Vec::new())).await;
     let Ok(Some((head, rest))) = head else {
         respond(&mut client, "400 Bad Request", "bad_request", "-").await;
         return;
@@ -379,64 +381,20 @@ async fn connect(
     if client.write_all(ok.as_bytes()).await.is_err() {
         return;
     }
-    // The first bytes of the tunnel must name the same host.
+    // The first bytes of the tunnel must name the same host, and must all
+    // arrive within `first_bytes` of the `200` (a drip does not extend it).
     let mut first = rest;
     let literal = host
         .trim_start_matches('[')
         .trim_end_matches(']')
         .parse::<IpAddr>()
         .is_ok();
-    let verdict = loop {
-        match client_hello(&first) {
-            Hello::Sni(sni) => {
-                break if same_host(&sni, &host) {
-                    Ok(())
-                } else {
-                    Err("sni_mismatch")
-                };
-            }
-            Hello::NoSni => break if literal { Ok(()) } else { Err("sni_missing") },
-            Hello::NotTls if !first.is_empty() => {
-                // A plain HTTP request through the tunnel: parsed as strictly
-                // as a proxied one, its target must stay in the tunnel and
-                // its Host must agree. A malformed head or a target elsewhere
-                // is answered 400 inside the tunnel.
-                let http = looks_like_http(&first);
-                let head = tokio::time::timeout(
-                    FIRST_BYTES,
-                    read_head(&mut client, std::mem::take(&mut first)),
-                )
-                .await;
-                match head {
-                    Ok(Some((h, body))) => {
-                        if !tunnel_target_ok(&h, &host, port) {
-                            break Err("target_outside_tunnel");
-                        }
-                        let agrees = h
-                            .header("Host")
-                            .and_then(|v| split_authority(v, port))
-                            .is_some_and(|(hh, hp)| same_host(&hh, &host) && hp == port);
-                        first = rebuild(&h, &body, false);
-                        break if agrees { Ok(()) } else { Err("host_mismatch") };
-                    }
-                    Ok(None) if http => break Err("bad_request"),
-                    _ => break Err("unrecognised_protocol"),
-                }
-            }
-            _ => {
-                if first.len() > 16 * 1024 {
-                    break Err("unrecognised_protocol");
-                }
-                let mut chunk = [0u8; 4096];
-                match tokio::time::timeout(FIRST_BYTES, client.read(&mut chunk)).await {
-                    Ok(Ok(n)) if n > 0 => {
-                        first.extend_from_slice(chunk.get(..n).unwrap_or_default())
-                    }
-                    _ => break Err("unrecognised_protocol"),
-                }
-            }
-        }
-    };
+    let verdict = tokio::time::timeout(
+        ctx.timeouts.first_bytes,
+        tunnel_verdict(&mut client, &mut first, &host, port, literal),
+    )
+    .await
+    .unwrap_or(Err("first_bytes_timeout"));
     if let Err(reason) = verdict {
         req.finish(&what, &format!("refused: {reason}"));
         if matches!(reason, "bad_request" | "target_outside_tunnel") {
@@ -448,7 +406,64 @@ async fn connect(
     if upstream.write_all(&first).await.is_err() {
         return;
     }
-    let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+    crate::relay::relay(&mut client, &mut upstream, ctx.timeouts).await;
+}
+
+/// Reads the first bytes of a tunnel until they can be judged: a TLS
+/// ClientHello's server name, or a plain HTTP head (strict, its target in
+/// the tunnel, its `Host` agreeing). `first` ends holding the bytes to send
+/// upstream.
+async fn tunnel_verdict(
+    client: &mut TcpStream,
+    first: &mut Vec<u8>,
+    host: &str,
+    port: u16,
+    literal: bool,
+) -> Result<(), &'static str> {
+    loop {
+        match client_hello(first) {
+            Hello::Sni(sni) => {
+                return if same_host(&sni, host) {
+                    Ok(())
+                } else {
+                    Err("sni_mismatch")
+                };
+            }
+            Hello::NoSni => return if literal { Ok(()) } else { Err("sni_missing") },
+            Hello::NotTls if !first.is_empty() => {
+                // A plain HTTP request through the tunnel: parsed as strictly
+                // as a proxied one, its target must stay in the tunnel and
+                // its Host must agree. A malformed head or a target elsewhere
+                // is answered 400 inside the tunnel.
+                let http = looks_like_http(first);
+                match read_head(client, std::mem::take(first)).await {
+                    Some((h, body)) => {
+                        if !tunnel_target_ok(&h, host, port) {
+                            return Err("target_outside_tunnel");
+                        }
+                        let agrees = h
+                            .header("Host")
+                            .and_then(|v| split_authority(v, port))
+                            .is_some_and(|(hh, hp)| same_host(&hh, host) && hp == port);
+                        *first = rebuild(&h, &body, false);
+                        return if agrees { Ok(()) } else { Err("host_mismatch") };
+                    }
+                    None if http => return Err("bad_request"),
+                    None => return Err("unrecognised_protocol"),
+                }
+            }
+            _ => {
+                if first.len() > 16 * 1024 {
+                    return Err("unrecognised_protocol");
+                }
+                let mut chunk = [0u8; 4096];
+                match client.read(&mut chunk).await {
+                    Ok(n) if n > 0 => first.extend_from_slice(chunk.get(..n).unwrap_or_default()),
+                    _ => return Err("unrecognised_protocol"),
+                }
+            }
+        }
+    }
 }
 
 /// The status code of an upstream proxy's response head.
@@ -562,7 +577,7 @@ async fn forward(
     {
         return;
     }
-    let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+    crate::relay::relay(&mut client, &mut upstream, ctx.timeouts).await;
 }
 
 #[cfg(test)]

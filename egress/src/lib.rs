@@ -16,6 +16,7 @@
 pub mod dns;
 pub mod http;
 pub mod policy;
+pub mod relay;
 pub mod socks;
 #[doc(hidden)]
 pub mod testing;
@@ -47,6 +48,8 @@ pub struct Config {
     pub upstream_proxy: Option<String>,
     /// Keep every request's access record in memory (tests).
     pub keep_access_records: bool,
+    /// Deadlines for first bytes and for tunnels.
+    pub timeouts: relay::Timeouts,
 }
 
 /// A started daemon: the bound addresses.
@@ -114,6 +117,7 @@ pub async fn start(config: Config) -> Result<Running, String> {
             .upstream_proxy
             .clone()
             .map(|addr| http::UpstreamProxy { addr }),
+        timeouts: config.timeouts,
     });
     let bind_err = |what: &str, a: SocketAddr, e: std::io::Error| format!("{what} on {a}: {e}");
     let listener = TcpListener::bind(config.http)

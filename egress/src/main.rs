@@ -1,5 +1,7 @@
 //! `gatehouse-egress --policy FILE [--policy-name NAME] [--http ADDR]
-//! [--socks ADDR] [--dns ADDR] [--upstream-dns ADDR] [--log FILE]`
+//! [--socks ADDR] [--dns ADDR] [--upstream-dns ADDR] [--log FILE]
+//! [--first-bytes-timeout SECS] [--tunnel-idle-timeout SECS]
+//! [--tunnel-total-timeout SECS]`
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -7,7 +9,8 @@ use std::path::PathBuf;
 use gatehouse_egress::{Config, start, system_dns};
 
 const USAGE: &str = "usage: gatehouse-egress --policy FILE [--policy-name NAME] [--http 127.0.0.1:3128] \
-[--socks 127.0.0.1:1080] [--dns 127.0.0.1:5353] [--upstream-dns IP:PORT] [--log FILE] [--no-policy]";
+[--socks 127.0.0.1:1080] [--dns 127.0.0.1:5353] [--upstream-dns IP:PORT] [--log FILE] [--no-policy] \
+[--first-bytes-timeout 10] [--tunnel-idle-timeout 900] [--tunnel-total-timeout 86400]";
 
 fn parse(args: &[String]) -> Result<Config, String> {
     let mut it = args.iter();
@@ -23,6 +26,17 @@ fn parse(args: &[String]) -> Result<Config, String> {
         no_policy: false,
         upstream_proxy: gatehouse_egress::http::UpstreamProxy::from_env().map(|u| u.addr),
         keep_access_records: false,
+        timeouts: Default::default(),
+    };
+    let secs = |v: Option<&String>, flag: &str| -> Result<std::time::Duration, String> {
+        let s: f64 = v
+            .ok_or(format!("{flag} needs a number of seconds"))?
+            .parse()
+            .map_err(|_| format!("{flag}: expected a number of seconds"))?;
+        if !(s > 0.0 && s.is_finite()) {
+            return Err(format!("{flag}: expected a positive number of seconds"));
+        }
+        Ok(std::time::Duration::from_secs_f64(s))
     };
     let addr = |v: Option<&String>, flag: &str| -> Result<SocketAddr, String> {
         v.ok_or(format!("{flag} needs an address"))?
@@ -39,6 +53,9 @@ fn parse(args: &[String]) -> Result<Config, String> {
             "--upstream-dns" => c.upstream_dns = addr(it.next(), a)?,
             "--log" => c.log = it.next().map(PathBuf::from),
             "--no-policy" => c.no_policy = true,
+            "--first-bytes-timeout" => c.timeouts.first_bytes = secs(it.next(), a)?,
+            "--tunnel-idle-timeout" => c.timeouts.tunnel_idle = secs(it.next(), a)?,
+            "--tunnel-total-timeout" => c.timeouts.tunnel_total = secs(it.next(), a)?,
             "-h" | "--help" => return Err(USAGE.to_string()),
             other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
         }

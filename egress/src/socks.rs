@@ -130,7 +130,7 @@ async fn dispatch(
                     req.finish(&what, "tunnel");
                     let bound = up.local_addr().unwrap_or(UNSPECIFIED);
                     reply(&mut s, 0, bound).await?;
-                    let _ = tokio::io::copy_bidirectional(&mut s, &mut up).await;
+                    crate::relay::relay(&mut s, &mut up, ctx.timeouts).await;
                     Ok(())
                 }
                 Err(reason) => {

@@ -115,6 +115,16 @@ async fn daemon(
     dns: SocketAddr,
     upstream_proxy: Option<String>,
 ) -> Running {
+    daemon_with(dir, policy, dns, upstream_proxy, Default::default()).await
+}
+
+async fn daemon_with(
+    dir: &Path,
+    policy: &str,
+    dns: SocketAddr,
+    upstream_proxy: Option<String>,
+    timeouts: gatehouse_egress::relay::Timeouts,
+) -> Running {
     let path = dir.join("egress.policy");
     std::fs::write(&path, policy).unwrap();
     start(Config {
@@ -128,6 +138,7 @@ async fn daemon(
         no_policy: false,
         upstream_proxy,
         keep_access_records: true,
+        timeouts,
     })
     .await
     .unwrap()
@@ -776,5 +787,142 @@ async fn smuggled_heads_and_targets_outside_the_tunnel_are_refused() {
     assert!(
         refused.iter().any(|o| o.contains("target_outside_tunnel")),
         "{refused:?}"
+    );
+}
+
+/// Deadlines (issue 13, item 4), with short configured values: a request
+/// head or a tunnel's first bytes dripped slowly are cut at the overall
+/// deadline, and an established tunnel is closed when idle and when it has
+/// lived too long. Every wait here is bounded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_heads_and_held_tunnels_are_cut() {
+    use std::time::Instant;
+    let dir = tempdir("deadlines");
+    let dns = fake_dns(&[("allowed.test", "127.0.0.1")]).await;
+    let server = http_server().await;
+    // A server that accepts and says nothing, and one that trickles a byte
+    // every 200 ms (for at most 20 s).
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent_port = silent.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((s, _)) = silent.accept().await {
+            held.push(s);
+        }
+    });
+    let trickle = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let trickle_port = trickle.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = trickle.accept().await {
+            tokio::spawn(async move {
+                for _ in 0..100 {
+                    if s.write_all(b".").await.is_err() {
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            });
+        }
+    });
+    let timeouts = gatehouse_egress::relay::Timeouts {
+        first_bytes: Duration::from_secs(1),
+        tunnel_idle: Duration::from_secs(1),
+        tunnel_total: Duration::from_secs(3),
+    };
+    let d = daemon_with(&dir, POLICY, dns.addr, None, timeouts).await;
+
+    /// Reads until the proxy closes (or 8 s pass); how long that took.
+    async fn until_closed(s: &mut TcpStream) -> Duration {
+        let t = Instant::now();
+        let mut buf = [0u8; 1024];
+        let _ = tokio::time::timeout(Duration::from_secs(8), async {
+            while matches!(s.read(&mut buf).await, Ok(n) if n > 0) {}
+        })
+        .await;
+        t.elapsed()
+    }
+    async fn drip(s: &mut TcpStream, bytes: &[u8]) {
+        for b in bytes {
+            if s.write_all(&[*b]).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    async fn connect_tunnel(proxy: SocketAddr, port: u16) -> TcpStream {
+        let mut s = TcpStream::connect(proxy).await.unwrap();
+        let head =
+            format!("CONNECT allowed.test:{port} HTTP/1.1\r\nHost: allowed.test:{port}\r\n\r\n");
+        s.write_all(head.as_bytes()).await.unwrap();
+        let mut got = Vec::new();
+        let mut b = [0u8; 1];
+        while !got.ends_with(b"\r\n\r\n") {
+            assert_eq!(s.read(&mut b).await.unwrap(), 1);
+            got.push(b[0]);
+        }
+        assert!(
+            got.starts_with(b"HTTP/1.1 200"),
+            "{}",
+            String::from_utf8_lossy(&got)
+        );
+        s
+    }
+
+    // A request head dripped a byte every 200 ms: cut at about 1 s.
+    let mut s = TcpStream::connect(d.http).await.unwrap();
+    let head = format!(
+        "GET http://allowed.test:{}/ HTTP/1.1\r\nHost: allowed.test\r\n\r\n",
+        server.port()
+    );
+    let t = Instant::now();
+    tokio::select! {
+        _ = drip(&mut s, head.as_bytes()) => {}
+        _ = tokio::time::sleep(Duration::from_secs(6)) => {}
+    }
+    let t = t.elapsed() + until_closed(&mut s).await;
+    assert!(t < Duration::from_secs(4), "a dripped head held for {t:?}");
+
+    // CONNECT, then one byte and silence: closed at the first-bytes deadline.
+    let mut s = connect_tunnel(d.http, server.port()).await;
+    s.write_all(b"G").await.unwrap();
+    let t = until_closed(&mut s).await;
+    assert!(
+        t < Duration::from_secs(3),
+        "one byte then silence held for {t:?}"
+    );
+
+    // A ClientHello dripped a byte every 200 ms: cut at the overall deadline,
+    // though no single read waits long.
+    let mut s = connect_tunnel(d.http, server.port()).await;
+    let hello = gatehouse_egress::tls::build_client_hello(Some("allowed.test"));
+    let t = Instant::now();
+    tokio::select! {
+        _ = drip(&mut s, &hello) => {}
+        _ = tokio::time::sleep(Duration::from_secs(6)) => {}
+    }
+    let t = t.elapsed() + until_closed(&mut s).await;
+    assert!(
+        t < Duration::from_secs(4),
+        "a dripped ClientHello held for {t:?}"
+    );
+
+    // An established tunnel to a silent server: closed after 1 s idle.
+    let mut s = connect_tunnel(d.http, silent_port).await;
+    let get = format!("GET / HTTP/1.1\r\nHost: allowed.test:{silent_port}\r\n\r\n");
+    s.write_all(get.as_bytes()).await.unwrap();
+    let t = until_closed(&mut s).await;
+    assert!(
+        t >= Duration::from_millis(800) && t < Duration::from_secs(3),
+        "idle tunnel closed after {t:?}"
+    );
+
+    // A busy tunnel (a byte every 200 ms): closed at the 3 s total.
+    let mut s = connect_tunnel(d.http, trickle_port).await;
+    let get = format!("GET / HTTP/1.1\r\nHost: allowed.test:{trickle_port}\r\n\r\n");
+    s.write_all(get.as_bytes()).await.unwrap();
+    let t = until_closed(&mut s).await;
+    assert!(
+        t >= Duration::from_millis(2500) && t < Duration::from_secs(5),
+        "busy tunnel closed after {t:?}"
     );
 }

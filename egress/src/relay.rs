@@ -1,0 +1,135 @@
+//! Relaying an established tunnel under deadlines: a tunnel that carries no
+//! byte in either direction for `idle`, or that has lived for `total`, is
+//! closed, so that no client (or server) holds a connection and its
+//! upstream socket forever (issue 13, item 4).
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::time::Instant;
+
+/// The proxy's time limits. Every field is configurable
+/// ([`crate::Config::timeouts`]); the defaults are in [`Timeouts::default`].
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub struct Timeouts {
+    /// From accepting a connection to a complete request head (HTTP), and
+    /// from `200 Connection established` to the tunnel's first bytes being
+    /// judged (a ClientHello or a request head), in all: dripping a byte at
+    /// a time does not extend it. Default 10 s.
+    pub first_bytes: Duration,
+    /// An established tunnel with no byte either way for this long is
+    /// closed. Default 15 min (squid's `read_timeout`).
+    pub tunnel_idle: Duration,
+    /// An established tunnel is closed after this long, busy or not.
+    /// Default 24 h (squid's `client_lifetime`).
+    pub tunnel_total: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            first_bytes: Duration::from_secs(10),
+            tunnel_idle: Duration::from_secs(15 * 60),
+            tunnel_total: Duration::from_secs(24 * 60 * 60),
+        }
+    }
+}
+
+/// A stream that records when it last moved a byte (milliseconds since
+/// `start`, shared by both ends of a tunnel).
+struct Watched<'a, S> {
+    inner: &'a mut S,
+    start: Instant,
+    last: Arc<AtomicU64>,
+}
+
+impl<S> Watched<'_, S> {
+    fn touch(&self) {
+        let ms = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last.store(ms, Ordering::Relaxed);
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Watched<'_, S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let r = Pin::new(&mut *self.inner).poll_read(cx, buf);
+        if matches!(r, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            self.touch();
+        }
+        r
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<'_, S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let r = Pin::new(&mut *self.inner).poll_write(cx, data);
+        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
+            self.touch();
+        }
+        r
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut *self.inner).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut *self.inner).poll_shutdown(cx)
+    }
+}
+
+/// Copies both ways until both sides close, an error, `idle` without a
+/// byte, or `total` in all; returns why it ended.
+pub async fn relay<A, B>(a: &mut A, b: &mut B, t: Timeouts) -> &'static str
+where
+    A: AsyncRead + AsyncWrite + Unpin,
+    B: AsyncRead + AsyncWrite + Unpin,
+{
+    let start = Instant::now();
+    let last = Arc::new(AtomicU64::new(0));
+    let mut a = Watched {
+        inner: a,
+        start,
+        last: last.clone(),
+    };
+    let mut b = Watched {
+        inner: b,
+        start,
+        last: last.clone(),
+    };
+    let deadline = start + t.tunnel_total;
+    let watchdog = async {
+        loop {
+            let idle_end =
+                start + Duration::from_millis(last.load(Ordering::Relaxed)) + t.tunnel_idle;
+            let wake = idle_end.min(deadline);
+            tokio::time::sleep_until(wake).await;
+            let now = Instant::now();
+            if now >= deadline {
+                return "tunnel_total_timeout";
+            }
+            let idle_end =
+                start + Duration::from_millis(last.load(Ordering::Relaxed)) + t.tunnel_idle;
+            if now >= idle_end {
+                return "tunnel_idle_timeout";
+            }
+        }
+    };
+    tokio::select! {
+        r = tokio::io::copy_bidirectional(&mut a, &mut b) => {
+            if r.is_ok() { "closed" } else { "error" }
+        }
+        why = watchdog => why,
+    }
+}
