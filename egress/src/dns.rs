@@ -111,7 +111,10 @@ impl Upstream {
     pub async fn addresses_for(&self, host: &str) -> Result<Vec<IpAddr>, String> {
         let bare = host.trim_start_matches('[').trim_end_matches(']');
         if let Ok(ip) = bare.parse::<IpAddr>() {
-            return Ok(vec![ip]);
+            // Dial what was decided: a mapped or compatible IPv6 literal
+            // (`[::ffff:a.b.c.d]`, `[::a.b.c.d]`) is decided as its IPv4
+            // address, so it is dialled as that address too.
+            return Ok(vec![gatehouse::normalize::canonical_ip(ip)]);
         }
         // `localhost` and its subdomains are loopback without asking anyone
         // (RFC 6761 §6.3), as every stub resolver does; the policy still

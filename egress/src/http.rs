@@ -430,6 +430,15 @@ async fn tunnel_verdict(
                 };
             }
             Hello::NoSni => return if literal { Ok(()) } else { Err("sni_missing") },
+            // The outer name of an Encrypted Client Hello is a cover name:
+            // for a name target it proves nothing, so it is refused.
+            Hello::Ech => {
+                return if literal {
+                    Ok(())
+                } else {
+                    Err("encrypted_client_hello")
+                };
+            }
             Hello::NotTls if !first.is_empty() => {
                 // A plain HTTP request through the tunnel: parsed as strictly
                 // as a proxied one, its target must stay in the tunnel and
@@ -441,10 +450,7 @@ async fn tunnel_verdict(
                         if !tunnel_target_ok(&h, host, port) {
                             return Err("target_outside_tunnel");
                         }
-                        let agrees = h
-                            .header("Host")
-                            .and_then(|v| split_authority(v, port))
-                            .is_some_and(|(hh, hp)| same_host(&hh, host) && hp == port);
+                        let agrees = host_agrees(&h, host, port, port);
                         *first = rebuild(&h, &body, false);
                         return if agrees { Ok(()) } else { Err("host_mismatch") };
                     }
@@ -531,6 +537,17 @@ fn origin_form(target: &str) -> String {
     }
 }
 
+/// Whether a request's `Host` names `host:port` (a `Host` without a port
+/// means `default_port`). HTTP/1.0 may leave `Host` out: the target's host
+/// stands for it then (HTTP/1.1 may not).
+fn host_agrees(h: &Head, host: &str, port: u16, default_port: u16) -> bool {
+    match h.header("Host") {
+        Some(v) => split_authority(v, default_port)
+            .is_some_and(|(hh, hp)| same_host(&hh, host) && hp == port),
+        None => h.version == "HTTP/1.0",
+    }
+}
+
 /// Whether bytes start like an HTTP request line (a method, a space).
 fn looks_like_http(b: &[u8]) -> bool {
     let method: Vec<u8> = b.iter().copied().take_while(|c| is_tchar(*c)).collect();
@@ -558,11 +575,7 @@ async fn forward(
     let Some((host, port)) = split_authority(authority, 80) else {
         return refuse(req, &mut client, &what, "invalid_host").await;
     };
-    let agrees = head
-        .header("Host")
-        .and_then(|v| split_authority(v, 80))
-        .is_some_and(|(hh, hp)| same_host(&hh, &host) && hp == port);
-    if !agrees {
+    if !host_agrees(&head, &host, port, 80) {
         return refuse(req, &mut client, &what, "host_mismatch").await;
     }
     let (mut upstream, via_proxy) = match open(ctx, req, &host, port, Via::Http).await {

@@ -8,6 +8,9 @@ pub enum Hello {
     Sni(String),
     /// A ClientHello without a server name extension.
     NoSni,
+    /// A ClientHello carrying Encrypted Client Hello: its outer server name
+    /// is not the name the client will reach, so it proves nothing.
+    Ech,
     /// Not a (complete, well-formed) ClientHello in the bytes given.
     Incomplete,
     /// Not TLS at all.
@@ -52,10 +55,13 @@ fn parse(b: &[u8]) -> Option<Hello> {
     i += 2;
     let end = i + ext_total;
     let mut sni = None;
+    let mut ech = false;
     while i + 4 <= end {
         let kind = u16_at(rec, i)?;
         let len = u16_at(rec, i + 2)?;
         let body = rec.get(i + 4..i + 4 + len)?;
+        // encrypted_client_hello (RFC 9849; draft-ietf-tls-esni 0xfe0d).
+        ech |= kind == ECH_EXTENSION;
         if kind == 0 {
             // server_name_list: a list length, then (type, length, name).
             let mut j = 2;
@@ -76,16 +82,29 @@ fn parse(b: &[u8]) -> Option<Hello> {
         i += 4 + len;
     }
     Some(match sni {
+        _ if ech => Hello::Ech,
         Some(s) => Hello::Sni(s),
         None => Hello::NoSni,
     })
 }
 
+/// The extension type of Encrypted Client Hello.
+const ECH_EXTENSION: usize = 0xfe0d;
+
 /// A minimal ClientHello record naming `sni` (none: no server name
 /// extension), for tests and probes of the proxy.
 pub fn build_client_hello(sni: Option<&str>) -> Vec<u8> {
+    build_client_hello_with(sni, false)
+}
+
+/// [`build_client_hello`], with an (empty) Encrypted Client Hello extension
+/// when `ech`.
+pub fn build_client_hello_with(sni: Option<&str>, ech: bool) -> Vec<u8> {
     let len16 = |n: usize| u16::try_from(n).unwrap_or(u16::MAX).to_be_bytes();
     let mut ext = Vec::new();
+    if ech {
+        ext.extend([0xfe, 0x0d, 0, 0]);
+    }
     if let Some(s) = sni {
         let n = s.as_bytes();
         let mut list = vec![0u8];
@@ -125,6 +144,10 @@ mod tests {
             Hello::Sni("api.example.com".into())
         );
         assert_eq!(client_hello(&build_client_hello(None)), Hello::NoSni);
+        assert_eq!(
+            client_hello(&build_client_hello_with(Some("cover.example"), true)),
+            Hello::Ech
+        );
         assert_eq!(client_hello(b"GET / HTTP/1.1\r\n"), Hello::NotTls);
         let h = build_client_hello(Some("a.example"));
         for cut in 0..h.len() {

@@ -926,3 +926,71 @@ async fn slow_heads_and_held_tunnels_are_cut() {
         "busy tunnel closed after {t:?}"
     );
 }
+
+/// The smaller findings of issue 13, item 11: an IPv4-compatible or mapped
+/// IPv6 literal is dialled as the IPv4 address it was decided as; HTTP/1.0
+/// without `Host` takes the target's host; a ClientHello carrying Encrypted
+/// Client Hello is refused for a name target (its outer name is a cover).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn literals_dial_what_was_decided_http10_and_ech() {
+    let dir = tempdir("small");
+    let dns = fake_dns(&[("allowed.test", "127.0.0.1")]).await;
+    let server = http_server().await;
+    let d = daemon(&dir, POLICY, dns.addr, None).await;
+    let port = server.port();
+
+    // `[::127.0.0.1]` and `[::ffff:127.0.0.1]` are 127.0.0.1 (allowed by its
+    // exact `allow ip`), and reach the server listening there.
+    for host in ["[::127.0.0.1]", "[::ffff:127.0.0.1]"] {
+        let (code, status, _, out) = curl(d.http, &["-g"], &format!("http://{host}:{port}/")).await;
+        assert_eq!((code, status.as_str()), (0, "200"), "{host}: {out}");
+    }
+    // HTTP/1.0 without a Host header (curl -0, Host removed).
+    let (code, status, _, out) = curl(
+        d.http,
+        &["-0", "-H", "Host:"],
+        &format!("http://allowed.test:{port}/"),
+    )
+    .await;
+    assert_eq!((code, status.as_str()), (0, "200"), "{out}");
+    // HTTP/1.1 without one is still refused.
+    let (_, status, reason, out) = curl(
+        d.http,
+        &["-H", "Host:"],
+        &format!("http://allowed.test:{port}/"),
+    )
+    .await;
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("403", "host_mismatch"),
+        "{out}"
+    );
+
+    // A ClientHello with Encrypted Client Hello whose outer name agrees.
+    let mut s = TcpStream::connect(d.http).await.unwrap();
+    s.write_all(
+        format!("CONNECT allowed.test:{port} HTTP/1.1\r\nHost: allowed.test:{port}\r\n\r\n")
+            .as_bytes(),
+    )
+    .await
+    .unwrap();
+    let mut buf = [0u8; 256];
+    let n = s.read(&mut buf).await.unwrap();
+    assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
+    s.write_all(&gatehouse_egress::tls::build_client_hello_with(
+        Some("allowed.test"),
+        true,
+    ))
+    .await
+    .unwrap();
+    let mut rest = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut rest)).await;
+    assert!(rest.is_empty(), "the tunnel carried {rest:?}");
+    assert!(
+        records(&d)
+            .iter()
+            .any(|r| r["outcome"] == "refused: encrypted_client_hello"),
+        "{:?}",
+        records(&d)
+    );
+}
