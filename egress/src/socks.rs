@@ -150,22 +150,30 @@ async fn dispatch(
     }
 }
 
-/// UDP ASSOCIATE: a relay socket on the listener's address, serving only the
-/// client's address, until the control connection closes.
+/// At most this many distinct targets per association are remembered as
+/// peers whose replies may come back.
+const MAX_PEERS: usize = 1024;
+
+/// UDP ASSOCIATE, until the control connection closes. Two sockets: the
+/// client's side bound to the listener's own address (a loopback listener
+/// never opens a relay on every address), serving only the client's address;
+/// and the targets' side, from which only replies of peers the client sent
+/// to, and the policy allowed, are relayed back.
 async fn associate(ctx: &Ctx, mut control: TcpStream, peer: SocketAddr) -> std::io::Result<()> {
-    // Bound on every address (targets are elsewhere), announced on the
-    // listener's; only datagrams from the client's address are relayed out.
     let local = control.local_addr()?;
     let any: IpAddr = if local.is_ipv4() {
         Ipv4Addr::UNSPECIFIED.into()
     } else {
         Ipv6Addr::UNSPECIFIED.into()
     };
-    let relay = UdpSocket::bind(SocketAddr::new(any, 0)).await?;
-    let port = relay.local_addr()?.port();
+    let client_side = UdpSocket::bind(SocketAddr::new(local.ip(), 0)).await?;
+    let targets = UdpSocket::bind(SocketAddr::new(any, 0)).await?;
+    let port = client_side.local_addr()?.port();
     reply(&mut control, 0, SocketAddr::new(local.ip(), port)).await?;
     let mut client: Option<SocketAddr> = None;
+    let mut peers: std::collections::HashSet<SocketAddr> = Default::default();
     let mut buf = vec![0u8; 65_536];
+    let mut back = vec![0u8; 65_536];
     let mut sink = [0u8; 1];
     loop {
         tokio::select! {
@@ -174,30 +182,45 @@ async fn associate(ctx: &Ctx, mut control: TcpStream, peer: SocketAddr) -> std::
                     return Ok(());
                 }
             }
-            r = relay.recv_from(&mut buf) => {
+            r = client_side.recv_from(&mut buf) => {
                 let (n, from) = r?;
                 let data = buf.get(..n).unwrap_or_default();
                 if from.ip() == peer.ip() && client.is_none_or(|c| c == from) {
                     client = Some(from);
-                    let _ = outbound(ctx, &relay, data).await;
-                } else if let Some(c) = client {
-                    // A reply from a target: wrap it for the client.
+                    if let Some(to) = outbound(ctx, &targets, data).await
+                        && peers.len() < MAX_PEERS
+                    {
+                        peers.insert(canonical(to));
+                    }
+                }
+            }
+            r = targets.recv_from(&mut back) => {
+                let (n, from) = r?;
+                let data = back.get(..n).unwrap_or_default();
+                // A reply, from a peer the client sent to: wrap it for the client.
+                if let (Some(c), true) = (client, peers.contains(&canonical(from))) {
                     let mut out = vec![0, 0, 0];
-                    match from.ip() {
+                    match canonical(from).ip() {
                         IpAddr::V4(a) => { out.push(1); out.extend(a.octets()); }
                         IpAddr::V6(a) => { out.push(4); out.extend(a.octets()); }
                     }
                     out.extend(from.port().to_be_bytes());
                     out.extend_from_slice(data);
-                    let _ = relay.send_to(&out, c).await;
+                    let _ = client_side.send_to(&out, c).await;
                 }
             }
         }
     }
 }
 
-/// One datagram from the client: decided, resolved, checked, sent.
-async fn outbound(ctx: &Ctx, relay: &UdpSocket, d: &[u8]) -> Option<()> {
+/// A socket address with a mapped IPv6 address as its IPv4 address.
+fn canonical(a: SocketAddr) -> SocketAddr {
+    SocketAddr::new(gatehouse::normalize::canonical_ip(a.ip()), a.port())
+}
+
+/// One datagram from the client: decided, resolved, checked, sent; where
+/// it went.
+async fn outbound(ctx: &Ctx, relay: &UdpSocket, d: &[u8]) -> Option<SocketAddr> {
     let (&frag, rest) = d.get(2..)?.split_first()?;
     if frag != 0 {
         return None; // fragments are not supported: dropped
@@ -256,11 +279,8 @@ async fn outbound(ctx: &Ctx, relay: &UdpSocket, d: &[u8]) -> Option<()> {
             return None;
         }
     }
-    let ip = *addrs.first()?;
+    let to = SocketAddr::new(*addrs.first()?, port);
     req.finish(&what, "relayed");
-    relay
-        .send_to(payload, SocketAddr::new(ip, port))
-        .await
-        .ok()?;
-    Some(())
+    relay.send_to(payload, to).await.ok()?;
+    Some(to)
 }

@@ -994,3 +994,89 @@ async fn literals_dial_what_was_decided_http10_and_ech() {
         records(&d)
     );
 }
+
+/// The SOCKS UDP relay (issue 13, item 9): it listens only on the
+/// listener's address, and relays back only replies of peers the client
+/// sent to and the policy allowed — not datagrams any local socket sends
+/// to either of its ports.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_socks_udp_relay_admits_only_replies_of_allowed_peers() {
+    let dir = tempdir("udp-peers");
+    let dns = fake_dns(&[("allowed.test", "127.0.0.1")]).await;
+    // An echo target that reports where datagrams come from.
+    let echo = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let echo_port = echo.local_addr().unwrap().port();
+    let (seen_tx, mut seen_rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut b = [0u8; 512];
+        loop {
+            let (n, from) = echo.recv_from(&mut b).await.unwrap();
+            let _ = seen_tx.send(from);
+            echo.send_to(&b[..n], from).await.unwrap();
+        }
+    });
+    let d = daemon(&dir, POLICY, dns.addr, None).await;
+    let mut control = TcpStream::connect(d.socks.unwrap()).await.unwrap();
+    control.write_all(&[5, 1, 0]).await.unwrap();
+    let mut b = [0u8; 2];
+    control.read_exact(&mut b).await.unwrap();
+    control
+        .write_all(&[5, 3, 0, 1, 0, 0, 0, 0, 0, 0])
+        .await
+        .unwrap();
+    let mut r = [0u8; 10];
+    control.read_exact(&mut r).await.unwrap();
+    assert_eq!(r[1], 0);
+    let relay = SocketAddr::from(([r[4], r[5], r[6], r[7]], u16::from_be_bytes([r[8], r[9]])));
+    let client = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let mut ping = vec![0, 0, 0, 3, 12];
+    ping.extend(b"allowed.test");
+    ping.extend(echo_port.to_be_bytes());
+    ping.extend(b"ping");
+    let mut buf = [0u8; 512];
+    /// Nothing arrives within 400 ms.
+    async fn quiet(c: &UdpSocket, buf: &mut [u8; 512]) -> bool {
+        tokio::time::timeout(Duration::from_millis(400), c.recv_from(buf))
+            .await
+            .is_err()
+    }
+
+    // The allowed exchange works, and shows the relay's outbound address.
+    client.send_to(&ping, relay).await.unwrap();
+    let (n, _) = tokio::time::timeout(Duration::from_secs(5), client.recv_from(&mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(buf[..n].ends_with(b"ping"));
+    let outbound = seen_rx.recv().await.unwrap();
+
+    // Another local socket writes to the client's side of the relay, and
+    // to its outbound side: nothing reaches the client.
+    let intruder = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    intruder
+        .send_to(b"\0\0\0\x01\x7f\0\0\x01\0\x35forged", relay)
+        .await
+        .unwrap();
+    assert!(
+        quiet(&client, &mut buf).await,
+        "a datagram from another socket reached the client"
+    );
+    intruder.send_to(b"forged reply", outbound).await.unwrap();
+    assert!(
+        quiet(&client, &mut buf).await,
+        "a reply from a peer never sent to reached the client"
+    );
+
+    // The client's side listens on the listener's address only: the same
+    // port on another loopback address relays nothing.
+    let elsewhere = SocketAddr::from(([127, 0, 0, 2], relay.port()));
+    client.send_to(&ping, elsewhere).await.unwrap();
+    assert!(
+        quiet(&client, &mut buf).await,
+        "the relay answered on 127.0.0.2"
+    );
+    assert!(
+        seen_rx.try_recv().is_err(),
+        "the relay sent a datagram for 127.0.0.2"
+    );
+}
