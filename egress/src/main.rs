@@ -33,8 +33,11 @@ fn parse(args: &[String]) -> Result<Config, String> {
             .ok_or(format!("{flag} needs a number of seconds"))?
             .parse()
             .map_err(|_| format!("{flag}: expected a number of seconds"))?;
-        if !(s > 0.0 && s.is_finite()) {
-            return Err(format!("{flag}: expected a positive number of seconds"));
+        // At most a year: a larger value is a typo, and must not overflow.
+        if !(s > 0.0 && s <= 365.0 * 24.0 * 3600.0) {
+            return Err(format!(
+                "{flag}: expected a number of seconds above 0 and at most a year"
+            ));
         }
         Ok(std::time::Duration::from_secs_f64(s))
     };

@@ -96,6 +96,10 @@ where
     A: AsyncRead + AsyncWrite + Unpin,
     B: AsyncRead + AsyncWrite + Unpin,
 {
+    // Capped so that no configured value can overflow an `Instant` (a
+    // century is "never" here).
+    const CAP: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
+    let (idle, total) = (t.tunnel_idle.min(CAP), t.tunnel_total.min(CAP));
     let start = Instant::now();
     let last = Arc::new(AtomicU64::new(0));
     let mut a = Watched {
@@ -108,19 +112,17 @@ where
         start,
         last: last.clone(),
     };
-    let deadline = start + t.tunnel_total;
+    let deadline = start + total;
     let watchdog = async {
         loop {
-            let idle_end =
-                start + Duration::from_millis(last.load(Ordering::Relaxed)) + t.tunnel_idle;
+            let idle_end = start + Duration::from_millis(last.load(Ordering::Relaxed)) + idle;
             let wake = idle_end.min(deadline);
             tokio::time::sleep_until(wake).await;
             let now = Instant::now();
             if now >= deadline {
                 return "tunnel_total_timeout";
             }
-            let idle_end =
-                start + Duration::from_millis(last.load(Ordering::Relaxed)) + t.tunnel_idle;
+            let idle_end = start + Duration::from_millis(last.load(Ordering::Relaxed)) + idle;
             if now >= idle_end {
                 return "tunnel_idle_timeout";
             }
@@ -131,5 +133,42 @@ where
             if r.is_ok() { "closed" } else { "error" }
         }
         why = watchdog => why,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncWriteExt;
+
+    /// Any configured value works, `Duration::MAX` included (no `Instant`
+    /// overflow), and a tunnel whose ends close ends as closed.
+    #[tokio::test]
+    async fn huge_timeouts_do_not_overflow() {
+        let (mut a, mut a_far) = tokio::io::duplex(64);
+        let (mut b, mut b_far) = tokio::io::duplex(64);
+        let t = Timeouts {
+            first_bytes: Duration::MAX,
+            tunnel_idle: Duration::MAX,
+            tunnel_total: Duration::MAX,
+        };
+        let ends = async {
+            let _ = a_far.shutdown().await;
+            let _ = b_far.shutdown().await;
+            drop((a_far, b_far));
+        };
+        let (why, ()) = tokio::join!(relay(&mut a, &mut b, t), ends);
+        assert_eq!(why, "closed");
+    }
+
+    #[tokio::test]
+    async fn an_idle_tunnel_is_closed() {
+        let (mut a, _a_far) = tokio::io::duplex(64);
+        let (mut b, _b_far) = tokio::io::duplex(64);
+        let t = Timeouts {
+            tunnel_idle: Duration::from_millis(50),
+            ..Timeouts::default()
+        };
+        assert_eq!(relay(&mut a, &mut b, t).await, "tunnel_idle_timeout");
     }
 }
