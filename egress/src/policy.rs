@@ -1,10 +1,11 @@
 //! The policy in force: a gatehouse store that readers load without locks,
-//! reloaded when the file changes or on SIGHUP; and the decision log.
+//! reloaded when the file's content changes or on SIGHUP; the decision log;
+//! and the daemon's own lines on stderr, which never block a request.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use gatehouse::log::{DecisionEvent, DecisionSink};
 use gatehouse::query::Query;
@@ -26,10 +27,38 @@ pub struct Policies {
     pub records: Option<std::sync::Mutex<Vec<serde_json::Value>>>,
 }
 
+/// The largest policy file read (the engine's own source limit).
+const MAX_POLICY_BYTES: u64 = 8 * 1024 * 1024;
+
+/// Reads the policy file: a regular file of at most [`MAX_POLICY_BYTES`]
+/// (a FIFO or a device at the path is refused, never waited on).
+fn read_policy(path: &Path) -> Result<String, String> {
+    use std::io::Read as _;
+    let at = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    let meta = std::fs::metadata(path).map_err(|e| at(&e))?;
+    if !meta.is_file() {
+        return Err(at(&"not a regular file"));
+    }
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .map_err(|e| at(&e))?
+        .take(MAX_POLICY_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| at(&e))?;
+    if text.len() as u64 > MAX_POLICY_BYTES {
+        return Err(at(&format!("larger than {MAX_POLICY_BYTES} bytes")));
+    }
+    Ok(text)
+}
+
 /// Reads and compiles the policy file; the error is what a person should
 /// read (every diagnostic, rendered).
 pub fn load(path: &Path, name: Option<&str>) -> Result<PolicySet, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = read_policy(path)?;
+    load_text(path, text, name)
+}
+
+fn load_text(path: &Path, text: String, name: Option<&str>) -> Result<PolicySet, String> {
     let mut sources = SourceMap::new();
     sources.add(path.display().to_string(), text);
     let set = PolicySet::from_sources(sources).map_err(|e| e.to_string())?;
@@ -73,22 +102,27 @@ impl Policies {
     }
 
     /// Recompiles the file and swaps it in; a bad file is refused, logged,
-    /// and the old policy stays.
+    /// and the old policy stays. Blocking: call it off the runtime.
     pub fn reload(&self) -> bool {
-        match load(&self.path, self.name.as_deref()) {
+        let text = read_policy(&self.path);
+        self.reload_text(text)
+    }
+
+    fn reload_text(&self, text: Result<String, String>) -> bool {
+        match text.and_then(|t| load_text(&self.path, t, self.name.as_deref())) {
             Ok(set) => {
                 let rev = set.revision().to_string();
                 self.store.replace(set);
-                eprintln!(
+                stderr_line(format!(
                     "gatehouse-egress: policy reloaded (revision {})",
                     short(&rev)
-                );
+                ));
                 true
             }
             Err(e) => {
-                eprintln!(
+                stderr_line(format!(
                     "gatehouse-egress: policy reload refused, the old policy stays in force:\n{e}"
-                );
+                ));
                 false
             }
         }
@@ -157,25 +191,42 @@ impl Request<'_> {
         } else if !self.policies.bypass
             && (outcome.starts_with("refused") || outcome.starts_with("dropped"))
         {
-            // Refusals are logged on stderr; every decision, allowed or not,
-            // goes to the decision log (`--log`).
-            eprintln!("{line}");
+            // Refusals are logged on stderr, never blocking the request;
+            // every decision, allowed or not, goes to the decision log
+            // (`--log`).
+            stderr_line(line.to_string());
         }
     }
 }
 
-/// Watches the policy file (polling its modification time) and reloads on a
-/// change or on SIGHUP, until the runtime ends.
+/// Watches the policy file and reloads when its content changes (by hash:
+/// an edit that keeps the modification time and the size is seen too) or
+/// on SIGHUP, until the runtime ends. The file is read off the runtime, so a
+/// slow disk, a FIFO or a device at the path never stalls a request.
 pub fn watch(policies: Arc<Policies>) {
     let p = policies.clone();
     tokio::spawn(async move {
-        let mut last = mtime(&p.path);
+        let digest = |t: &Result<String, String>| match t {
+            Ok(text) => gatehouse::artifact::sha256_hex(text.as_bytes()),
+            Err(e) => format!("error: {e}"),
+        };
+        let path = p.path.clone();
+        let read = move || {
+            let path = path.clone();
+            tokio::task::spawn_blocking(move || read_policy(&path))
+        };
+        let mut last = match read().await {
+            Ok(t) => digest(&t),
+            Err(_) => String::new(),
+        };
         loop {
             tokio::time::sleep(Duration::from_millis(200)).await;
-            let now = mtime(&p.path);
+            let Ok(text) = read().await else { continue };
+            let now = digest(&text);
             if now != last {
                 last = now;
-                p.reload();
+                let p = p.clone();
+                let _ = tokio::task::spawn_blocking(move || p.reload_text(text)).await;
             }
         }
     });
@@ -186,14 +237,54 @@ pub fn watch(policies: Arc<Policies>) {
             return;
         };
         while hup.recv().await.is_some() {
-            policies.reload();
+            let p = policies.clone();
+            let _ = tokio::task::spawn_blocking(move || p.reload()).await;
         }
     });
 }
 
-fn mtime(path: &Path) -> Option<(SystemTime, u64)> {
-    let m = std::fs::metadata(path).ok()?;
-    Some((m.modified().ok()?, m.len()))
+/// Lines for stderr, written by a thread of their own through a bounded
+/// queue: when stderr is a pipe nobody reads, lines are dropped (and
+/// counted, and the count written when stderr moves again), never waited
+/// for.
+struct StderrLines {
+    tx: std::sync::mpsc::SyncSender<String>,
+    dropped: Arc<AtomicU64>,
+}
+
+fn stderr_lines() -> Option<&'static StderrLines> {
+    static LINES: std::sync::OnceLock<Option<StderrLines>> = std::sync::OnceLock::new();
+    LINES
+        .get_or_init(|| {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<String>(4096);
+            let dropped = Arc::new(AtomicU64::new(0));
+            let counted = dropped.clone();
+            std::thread::Builder::new()
+                .name("gatehouse-stderr".into())
+                .spawn(move || {
+                    use std::io::Write as _;
+                    for line in rx {
+                        let mut err = std::io::stderr().lock();
+                        let _ = writeln!(err, "{line}");
+                        let n = counted.swap(0, Ordering::Relaxed);
+                        if n > 0 {
+                            let _ = writeln!(err, "{{\"dropped_stderr_lines\":{n}}}");
+                        }
+                    }
+                })
+                .ok()?;
+            Some(StderrLines { tx, dropped })
+        })
+        .as_ref()
+}
+
+/// Queues a line for stderr; never blocks.
+pub fn stderr_line(line: String) {
+    if let Some(l) = stderr_lines()
+        && l.tx.try_send(line).is_err()
+    {
+        l.dropped.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// A sink that drops everything (no `--log`).

@@ -683,6 +683,8 @@ async fn the_binary_as_the_readme_runs_it() {
         (status.as_str(), reason.as_str()),
         ("403", "denied_by_rule")
     );
+    // Refusal lines reach stderr through the daemon's own writer thread.
+    tokio::time::sleep(Duration::from_millis(200)).await;
     let _ = child.kill();
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -1079,4 +1081,114 @@ async fn the_socks_udp_relay_admits_only_replies_of_allowed_peers() {
         seen_rx.try_recv().is_err(),
         "the relay sent a datagram for 127.0.0.2"
     );
+}
+
+/// Nothing beside a request stalls it (issue 13, item 8): with stderr on a
+/// pipe nobody reads, a thousand refusals are answered as fast as ever; an
+/// edit of the policy that keeps its modification time and size is seen
+/// (changes are found by content); and a FIFO put at the policy path stalls
+/// nothing. The binary runs as a user runs it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nothing_beside_a_request_stalls_it() {
+    let dir = tempdir("stalls");
+    let dns = fake_dns(&[("allowed.test", "127.0.0.1"), ("denied.test", "127.0.0.1")]).await;
+    let server = http_server().await;
+    let path = dir.join("egress.policy");
+    std::fs::write(&path, POLICY).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    /// The daemon, killed however the test ends (a failed assertion must
+    /// not leave it holding the test's output open).
+    struct Daemon(std::process::Child);
+    impl Drop for Daemon {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    // stderr is a pipe that this test never reads; stdout is not inherited.
+    let _daemon = Daemon(
+        Command::new(env!("CARGO_BIN_EXE_gatehouse-egress"))
+            .arg("--policy")
+            .arg(&path)
+            .args([
+                "--http",
+                &format!("127.0.0.1:{port}"),
+                "--upstream-dns",
+                &dns.addr.to_string(),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let proxy: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    for _ in 0..100 {
+        if TcpStream::connect(proxy).await.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let sport = server.port();
+    /// One request by hand: the status code, within 5 s.
+    async fn status(proxy: SocketAddr, host: &str, port: u16) -> String {
+        let go = async {
+            let mut s = TcpStream::connect(proxy).await.ok()?;
+            let req = format!("GET http://{host}:{port}/ HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n");
+            s.write_all(req.as_bytes()).await.ok()?;
+            let mut out = Vec::new();
+            s.read_to_end(&mut out).await.ok()?;
+            String::from_utf8_lossy(&out)
+                .split(' ')
+                .nth(1)
+                .map(String::from)
+        };
+        tokio::time::timeout(Duration::from_secs(5), go)
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| "timeout".into())
+    }
+
+    // A thousand refusals, each a line the daemon would put on stderr.
+    let t = std::time::Instant::now();
+    for i in 0..1000 {
+        let s = status(proxy, "denied.test", sport).await;
+        assert_eq!(s, "403", "refusal {i}");
+    }
+    assert!(t.elapsed() < Duration::from_secs(30), "{:?}", t.elapsed());
+    assert_eq!(status(proxy, "allowed.test", sport).await, "200");
+
+    // An edit that keeps the size and the modification time.
+    let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+    let edited = POLICY.replace("allow domain allowed.test", "deny  domain allowed.test");
+    assert_eq!(edited.len(), POLICY.len());
+    std::fs::write(&path, &edited).unwrap();
+    let f = std::fs::File::options().write(true).open(&path).unwrap();
+    f.set_modified(mtime).unwrap();
+    drop(f);
+    let mut seen = String::new();
+    for _ in 0..30 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        seen = status(proxy, "allowed.test", sport).await;
+        if seen == "403" {
+            break;
+        }
+    }
+    assert_eq!(seen, "403", "an edit keeping mtime and size was not seen");
+
+    // A FIFO at the policy path: requests are still answered, and the
+    // policy in force stays.
+    std::fs::remove_file(&path).unwrap();
+    let made = Command::new("mkfifo").arg(&path).status().unwrap();
+    assert!(made.success());
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    for _ in 0..20 {
+        assert_eq!(status(proxy, "denied.test", sport).await, "403");
+        assert_eq!(status(proxy, "allowed.test", sport).await, "403");
+    }
+    let _ = std::fs::remove_file(&path);
 }
