@@ -550,8 +550,8 @@ fn host_agrees(h: &Head, host: &str, port: u16, default_port: u16) -> bool {
 
 /// Whether bytes start like an HTTP request line (a method, a space).
 fn looks_like_http(b: &[u8]) -> bool {
-    let method: Vec<u8> = b.iter().copied().take_while(|c| is_tchar(*c)).collect();
-    !method.is_empty() && b.get(method.len()) == Some(&b' ')
+    let method = b.iter().take_while(|c| is_tchar(**c)).count();
+    method > 0 && b.get(method) == Some(&b' ')
 }
 
 async fn forward(

@@ -196,6 +196,91 @@ fn records(r: &Running) -> Vec<serde_json::Value> {
     r.policies.records.as_ref().unwrap().lock().unwrap().clone()
 }
 
+/// A UDP echo target on loopback: its port, and where each datagram came
+/// from.
+async fn udp_echo() -> (u16, tokio::sync::mpsc::UnboundedReceiver<SocketAddr>) {
+    let echo = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let port = echo.local_addr().unwrap().port();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut b = [0u8; 512];
+        loop {
+            let (n, from) = echo.recv_from(&mut b).await.unwrap();
+            let _ = tx.send(from);
+            echo.send_to(&b[..n], from).await.unwrap();
+        }
+    });
+    (port, rx)
+}
+
+/// A SOCKS5 UDP ASSOCIATE: the control connection (the association lives
+/// as long as it does) and the relay's announced address.
+async fn udp_associate(socks: SocketAddr) -> (TcpStream, SocketAddr) {
+    let mut control = TcpStream::connect(socks).await.unwrap();
+    control.write_all(&[5, 1, 0]).await.unwrap();
+    let mut b = [0u8; 2];
+    control.read_exact(&mut b).await.unwrap();
+    control
+        .write_all(&[5, 3, 0, 1, 0, 0, 0, 0, 0, 0])
+        .await
+        .unwrap();
+    let mut r = [0u8; 10];
+    control.read_exact(&mut r).await.unwrap();
+    assert_eq!(r[1], 0);
+    let relay = SocketAddr::from(([r[4], r[5], r[6], r[7]], u16::from_be_bytes([r[8], r[9]])));
+    (control, relay)
+}
+
+/// `CONNECT allowed.test:PORT` by hand, up to the proxy's `200`.
+async fn connect_tunnel(proxy: SocketAddr, port: u16) -> TcpStream {
+    let mut s = TcpStream::connect(proxy).await.unwrap();
+    let head = format!("CONNECT allowed.test:{port} HTTP/1.1\r\nHost: allowed.test:{port}\r\n\r\n");
+    s.write_all(head.as_bytes()).await.unwrap();
+    let mut got = Vec::new();
+    let mut b = [0u8; 1];
+    while !got.ends_with(b"\r\n\r\n") {
+        assert_eq!(s.read(&mut b).await.unwrap(), 1);
+        got.push(b[0]);
+    }
+    assert!(
+        got.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&got)
+    );
+    s
+}
+
+/// The binary, as a user runs it, on a free loopback port, with stderr
+/// piped (read or not by the caller); returns once it accepts.
+async fn spawn_binary(policy: &Path, dns: SocketAddr) -> (std::process::Child, SocketAddr) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(env!("CARGO_BIN_EXE_gatehouse-egress"))
+        .arg("--policy")
+        .arg(policy)
+        .args([
+            "--http",
+            &format!("127.0.0.1:{port}"),
+            "--upstream-dns",
+            &dns.to_string(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let proxy: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    for _ in 0..100 {
+        if TcpStream::connect(proxy).await.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    (child, proxy)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_through_the_proxy() {
     let dir = tempdir("http");
@@ -400,29 +485,9 @@ async fn socks5_on_and_off() {
 async fn socks5_udp_relays_only_allowed_datagrams() {
     let dir = tempdir("udp");
     let dns = fake_dns(&[("allowed.test", "127.0.0.1")]).await;
-    // A UDP echo target.
-    let echo = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-    let echo_port = echo.local_addr().unwrap().port();
-    tokio::spawn(async move {
-        let mut b = [0u8; 512];
-        loop {
-            let (n, from) = echo.recv_from(&mut b).await.unwrap();
-            echo.send_to(&b[..n], from).await.unwrap();
-        }
-    });
+    let (echo_port, _) = udp_echo().await;
     let d = daemon(&dir, POLICY, dns.addr, None).await;
-    let mut control = TcpStream::connect(d.socks.unwrap()).await.unwrap();
-    control.write_all(&[5, 1, 0]).await.unwrap();
-    let mut b = [0u8; 2];
-    control.read_exact(&mut b).await.unwrap();
-    control
-        .write_all(&[5, 3, 0, 1, 0, 0, 0, 0, 0, 0])
-        .await
-        .unwrap();
-    let mut r = [0u8; 10];
-    control.read_exact(&mut r).await.unwrap();
-    assert_eq!(r[1], 0);
-    let relay = SocketAddr::from(([r[4], r[5], r[6], r[7]], u16::from_be_bytes([r[8], r[9]])));
+    let (_control, relay) = udp_associate(d.socks.unwrap()).await;
     let client = UdpSocket::bind("127.0.0.1:0").await.unwrap();
     let datagram = |host: &str, payload: &[u8]| {
         let mut d = vec![0, 0, 0, 3, host.len() as u8];
@@ -641,30 +706,7 @@ async fn the_binary_as_the_readme_runs_it() {
     let server = http_server().await;
     let path = dir.join("egress.policy");
     std::fs::write(&path, POLICY).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gatehouse-egress"))
-        .arg("--policy")
-        .arg(&path)
-        .args([
-            "--http",
-            &format!("127.0.0.1:{port}"),
-            "--upstream-dns",
-            &dns.addr.to_string(),
-        ])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let proxy: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    for _ in 0..100 {
-        if TcpStream::connect(proxy).await.is_ok() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let (mut child, proxy) = spawn_binary(&path, dns.addr).await;
     let url = format!("http://allowed.test:{}/", server.port());
     let (_, status, _, _) = curl(proxy, &[], &url).await;
     assert_eq!(status, "200");
@@ -851,24 +893,6 @@ async fn slow_heads_and_held_tunnels_are_cut() {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
-    async fn connect_tunnel(proxy: SocketAddr, port: u16) -> TcpStream {
-        let mut s = TcpStream::connect(proxy).await.unwrap();
-        let head =
-            format!("CONNECT allowed.test:{port} HTTP/1.1\r\nHost: allowed.test:{port}\r\n\r\n");
-        s.write_all(head.as_bytes()).await.unwrap();
-        let mut got = Vec::new();
-        let mut b = [0u8; 1];
-        while !got.ends_with(b"\r\n\r\n") {
-            assert_eq!(s.read(&mut b).await.unwrap(), 1);
-            got.push(b[0]);
-        }
-        assert!(
-            got.starts_with(b"HTTP/1.1 200"),
-            "{}",
-            String::from_utf8_lossy(&got)
-        );
-        s
-    }
 
     // A request head dripped a byte every 200 ms: cut at about 1 s.
     let mut s = TcpStream::connect(d.http).await.unwrap();
@@ -969,16 +993,7 @@ async fn literals_dial_what_was_decided_http10_and_ech() {
     );
 
     // A ClientHello with Encrypted Client Hello whose outer name agrees.
-    let mut s = TcpStream::connect(d.http).await.unwrap();
-    s.write_all(
-        format!("CONNECT allowed.test:{port} HTTP/1.1\r\nHost: allowed.test:{port}\r\n\r\n")
-            .as_bytes(),
-    )
-    .await
-    .unwrap();
-    let mut buf = [0u8; 256];
-    let n = s.read(&mut buf).await.unwrap();
-    assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
+    let mut s = connect_tunnel(d.http, port).await;
     s.write_all(&gatehouse_egress::tls::build_client_hello_with(
         Some("allowed.test"),
         true,
@@ -1006,30 +1021,9 @@ async fn the_socks_udp_relay_admits_only_replies_of_allowed_peers() {
     let dir = tempdir("udp-peers");
     let dns = fake_dns(&[("allowed.test", "127.0.0.1")]).await;
     // An echo target that reports where datagrams come from.
-    let echo = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-    let echo_port = echo.local_addr().unwrap().port();
-    let (seen_tx, mut seen_rx) = tokio::sync::mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        let mut b = [0u8; 512];
-        loop {
-            let (n, from) = echo.recv_from(&mut b).await.unwrap();
-            let _ = seen_tx.send(from);
-            echo.send_to(&b[..n], from).await.unwrap();
-        }
-    });
+    let (echo_port, mut seen_rx) = udp_echo().await;
     let d = daemon(&dir, POLICY, dns.addr, None).await;
-    let mut control = TcpStream::connect(d.socks.unwrap()).await.unwrap();
-    control.write_all(&[5, 1, 0]).await.unwrap();
-    let mut b = [0u8; 2];
-    control.read_exact(&mut b).await.unwrap();
-    control
-        .write_all(&[5, 3, 0, 1, 0, 0, 0, 0, 0, 0])
-        .await
-        .unwrap();
-    let mut r = [0u8; 10];
-    control.read_exact(&mut r).await.unwrap();
-    assert_eq!(r[1], 0);
-    let relay = SocketAddr::from(([r[4], r[5], r[6], r[7]], u16::from_be_bytes([r[8], r[9]])));
+    let (_control, relay) = udp_associate(d.socks.unwrap()).await;
     let client = UdpSocket::bind("127.0.0.1:0").await.unwrap();
     let mut ping = vec![0, 0, 0, 3, 12];
     ping.extend(b"allowed.test");
@@ -1095,11 +1089,6 @@ async fn nothing_beside_a_request_stalls_it() {
     let server = http_server().await;
     let path = dir.join("egress.policy");
     std::fs::write(&path, POLICY).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
     /// The daemon, killed however the test ends (a failed assertion must
     /// not leave it holding the test's output open).
     struct Daemon(std::process::Child);
@@ -1109,29 +1098,9 @@ async fn nothing_beside_a_request_stalls_it() {
             let _ = self.0.wait();
         }
     }
-    // stderr is a pipe that this test never reads; stdout is not inherited.
-    let _daemon = Daemon(
-        Command::new(env!("CARGO_BIN_EXE_gatehouse-egress"))
-            .arg("--policy")
-            .arg(&path)
-            .args([
-                "--http",
-                &format!("127.0.0.1:{port}"),
-                "--upstream-dns",
-                &dns.addr.to_string(),
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let proxy: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    for _ in 0..100 {
-        if TcpStream::connect(proxy).await.is_ok() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    // stderr is a pipe that this test never reads.
+    let (child, proxy) = spawn_binary(&path, dns.addr).await;
+    let _daemon = Daemon(child);
     let sport = server.port();
     /// One request by hand: the status code, within 5 s.
     async fn status(proxy: SocketAddr, host: &str, port: u16) -> String {
