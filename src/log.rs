@@ -48,6 +48,11 @@ pub struct ToolDecision {
 /// Where decisions go.
 pub trait DecisionSink: Send + Sync {
     fn record(&self, event: &DecisionEvent<'_>);
+
+    /// An embedder's own record beside the decisions (a proxy's access
+    /// record of a request: what was asked and how it ended), written as
+    /// one JSON line in the same stream. The default drops it.
+    fn record_other(&self, _record: &serde_json::Value) {}
 }
 
 /// A sink writing JSON lines to any writer (a file for `policyc eval --log`).
@@ -73,6 +78,11 @@ impl<W: Write + Send> DecisionSink for JsonLinesSink<W> {
     fn record(&self, event: &DecisionEvent<'_>) {
         if let (Ok(line), Ok(mut out)) = (serde_json::to_string(event), self.out.lock()) {
             let _ = writeln!(out, "{line}");
+        }
+    }
+    fn record_other(&self, record: &serde_json::Value) {
+        if let Ok(mut out) = self.out.lock() {
+            let _ = writeln!(out, "{record}");
         }
     }
 }
@@ -121,6 +131,12 @@ impl DecisionSink for BackgroundSink {
             .ok()
             .is_some_and(|line| self.tx.try_send(line).is_ok());
         if !sent {
+            self.dropped
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+    fn record_other(&self, record: &serde_json::Value) {
+        if self.tx.try_send(record.to_string()).is_err() {
             self.dropped
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
@@ -228,7 +244,8 @@ fn mask_query(q: &mut Query, on: &dyn Fn(LogField) -> bool, all: bool) {
 }
 
 /// The current time as RFC 3339 UTC (`2026-11-29T19:30:00Z`).
-fn now_rfc3339() -> String {
+/// The time now, RFC 3339 in UTC to the second (the `time` of every record).
+pub fn now_rfc3339() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());

@@ -98,17 +98,9 @@ async fn main() {
     let policy = dir.join("load.policy");
     std::fs::write(&policy, POLICY).unwrap();
     let config = |no_policy| Config {
-        policy: policy.clone(),
-        policy_name: None,
         http: "127.0.0.1:0".parse().unwrap(),
-        socks: None,
-        dns: None,
-        upstream_dns: dns,
-        log: None,
         no_policy,
-        upstream_proxy: None,
-        keep_access_records: false,
-        timeouts: Default::default(),
+        ..Config::new(policy.clone(), dns)
     };
     let checked = start(config(false)).await.unwrap();
     let bypass = start(config(true)).await.unwrap();

@@ -13,8 +13,11 @@
 //! 3. decide on what the socket will use: resolve once, check the answers
 //!    with `resolved`, dial exactly those addresses.
 
+pub mod authority;
 pub mod dns;
 pub mod http;
+pub mod listener;
+pub mod metrics;
 pub mod policy;
 pub mod relay;
 pub mod socks;
@@ -48,15 +51,46 @@ pub struct Config {
     pub upstream_proxy: Option<String>,
     /// Keep every request's access record in memory (tests).
     pub keep_access_records: bool,
-    /// Deadlines for first bytes and for tunnels.
+    /// Deadlines for first bytes, kept-alive connections and tunnels.
     pub timeouts: relay::Timeouts,
+    /// Client connections open at once, per listener (HTTP, SOCKS5). None:
+    /// 4 096, or fewer if the descriptor limit holds fewer; a number the
+    /// limit cannot hold is refused at start.
+    pub max_connections: Option<usize>,
+    /// Where to serve `GET /metrics` (Prometheus text); none: not served.
+    pub metrics: Option<SocketAddr>,
+}
+
+impl Config {
+    /// A configuration with every default: the HTTP proxy on
+    /// 127.0.0.1:3128, no SOCKS5, no resolver, no metrics.
+    pub fn new(policy: PathBuf, upstream_dns: SocketAddr) -> Config {
+        Config {
+            policy,
+            policy_name: None,
+            http: SocketAddr::from(([127, 0, 0, 1], 3128)),
+            socks: None,
+            dns: None,
+            upstream_dns,
+            log: None,
+            no_policy: false,
+            upstream_proxy: None,
+            keep_access_records: false,
+            timeouts: relay::Timeouts::default(),
+            max_connections: None,
+            metrics: None,
+        }
+    }
 }
 
 /// A started daemon: the bound addresses.
 pub struct Running {
     pub http: SocketAddr,
+    /// The connection cap in force per listener.
+    pub max_connections: usize,
     pub socks: Option<SocketAddr>,
     pub dns: Option<SocketAddr>,
+    pub metrics: Option<SocketAddr>,
     pub policies: Arc<policy::Policies>,
 }
 
@@ -72,6 +106,16 @@ pub fn system_dns() -> Option<SocketAddr> {
 /// Binds every listener (each one first allowed by the policy's `listen`
 /// rule: loopback unless the policy says `listen any`) and starts serving.
 pub async fn start(config: Config) -> Result<Running, String> {
+    // The descriptors every cap together may need, checked against the
+    // limit (raised to the hard limit first).
+    let max_connections = listener::connection_cap(
+        config.max_connections,
+        http::MAX_CONNECTIONS,
+        config.socks.is_some(),
+        config.dns.map(|_| dns::MAX_TCP_CONNECTIONS),
+        http::pool::MAX_IDLE,
+    )?;
+    let metrics = Arc::new(metrics::Metrics::default());
     let sink: Arc<dyn gatehouse::log::DecisionSink> = match &config.log {
         Some(path) => {
             let f = std::fs::OpenOptions::new()
@@ -89,8 +133,9 @@ pub async fn start(config: Config) -> Result<Running, String> {
         sink,
         config.no_policy,
         config.keep_access_records,
+        metrics.clone(),
     )?);
-    for addr in [Some(config.http), config.socks, config.dns]
+    for addr in [Some(config.http), config.socks, config.dns, config.metrics]
         .into_iter()
         .flatten()
     {
@@ -106,10 +151,11 @@ pub async fn start(config: Config) -> Result<Running, String> {
             ));
         }
     }
-    let resolver = Arc::new(dns::Upstream {
-        server: config.upstream_dns,
-        vetted: Default::default(),
-    });
+    let resolver = Arc::new(
+        dns::Upstream::new(config.upstream_dns, metrics.clone())
+            .await
+            .map_err(|e| format!("upstream dns {}: {e}", config.upstream_dns))?,
+    );
     let ctx = Arc::new(http::Ctx {
         policies: policies.clone(),
         resolver: resolver.clone(),
@@ -118,6 +164,9 @@ pub async fn start(config: Config) -> Result<Running, String> {
             .clone()
             .map(|addr| http::UpstreamProxy { addr }),
         timeouts: config.timeouts,
+        pool: http::pool::Pool::new(metrics.clone()),
+        metrics: metrics.clone(),
+        max_connections,
     });
     let bind_err = |what: &str, a: SocketAddr, e: std::io::Error| format!("{what} on {a}: {e}");
     let listener = TcpListener::bind(config.http)
@@ -145,7 +194,18 @@ pub async fn start(config: Config) -> Result<Running, String> {
             let tcp = TcpListener::bind(bound)
                 .await
                 .map_err(|e| bind_err("dns (tcp)", bound, e))?;
-            dns::serve(policies.clone(), resolver, udp, tcp);
+            dns::serve(policies.clone(), resolver, udp, tcp, metrics.clone());
+            Some(bound)
+        }
+        None => None,
+    };
+    let metrics_addr = match config.metrics {
+        Some(a) => {
+            let l = TcpListener::bind(a)
+                .await
+                .map_err(|e| bind_err("metrics", a, e))?;
+            let bound = l.local_addr().map_err(|e| e.to_string())?;
+            metrics::serve(metrics.clone(), l);
             Some(bound)
         }
         None => None,
@@ -153,8 +213,10 @@ pub async fn start(config: Config) -> Result<Running, String> {
     policy::watch(policies.clone());
     Ok(Running {
         http,
+        max_connections,
         socks,
         dns,
+        metrics: metrics_addr,
         policies,
     })
 }

@@ -1,7 +1,8 @@
 //! `gatehouse-egress --policy FILE [--policy-name NAME] [--http ADDR]
 //! [--socks ADDR] [--dns ADDR] [--upstream-dns ADDR] [--log FILE]
 //! [--first-bytes-timeout SECS] [--tunnel-idle-timeout SECS]
-//! [--tunnel-total-timeout SECS]`
+//! [--tunnel-total-timeout SECS] [--keepalive-timeout SECS]
+//! [--max-connections N] [--metrics ADDR]`
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -10,24 +11,17 @@ use gatehouse_egress::{Config, start, system_dns};
 
 const USAGE: &str = "usage: gatehouse-egress --policy FILE [--policy-name NAME] [--http 127.0.0.1:3128] \
 [--socks 127.0.0.1:1080] [--dns 127.0.0.1:5353] [--upstream-dns IP:PORT] [--log FILE] [--no-policy] \
-[--first-bytes-timeout 10] [--tunnel-idle-timeout 900] [--tunnel-total-timeout 86400]";
+[--first-bytes-timeout 10] [--tunnel-idle-timeout 900] [--tunnel-total-timeout 86400] \
+[--keepalive-timeout 60] [--max-connections 4096] [--metrics 127.0.0.1:9090]";
 
 fn parse(args: &[String]) -> Result<Config, String> {
     let mut it = args.iter();
     let mut policy = None;
-    let mut c = Config {
-        policy: PathBuf::new(),
-        policy_name: None,
-        http: "127.0.0.1:3128".parse().map_err(|_| "default")?,
-        socks: None,
-        dns: None,
-        upstream_dns: system_dns().unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 53], 53))),
-        log: None,
-        no_policy: false,
-        upstream_proxy: gatehouse_egress::http::UpstreamProxy::from_env().map(|u| u.addr),
-        keep_access_records: false,
-        timeouts: Default::default(),
-    };
+    let mut c = Config::new(
+        PathBuf::new(),
+        system_dns().unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 53], 53))),
+    );
+    c.upstream_proxy = gatehouse_egress::http::UpstreamProxy::from_env().map(|u| u.addr);
     let secs = |v: Option<&String>, flag: &str| -> Result<std::time::Duration, String> {
         let s: f64 = v
             .ok_or(format!("{flag} needs a number of seconds"))?
@@ -59,6 +53,16 @@ fn parse(args: &[String]) -> Result<Config, String> {
             "--first-bytes-timeout" => c.timeouts.first_bytes = secs(it.next(), a)?,
             "--tunnel-idle-timeout" => c.timeouts.tunnel_idle = secs(it.next(), a)?,
             "--tunnel-total-timeout" => c.timeouts.tunnel_total = secs(it.next(), a)?,
+            "--keepalive-timeout" => c.timeouts.keepalive_idle = secs(it.next(), a)?,
+            "--max-connections" => {
+                c.max_connections = Some(
+                    it.next()
+                        .and_then(|v| v.parse().ok())
+                        .filter(|n| (1..=1_000_000).contains(n))
+                        .ok_or(format!("{a}: expected a number from 1 to 1000000"))?,
+                );
+            }
+            "--metrics" => c.metrics = Some(addr(it.next(), a)?),
             "-h" | "--help" => return Err(USAGE.to_string()),
             other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
         }
@@ -79,12 +83,18 @@ async fn main() {
     };
     match start(config).await {
         Ok(r) => {
-            eprintln!("gatehouse-egress: http proxy on {}", r.http);
+            eprintln!(
+                "gatehouse-egress: http proxy on {} (at most {} connections)",
+                r.http, r.max_connections
+            );
             if let Some(a) = r.socks {
                 eprintln!("gatehouse-egress: socks5 on {a}");
             }
             if let Some(a) = r.dns {
                 eprintln!("gatehouse-egress: dns on {a} (udp and tcp)");
+            }
+            if let Some(a) = r.metrics {
+                eprintln!("gatehouse-egress: metrics on http://{a}/metrics");
             }
             let _ = tokio::signal::ctrl_c().await;
         }

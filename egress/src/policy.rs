@@ -25,6 +25,7 @@ pub struct Policies {
     requests: AtomicU64,
     /// Every request's access record, when kept (tests).
     pub records: Option<std::sync::Mutex<Vec<serde_json::Value>>>,
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 /// The largest policy file read (the engine's own source limit).
@@ -88,9 +89,12 @@ impl Policies {
         sink: Arc<dyn DecisionSink>,
         bypass: bool,
         keep_records: bool,
+        metrics: Arc<crate::metrics::Metrics>,
     ) -> Result<Self, String> {
         let set = load(&path, name.as_deref())?;
+        metrics.set_revision(set.revision());
         Ok(Policies {
+            metrics,
             path,
             name,
             store: PolicyStore::new(set),
@@ -113,6 +117,8 @@ impl Policies {
             Ok(set) => {
                 let rev = set.revision().to_string();
                 self.store.replace(set);
+                self.metrics.reloads.inc();
+                self.metrics.set_revision(&rev);
                 stderr_line(format!(
                     "gatehouse-egress: policy reloaded (revision {})",
                     short(&rev)
@@ -120,6 +126,7 @@ impl Policies {
                 true
             }
             Err(e) => {
+                self.metrics.reload_failures.inc();
                 stderr_line(format!(
                     "gatehouse-egress: policy reload refused, the old policy stays in force:\n{e}"
                 ));
@@ -168,6 +175,7 @@ impl Request<'_> {
             .set
             .decide_logged(p, q, None, self.policies.sink.as_ref());
         self.revisions.push(self.set.revision().to_string());
+        self.policies.metrics.decision(d.is_allow(), d.reason);
         d
     }
 
@@ -176,25 +184,29 @@ impl Request<'_> {
     }
 
     /// The request's access record: what was asked, the outcome, and the
-    /// revisions its decisions came from. Written to stderr for refusals.
+    /// revisions its decisions came from. It goes to the decision log
+    /// (`--log`, as `{"access": ...}` lines beside the decisions), and for
+    /// refusals to stderr, at most [`STDERR_REFUSALS_PER_SECOND`] a second.
     pub fn finish(&self, what: &str, outcome: &str) {
+        if self.policies.bypass {
+            return;
+        }
         let line = serde_json::json!({
+            "time": gatehouse::log::now_rfc3339(),
             "request": self.id,
             "what": what,
             "outcome": outcome,
             "revisions": self.revisions,
         });
+        self.policies
+            .sink
+            .record_other(&serde_json::json!({ "access": &line }));
         if let Some(records) = &self.policies.records {
             if let Ok(mut r) = records.lock() {
                 r.push(line);
             }
-        } else if !self.policies.bypass
-            && (outcome.starts_with("refused") || outcome.starts_with("dropped"))
-        {
-            // Refusals are logged on stderr, never blocking the request;
-            // every decision, allowed or not, goes to the decision log
-            // (`--log`).
-            stderr_line(line.to_string());
+        } else if outcome.starts_with("refused") || outcome.starts_with("dropped") {
+            refusal_line(line.to_string());
         }
     }
 }
@@ -285,6 +297,34 @@ pub fn stderr_line(line: String) {
     {
         l.dropped.fetch_add(1, Ordering::Relaxed);
     }
+}
+
+/// Refusal lines written to stderr per second at most; the rest are
+/// counted, and the count written with the next line let through.
+pub const STDERR_REFUSALS_PER_SECOND: u64 = 100;
+
+/// Queues a refusal line for stderr, rate-limited.
+fn refusal_line(line: String) {
+    static WINDOW: std::sync::Mutex<(u64, u64, u64)> = std::sync::Mutex::new((0, 0, 0));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let Ok(mut w) = WINDOW.lock() else { return };
+    let (second, sent, suppressed) = &mut *w;
+    if *second != now {
+        *second = now;
+        *sent = 0;
+    }
+    if *sent >= STDERR_REFUSALS_PER_SECOND {
+        *suppressed += 1;
+        return;
+    }
+    *sent += 1;
+    if *suppressed > 0 {
+        stderr_line(format!("{{\"suppressed_refusal_lines\":{suppressed}}}"));
+        *suppressed = 0;
+    }
+    stderr_line(line);
 }
 
 /// A sink that drops everything (no `--log`).

@@ -27,7 +27,14 @@ pub struct Timeouts {
     /// An established tunnel is closed after this long, busy or not.
     /// Default 24 h (squid's `client_lifetime`).
     pub tunnel_total: Duration,
+    /// A kept-alive client connection with no request for this long is
+    /// closed. Default 60 s.
+    pub keepalive_idle: Duration,
 }
+
+/// The longest any timeout runs (a century is "never" here): no configured
+/// value can overflow an `Instant`.
+pub const CAP: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
 
 impl Default for Timeouts {
     fn default() -> Self {
@@ -35,6 +42,7 @@ impl Default for Timeouts {
             first_bytes: Duration::from_secs(10),
             tunnel_idle: Duration::from_secs(15 * 60),
             tunnel_total: Duration::from_secs(24 * 60 * 60),
+            keepalive_idle: Duration::from_secs(60),
         }
     }
 }
@@ -45,6 +53,8 @@ struct Watched<'a, S> {
     inner: &'a mut S,
     start: Instant,
     last: Arc<AtomicU64>,
+    /// Bytes read from this end.
+    read: u64,
 }
 
 impl<S> Watched<'_, S> {
@@ -63,6 +73,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for Watched<'_, S> {
         let before = buf.filled().len();
         let r = Pin::new(&mut *self.inner).poll_read(cx, buf);
         if matches!(r, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            self.read += (buf.filled().len() - before) as u64;
             self.touch();
         }
         r
@@ -90,15 +101,13 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<'_, S> {
 }
 
 /// Copies both ways until both sides close, an error, `idle` without a
-/// byte, or `total` in all; returns why it ended.
-pub async fn relay<A, B>(a: &mut A, b: &mut B, t: Timeouts) -> &'static str
+/// byte, or `total` in all; returns why it ended, and the bytes read from
+/// `a` and from `b`.
+pub async fn relay<A, B>(a: &mut A, b: &mut B, t: Timeouts) -> (&'static str, u64, u64)
 where
     A: AsyncRead + AsyncWrite + Unpin,
     B: AsyncRead + AsyncWrite + Unpin,
 {
-    // Capped so that no configured value can overflow an `Instant` (a
-    // century is "never" here).
-    const CAP: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
     let (idle, total) = (t.tunnel_idle.min(CAP), t.tunnel_total.min(CAP));
     let start = Instant::now();
     let last = Arc::new(AtomicU64::new(0));
@@ -106,11 +115,13 @@ where
         inner: a,
         start,
         last: last.clone(),
+        read: 0,
     };
     let mut b = Watched {
         inner: b,
         start,
         last: last.clone(),
+        read: 0,
     };
     let deadline = start + total;
     let watchdog = async {
@@ -128,12 +139,13 @@ where
             }
         }
     };
-    tokio::select! {
+    let why = tokio::select! {
         r = tokio::io::copy_bidirectional(&mut a, &mut b) => {
             if r.is_ok() { "closed" } else { "error" }
         }
         why = watchdog => why,
-    }
+    };
+    (why, a.read, b.read)
 }
 
 #[cfg(test)]
@@ -151,6 +163,7 @@ mod tests {
             first_bytes: Duration::MAX,
             tunnel_idle: Duration::MAX,
             tunnel_total: Duration::MAX,
+            keepalive_idle: Duration::MAX,
         };
         let ends = async {
             let _ = a_far.shutdown().await;
@@ -158,7 +171,7 @@ mod tests {
             drop((a_far, b_far));
         };
         let (why, ()) = tokio::join!(relay(&mut a, &mut b, t), ends);
-        assert_eq!(why, "closed");
+        assert_eq!(why.0, "closed");
     }
 
     #[tokio::test]
@@ -169,6 +182,6 @@ mod tests {
             tunnel_idle: Duration::from_millis(50),
             ..Timeouts::default()
         };
-        assert_eq!(relay(&mut a, &mut b, t).await, "tunnel_idle_timeout");
+        assert_eq!(relay(&mut a, &mut b, t).await.0, "tunnel_idle_timeout");
     }
 }

@@ -6,14 +6,15 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 
-use gatehouse::query::{Query, Via};
+use gatehouse::query::Via;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 
 use crate::http::{Ctx, open};
 
 pub fn serve(ctx: Arc<Ctx>, listener: TcpListener) {
-    crate::http::accept_loop(listener, move |s, peer| {
+    let (cap, m) = (ctx.max_connections, ctx.metrics.clone());
+    crate::listener::accept_loop(listener, cap, m, move |s, peer| {
         let ctx = ctx.clone();
         async move {
             let _ = handle(&ctx, s, peer).await;
@@ -105,6 +106,7 @@ async fn dispatch(
     host: String,
     port: u16,
 ) -> std::io::Result<()> {
+    ctx.metrics.socks_requests.inc();
     let mut req = ctx.policies.request();
     match cmd {
         1 => {
@@ -130,7 +132,9 @@ async fn dispatch(
                     req.finish(&what, "tunnel");
                     let bound = up.local_addr().unwrap_or(UNSPECIFIED);
                     reply(&mut s, 0, bound).await?;
-                    crate::relay::relay(&mut s, &mut up, ctx.timeouts).await;
+                    let (_, upb, downb) = crate::relay::relay(&mut s, &mut up, ctx.timeouts).await;
+                    ctx.metrics.tunnel_bytes_up.add(upb);
+                    ctx.metrics.tunnel_bytes_down.add(downb);
                     Ok(())
                 }
                 Err(reason) => {
@@ -252,33 +256,13 @@ async fn outbound(ctx: &Ctx, relay: &UdpSocket, d: &[u8]) -> Option<SocketAddr> 
     let payload = rest.get(2..)?;
     let mut req = ctx.policies.request();
     let what = format!("socks5 UDP {host}:{port}");
-    let d = req.decide(&Query::Connect {
-        host: host.clone(),
-        port: i64::from(port),
-        via: Via::Socks5Udp,
-    });
-    if !d.is_allow() {
-        req.finish(&what, &format!("dropped: {}", d.reason.as_str()));
-        return None;
-    }
-    let addrs = ctx.resolver.addresses_for(&host).await.ok()?;
-    let literal = host
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .parse::<IpAddr>()
-        .is_ok();
-    if !literal {
-        let text: Vec<String> = addrs.iter().map(IpAddr::to_string).collect();
-        let d = req.decide(&Query::Resolved {
-            host: host.clone(),
-            addrs: text,
-            port: Some(i64::from(port)),
-        });
-        if !d.is_allow() {
-            req.finish(&what, &format!("dropped: {}", d.reason.as_str()));
+    let addrs = match crate::http::vet(ctx, &mut req, &host, port, Via::Socks5Udp).await {
+        Ok(a) => a,
+        Err(reason) => {
+            req.finish(&what, &format!("dropped: {reason}"));
             return None;
         }
-    }
+    };
     let to = SocketAddr::new(*addrs.first()?, port);
     req.finish(&what, "relayed");
     relay.send_to(payload, to).await.ok()?;

@@ -128,17 +128,15 @@ async fn daemon_with(
     let path = dir.join("egress.policy");
     std::fs::write(&path, policy).unwrap();
     start(Config {
-        policy: path,
-        policy_name: None,
         http: "127.0.0.1:0".parse().unwrap(),
         socks: Some("127.0.0.1:0".parse().unwrap()),
         dns: Some("127.0.0.1:0".parse().unwrap()),
-        upstream_dns: dns,
         log: Some(dir.join("decisions.jsonl")),
-        no_policy: false,
         upstream_proxy,
         keep_access_records: true,
         timeouts,
+        metrics: Some("127.0.0.1:0".parse().unwrap()),
+        ..Config::new(path, dns)
     })
     .await
     .unwrap()
@@ -611,7 +609,7 @@ async fn a_live_swap_never_mixes_two_policies_in_one_request() {
         let mut s = TcpStream::connect(d.http).await.unwrap();
         s.write_all(
             format!(
-                "GET {url} HTTP/1.1\r\nHost: allowed.test:{}\r\n\r\n",
+                "GET {url} HTTP/1.1\r\nHost: allowed.test:{}\r\nConnection: close\r\n\r\n",
                 server.port()
             )
             .as_bytes(),
@@ -872,6 +870,7 @@ async fn slow_heads_and_held_tunnels_are_cut() {
         first_bytes: Duration::from_secs(1),
         tunnel_idle: Duration::from_secs(1),
         tunnel_total: Duration::from_secs(3),
+        keepalive_idle: Duration::from_secs(1),
     };
     let d = daemon_with(&dir, POLICY, dns.addr, None, timeouts).await;
 
@@ -1106,7 +1105,9 @@ async fn nothing_beside_a_request_stalls_it() {
     async fn status(proxy: SocketAddr, host: &str, port: u16) -> String {
         let go = async {
             let mut s = TcpStream::connect(proxy).await.ok()?;
-            let req = format!("GET http://{host}:{port}/ HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n");
+            let req = format!(
+                "GET http://{host}:{port}/ HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n"
+            );
             s.write_all(req.as_bytes()).await.ok()?;
             let mut out = Vec::new();
             s.read_to_end(&mut out).await.ok()?;
@@ -1160,4 +1161,298 @@ async fn nothing_beside_a_request_stalls_it() {
         assert_eq!(status(proxy, "allowed.test", sport).await, "403");
     }
     let _ = std::fs::remove_file(&path);
+}
+
+/// A lenient HTTP/1.1 server that records every request head it reads (the
+/// connection it came on, and its `Host`), reads `Content-Length` bodies,
+/// and answers each with a short `200`, keeping the connection: the kind of
+/// server a smuggled request would reach.
+async fn recording_server() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<(usize, String)>>>) {
+    use std::sync::{Arc, Mutex};
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    let seen: Arc<Mutex<Vec<(usize, String)>>> = Arc::default();
+    let log = seen.clone();
+    tokio::spawn(async move {
+        let mut conn = 0;
+        while let Ok((mut s, _)) = l.accept().await {
+            conn += 1;
+            let log = log.clone();
+            tokio::spawn(async move {
+                let mut buf: Vec<u8> = Vec::new();
+                let mut chunk = [0u8; 4096];
+                loop {
+                    // Lenient: a head ends at the first blank line, LF or CRLF.
+                    let end = loop {
+                        let text = String::from_utf8_lossy(&buf).to_string();
+                        if let Some(i) = text.find("\r\n\r\n") {
+                            break i + 4;
+                        }
+                        match s.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    };
+                    let head = String::from_utf8_lossy(&buf[..end]).to_string();
+                    buf.drain(..end);
+                    let field = |name: &str| {
+                        head.lines().find_map(|l| {
+                            let (k, v) = l.split_once(':')?;
+                            k.trim()
+                                .eq_ignore_ascii_case(name)
+                                .then(|| v.trim().to_string())
+                        })
+                    };
+                    let host = field("host").unwrap_or_default();
+                    let mut len: usize = field("content-length")
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(0);
+                    if field("transfer-encoding").is_some() {
+                        // Chunked (simply): the body ends at `0` CRLF CRLF.
+                        len = loop {
+                            let text = String::from_utf8_lossy(&buf).to_string();
+                            if text.starts_with("0\r\n\r\n") {
+                                break 5;
+                            }
+                            if let Some(i) = text.find("\r\n0\r\n\r\n") {
+                                break i + 7;
+                            }
+                            match s.read(&mut chunk).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                            }
+                        };
+                    }
+                    while buf.len() < len {
+                        match s.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                    buf.drain(..len);
+                    log.lock().unwrap().push((conn, host));
+                    let body = "seen\n";
+                    let resp = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    if s.write_all(resp.as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (port, seen)
+}
+
+/// Writes `bytes` and reads until the proxy closes (at most 5 s): the
+/// status codes of the responses that came back.
+async fn statuses(s: &mut TcpStream, bytes: &[u8]) -> Vec<String> {
+    s.write_all(bytes).await.unwrap();
+    let mut out = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut out)).await;
+    String::from_utf8_lossy(&out)
+        .split('\n')
+        .filter_map(|l| l.strip_prefix("HTTP/1.1 "))
+        .filter_map(|l| l.split(' ').next())
+        .map(String::from)
+        .collect()
+}
+
+/// Every request on a connection is framed and decided (issue 13, item 3):
+/// a pipelined request, one after a chunked or sized body, or one inside a
+/// plain HTTP tunnel, is decided like the first, and a request the proxy
+/// refuses never reaches the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_request_on_a_connection_is_decided() {
+    let dir = tempdir("pipelined");
+    let dns = fake_dns(&[("allowed.test", "127.0.0.1"), ("denied.test", "127.0.0.1")]).await;
+    let (port, seen) = recording_server().await;
+    let d = daemon(&dir, POLICY, dns.addr, None).await;
+    let allowed =
+        format!("GET http://allowed.test:{port}/ HTTP/1.1\r\nHost: allowed.test:{port}\r\n\r\n");
+    let hosts = || -> Vec<String> {
+        seen.lock()
+            .unwrap()
+            .iter()
+            .map(|(_, h)| h.clone())
+            .collect()
+    };
+    let cases: Vec<(&str, String, Vec<&str>, usize)> = vec![
+        // An origin-form request after the first, naming a denied Host.
+        (
+            "pipelined origin-form",
+            format!("{allowed}GET /x HTTP/1.1\r\nHost: denied.test:{port}\r\n\r\n"),
+            vec!["200", "403"],
+            1,
+        ),
+        // An absolute request for a denied host after the first.
+        (
+            "pipelined denied",
+            format!(
+                "{allowed}GET http://denied.test:{port}/ HTTP/1.1\r\nHost: denied.test:{port}\r\n\r\n"
+            ),
+            vec!["200", "403"],
+            1,
+        ),
+        // A request hidden after the end of a chunked body.
+        (
+            "after a chunked body",
+            format!(
+                "POST http://allowed.test:{port}/ HTTP/1.1\r\nHost: allowed.test:{port}\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\nGET /x HTTP/1.1\r\nHost: denied.test\r\n\r\n"
+            ),
+            vec!["200", "403"],
+            1,
+        ),
+        // A request inside a sized body is body, not a request.
+        (
+            "inside a sized body",
+            {
+                let inner = "GET /x HTTP/1.1\r\nHost: denied.test\r\n\r\n";
+                format!(
+                    "POST http://allowed.test:{port}/ HTTP/1.1\r\nHost: allowed.test:{port}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{inner}",
+                    inner.len()
+                )
+            },
+            vec!["200"],
+            1,
+        ),
+        // A malformed chunk: the request is cut, nothing after it read.
+        (
+            "a malformed chunk",
+            format!(
+                "POST http://allowed.test:{port}/ HTTP/1.1\r\nHost: allowed.test:{port}\r\nTransfer-Encoding: chunked\r\n\r\n3\nabc\r\n0\r\n\r\nGET /x HTTP/1.1\r\nHost: denied.test\r\n\r\n"
+            ),
+            vec![],
+            0,
+        ),
+        // Two allowed requests: both forwarded, on one connection.
+        (
+            "two allowed",
+            format!(
+                "{allowed}{}",
+                allowed.replace("\r\n\r\n", "\r\nConnection: close\r\n\r\n")
+            ),
+            vec!["200", "200"],
+            2,
+        ),
+    ];
+    for (name, bytes, want, reached) in cases {
+        seen.lock().unwrap().clear();
+        let mut s = TcpStream::connect(d.http).await.unwrap();
+        let got = statuses(&mut s, bytes.as_bytes()).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(got, want, "{name}");
+        let h = hosts();
+        assert_eq!(h.len(), reached, "{name}: the server saw {h:?}");
+        assert!(
+            h.iter().all(|h| h.starts_with("allowed.test")),
+            "{name}: {h:?}"
+        );
+    }
+
+    // Inside a plain HTTP tunnel to allowed.test: each request is checked.
+    for (second, want, reached) in [
+        (
+            format!("GET / HTTP/1.1\r\nHost: denied.test:{port}\r\n\r\n"),
+            vec!["200", "403"],
+            1,
+        ),
+        (
+            format!("GET https://denied.test/ HTTP/1.1\r\nHost: allowed.test:{port}\r\n\r\n"),
+            vec!["200", "400"],
+            1,
+        ),
+        (
+            format!("GET /b HTTP/1.1\r\nHost: allowed.test:{port}\r\nConnection: close\r\n\r\n"),
+            vec!["200", "200"],
+            2,
+        ),
+    ] {
+        seen.lock().unwrap().clear();
+        let mut s = connect_tunnel(d.http, port).await;
+        let first = format!("GET /a HTTP/1.1\r\nHost: allowed.test:{port}\r\n\r\n");
+        let got = statuses(&mut s, format!("{first}{second}").as_bytes()).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(got, want, "tunnel: {second:?}");
+        let h = hosts();
+        assert_eq!(h.len(), reached, "tunnel: the server saw {h:?}");
+        assert!(h.iter().all(|h| h.starts_with("allowed.test")), "{h:?}");
+    }
+}
+
+/// Keep-alive with a real client (issue 13, item 13): curl sends several
+/// requests on one connection; each is decided (a denied one in the middle
+/// gets its 403), and the allowed ones share one pooled upstream
+/// connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kept_alive_connections_decide_every_request_and_pool_upstream() {
+    let dir = tempdir("keepalive");
+    let dns = fake_dns(&[("allowed.test", "127.0.0.1"), ("denied.test", "127.0.0.1")]).await;
+    let (port, seen) = recording_server().await;
+    let d = daemon(&dir, POLICY, dns.addr, None).await;
+    let a = format!("http://allowed.test:{port}/");
+    let (code, out) = run(
+        "curl",
+        vec![
+            "-s".into(),
+            "-v".into(),
+            "--max-time".into(),
+            "10".into(),
+            "-x".into(),
+            format!("http://{}", d.http),
+            "-o".into(),
+            "/dev/null".into(),
+            "-o".into(),
+            "/dev/null".into(),
+            "-o".into(),
+            "/dev/null".into(),
+            "-w".into(),
+            "%{http_code} %{num_connects}\\n".into(),
+            format!("{a}1"),
+            format!("{a}2"),
+            format!("{a}3"),
+        ],
+    )
+    .await;
+    assert_eq!(code, 0);
+    // Three answers over one client connection (curl connected once).
+    assert_eq!(out, "200 1\n200 0\n200 0\n", "{out}");
+    let conns: std::collections::HashSet<usize> =
+        seen.lock().unwrap().iter().map(|(c, _)| *c).collect();
+    assert_eq!(seen.lock().unwrap().len(), 3);
+    assert_eq!(conns.len(), 1, "one pooled upstream connection");
+    // A denied request in the middle of a kept-alive run: refused, and the
+    // server never sees it; curl reconnects for the next.
+    seen.lock().unwrap().clear();
+    let (_, out) = run(
+        "curl",
+        vec![
+            "-s".into(),
+            "--max-time".into(),
+            "10".into(),
+            "-x".into(),
+            format!("http://{}", d.http),
+            "-o".into(),
+            "/dev/null".into(),
+            "-o".into(),
+            "/dev/null".into(),
+            "-o".into(),
+            "/dev/null".into(),
+            "-w".into(),
+            "%{http_code}\\n".into(),
+            format!("{a}1"),
+            format!("http://denied.test:{port}/"),
+            format!("{a}3"),
+        ],
+    )
+    .await;
+    assert_eq!(out, "200\n403\n200\n");
+    assert_eq!(seen.lock().unwrap().len(), 2);
+    let forwarded = records(&d)
+        .iter()
+        .filter(|r| r["outcome"] == "forwarded")
+        .count();
+    assert_eq!(forwarded, 5, "every request decided and recorded");
 }

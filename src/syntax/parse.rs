@@ -335,9 +335,9 @@ impl Builder {
             .take_while(|c| !c.is_whitespace() && !matches!(c, ';' | '{' | '}' | ',' | '#'))
             .collect();
         let (found, len) = if rest.is_empty() {
-            ("the end of the input".to_string(), 0)
+            ("end of input".to_string(), 0)
         } else if rest.starts_with(['\n', '\r']) {
-            ("the end of the line".to_string(), 1)
+            ("end of line".to_string(), 1)
         } else if found_word.is_empty() {
             let c = rest.chars().next().unwrap_or(' ');
             (format!("`{c}`"), c.len_utf8())

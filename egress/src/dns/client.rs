@@ -1,0 +1,336 @@
+//! The upstream DNS client that the resolver and the proxy share.
+//!
+//! One UDP socket carries every question; answers are matched to questions
+//! by a random id *and* the question they repeat, and only the configured
+//! server's are read (the socket is connected to it). At most
+//! [`MAX_INFLIGHT`] questions wait at once, each at most [`TIMEOUT`]: a name
+//! that never answers costs a table entry for three seconds, not a
+//! descriptor.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use hickory_proto::op::{Message, MessageType, OpCode};
+use hickory_proto::rr::{Name, RData, Record, RecordType};
+use tokio::net::UdpSocket;
+use tokio::sync::{Semaphore, oneshot};
+
+use crate::dns::cache::Vetted;
+use crate::metrics::Metrics;
+
+/// How long a question waits for its answer.
+pub const TIMEOUT: Duration = Duration::from_secs(3);
+/// Questions waiting upstream at once; more are answered SERVFAIL.
+pub const MAX_INFLIGHT: usize = 1024;
+/// The longest CNAME chain followed.
+pub const MAX_CHAIN: usize = 8;
+
+struct Waiter {
+    name: Name,
+    kind: RecordType,
+    tx: oneshot::Sender<Message>,
+}
+
+type Waiting = Arc<Mutex<HashMap<u16, Waiter>>>;
+
+/// The upstream server, the shared socket, and the vetted answers.
+pub struct Upstream {
+    pub server: SocketAddr,
+    pub vetted: Vetted,
+    sock: Arc<UdpSocket>,
+    waiting: Waiting,
+    slots: Semaphore,
+    metrics: Arc<Metrics>,
+}
+
+/// Addresses for a host, and the fresh answers they came from (to be
+/// remembered once the policy has accepted them).
+pub struct Resolution {
+    pub addrs: Vec<IpAddr>,
+    fresh: Vec<(RecordType, Vec<IpAddr>, Duration)>,
+}
+
+/// An answer's CNAME chain from the asked name, and the records kept.
+pub struct Chain {
+    /// The asked name, then each CNAME target, as text without the dot.
+    pub names: Vec<String>,
+    /// The addresses of the asked type owned by the chain's last name, in
+    /// DNS order.
+    pub addrs: Vec<IpAddr>,
+    /// The smallest TTL of the kept records.
+    pub ttl: u32,
+    /// The chain's CNAME records and those addresses' records; every other
+    /// record of the answer is dropped.
+    pub records: Vec<Record>,
+}
+
+/// Follows the CNAME chain from `qname` through `answers`, keeping only the
+/// records on it. `None`: a loop, two CNAMEs for one name, or a chain
+/// longer than [`MAX_CHAIN`].
+pub fn follow(qname: &Name, kind: RecordType, answers: &[Record]) -> Option<Chain> {
+    let mut current = qname.clone();
+    let mut names = vec![text(qname)];
+    let mut records = Vec::new();
+    let mut ttl = u32::MAX;
+    loop {
+        let mut cnames = answers
+            .iter()
+            .filter(|r| r.record_type() == RecordType::CNAME && r.name == current);
+        let Some(c) = cnames.next() else { break };
+        if cnames.next().is_some() {
+            return None;
+        }
+        let RData::CNAME(target) = &c.data else {
+            return None;
+        };
+        let next = target.0.clone();
+        let t = text(&next);
+        if names.contains(&t) || names.len() > MAX_CHAIN {
+            return None;
+        }
+        names.push(t);
+        records.push(c.clone());
+        ttl = ttl.min(c.ttl);
+        current = next;
+    }
+    let mut addrs = Vec::new();
+    for r in answers.iter().filter(|r| r.name == current) {
+        let ip = match (&r.data, kind) {
+            (RData::A(a), RecordType::A) => IpAddr::V4(a.0),
+            (RData::AAAA(a), RecordType::AAAA) => IpAddr::V6(a.0),
+            _ => continue,
+        };
+        addrs.push(ip);
+        records.push(r.clone());
+        ttl = ttl.min(r.ttl);
+    }
+    Some(Chain {
+        names,
+        addrs,
+        ttl,
+        records,
+    })
+}
+
+/// A name as text: ASCII, lowercase, no trailing dot.
+fn text(n: &Name) -> String {
+    n.to_ascii().trim_end_matches('.').to_ascii_lowercase()
+}
+
+fn rand_id() -> u16 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(std::time::Instant::now().elapsed().as_nanos());
+    h.finish() as u16
+}
+
+impl Upstream {
+    /// Binds the shared socket, connected to `server`, and starts reading
+    /// its answers.
+    pub async fn new(server: SocketAddr, metrics: Arc<Metrics>) -> std::io::Result<Upstream> {
+        let bind: SocketAddr = if server.is_ipv4() {
+            SocketAddr::from(([0, 0, 0, 0], 0))
+        } else {
+            SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, 0))
+        };
+        let sock = Arc::new(UdpSocket::bind(bind).await?);
+        sock.connect(server).await?;
+        let waiting: Waiting = Arc::default();
+        let (s, w) = (sock.clone(), waiting.clone());
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 65_535];
+            loop {
+                let n = match s.recv(&mut buf).await {
+                    Ok(n) => n,
+                    // An ICMP error surfaces as a failed read: keep going.
+                    Err(_) => {
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                        continue;
+                    }
+                };
+                let Ok(r) = Message::from_vec(buf.get(..n).unwrap_or_default()) else {
+                    continue;
+                };
+                let Ok(mut waiting) = w.lock() else { return };
+                let matches = waiting.get(&r.metadata.id).is_some_and(|wt| {
+                    r.metadata.message_type == MessageType::Response
+                        && matches!(r.queries.as_slice(), [q] if q.query_type() == wt.kind && *q.name() == wt.name)
+                });
+                if matches && let Some(wt) = waiting.remove(&r.metadata.id) {
+                    let _ = wt.tx.send(r);
+                }
+            }
+        });
+        Ok(Upstream {
+            server,
+            vetted: Vetted::new(metrics.clone()),
+            sock,
+            waiting,
+            slots: Semaphore::new(MAX_INFLIGHT),
+            metrics,
+        })
+    }
+
+    /// Asks the upstream server one question; its response, whose id and
+    /// question match.
+    pub async fn ask(&self, name: &Name, kind: RecordType) -> Result<Message, String> {
+        let _slot = self
+            .slots
+            .try_acquire()
+            .map_err(|_| "too many questions in flight".to_string())?;
+        let (tx, rx) = oneshot::channel();
+        let id = {
+            let mut waiting = self.waiting.lock().map_err(|_| "poisoned")?;
+            let mut id = rand_id();
+            while waiting.contains_key(&id) {
+                id = id.wrapping_add(rand_id() | 1);
+            }
+            waiting.insert(
+                id,
+                Waiter {
+                    name: name.clone(),
+                    kind,
+                    tx,
+                },
+            );
+            id
+        };
+        // Whatever happens, the question leaves the table.
+        struct Leave<'a>(&'a Waiting, u16, &'a Metrics);
+        impl Drop for Leave<'_> {
+            fn drop(&mut self) {
+                if let Ok(mut w) = self.0.lock() {
+                    w.remove(&self.1);
+                }
+                self.2.dns_upstream_inflight.dec();
+            }
+        }
+        self.metrics.dns_upstream_inflight.inc();
+        let _leave = Leave(&self.waiting, id, &self.metrics);
+        let mut q = Message::new(id, MessageType::Query, OpCode::Query);
+        q.metadata.recursion_desired = true;
+        q.add_query(hickory_proto::op::Query::query(name.clone(), kind));
+        let bytes = q.to_vec().map_err(|e| e.to_string())?;
+        self.sock.send(&bytes).await.map_err(|e| e.to_string())?;
+        tokio::time::timeout(TIMEOUT, rx)
+            .await
+            .map_err(|_| "upstream DNS timed out".to_string())?
+            .map_err(|_| "upstream DNS gone".to_string())
+    }
+
+    /// The A then AAAA addresses of `name` (CNAME chains followed, records
+    /// of other owners dropped), and the fresh answers they came from.
+    pub async fn lookup(&self, name: &str) -> Result<Resolution, String> {
+        let fq = Name::from_ascii(format!("{}.", name.trim_end_matches('.')))
+            .map_err(|e| e.to_string())?;
+        let (a, aaaa) = tokio::join!(
+            self.ask(&fq, RecordType::A),
+            self.ask(&fq, RecordType::AAAA)
+        );
+        let mut out = Resolution {
+            addrs: Vec::new(),
+            fresh: Vec::new(),
+        };
+        for (kind, r) in [(RecordType::A, a?), (RecordType::AAAA, aaaa?)] {
+            let chain = follow(&fq, kind, &r.answers).ok_or("a broken CNAME chain")?;
+            out.addrs.extend(chain.addrs.iter().copied());
+            out.fresh
+                .push((kind, chain.addrs, Duration::from_secs(u64::from(chain.ttl))));
+        }
+        Ok(out)
+    }
+
+    /// The addresses the proxy may dial for `host`: a literal is itself;
+    /// a name takes the vetted answers, or is looked up now. The caller
+    /// checks them with `resolved` and then [`Upstream::remember`]s them.
+    pub async fn addresses_for(&self, host: &str) -> Result<Resolution, String> {
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        let fixed = |addrs| Resolution {
+            addrs,
+            fresh: Vec::new(),
+        };
+        if let Ok(ip) = bare.parse::<IpAddr>() {
+            // Dial what was decided: a mapped or compatible IPv6 literal
+            // (`[::ffff:a.b.c.d]`, `[::a.b.c.d]`) is decided as its IPv4
+            // address, so it is dialled as that address too.
+            return Ok(fixed(vec![gatehouse::normalize::canonical_ip(ip)]));
+        }
+        // `localhost` and its subdomains are loopback without asking anyone
+        // (RFC 6761 §6.3), as every stub resolver does; the policy still
+        // needs its exact `allow ip` exceptions for them.
+        let lower = crate::dns::cache::key(host);
+        if lower == "localhost" || lower.ends_with(".localhost") {
+            return Ok(fixed(vec![
+                IpAddr::from([127, 0, 0, 1]),
+                IpAddr::from(std::net::Ipv6Addr::LOCALHOST),
+            ]));
+        }
+        if let Some(a) = self.vetted.get(host) {
+            return Ok(fixed(a));
+        }
+        self.lookup(host).await
+    }
+
+    /// Keeps a resolution's fresh answers, once the policy has accepted
+    /// them.
+    pub fn remember(&self, host: &str, r: &Resolution) {
+        for (kind, addrs, ttl) in &r.fresh {
+            self.vetted.record(host, *kind, addrs, *ttl);
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::expect_used)]
+mod tests {
+    use super::*;
+    use hickory_proto::rr::rdata::{A, CNAME};
+
+    fn name(s: &str) -> Name {
+        Name::from_ascii(s).unwrap_or_default()
+    }
+
+    fn a(owner: &str, ip: [u8; 4]) -> Record {
+        Record::from_rdata(
+            name(owner),
+            60,
+            RData::A(A::from(std::net::Ipv4Addr::from(ip))),
+        )
+    }
+
+    fn cname(owner: &str, target: &str) -> Record {
+        Record::from_rdata(name(owner), 30, RData::CNAME(CNAME(name(target))))
+    }
+
+    #[test]
+    fn chains_are_followed_and_foreign_records_dropped() {
+        let answers = [
+            cname("www.allowed.test.", "edge.cdn.test."),
+            a("denied.test.", [10, 0, 0, 1]),
+            a("EDGE.cdn.test.", [192, 0, 2, 1]),
+            a("www.allowed.test.", [10, 0, 0, 2]),
+        ];
+        let c = follow(&name("WWW.allowed.test."), RecordType::A, &answers).expect("a chain");
+        assert_eq!(c.names, ["www.allowed.test", "edge.cdn.test"]);
+        assert_eq!(c.addrs, [IpAddr::from([192, 0, 2, 1])]);
+        assert_eq!(c.ttl, 30);
+        assert_eq!(c.records.len(), 2);
+        let c = follow(
+            &name("x.test."),
+            RecordType::A,
+            &[a("y.test.", [10, 0, 0, 1])],
+        )
+        .expect("no chain");
+        assert!(c.addrs.is_empty() && c.records.is_empty());
+        let looped = [cname("a.test.", "b.test."), cname("b.test.", "a.test.")];
+        assert!(follow(&name("a.test."), RecordType::A, &looped).is_none());
+        let forked = [cname("a.test.", "b.test."), cname("a.test.", "c.test.")];
+        assert!(follow(&name("a.test."), RecordType::A, &forked).is_none());
+        let long: Vec<Record> = (0..20)
+            .map(|i| cname(&format!("n{i}.test."), &format!("n{}.test.", i + 1)))
+            .collect();
+        assert!(follow(&name("n0.test."), RecordType::A, &long).is_none());
+    }
+}

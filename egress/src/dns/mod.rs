@@ -1,0 +1,198 @@
+//! The filtering DNS resolver (UDP and TCP), the upstream client it and the
+//! proxy share ([`client`]), and the table of vetted answers ([`cache`]).
+//!
+//! A question is answered only when the policy allows the name (`dns`), and
+//! only with addresses the policy accepts for it (`resolved`): a denied name
+//! is never sent upstream, every name of a CNAME chain in the answer is
+//! decided with `dns` too, records owned by names off the chain are dropped,
+//! and an answer holding one unacceptable address is refused whole. What
+//! was answered is recorded, and the proxy dials only addresses that passed
+//! the same check — it never resolves again between the check and the
+//! connection.
+
+pub mod cache;
+pub mod client;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use gatehouse::query::Query;
+use hickory_proto::op::{Message, MessageType, ResponseCode};
+use hickory_proto::rr::RecordType;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, UdpSocket};
+
+pub use client::Upstream;
+
+use crate::metrics::Metrics;
+use crate::policy::Policies;
+
+/// DNS-over-TCP connections open at once; more wait in the accept queue.
+pub const MAX_TCP_CONNECTIONS: usize = 256;
+/// A DNS-over-TCP connection is closed after this long without a complete
+/// message (RFC 7766 §6.2.3 recommends seconds).
+pub const TCP_IDLE: Duration = Duration::from_secs(10);
+/// UDP questions being answered at once; more are dropped (the client asks
+/// again).
+pub const MAX_UDP_INFLIGHT: usize = 2048;
+
+/// A response to `q` with its question and no answers.
+fn reply_to(q: &Message, code: ResponseCode) -> Message {
+    let mut r = Message::new(q.metadata.id, MessageType::Response, q.metadata.op_code);
+    r.metadata.recursion_desired = q.metadata.recursion_desired;
+    r.metadata.recursion_available = true;
+    r.metadata.response_code = code;
+    for query in &q.queries {
+        r.add_query(query.clone());
+    }
+    r
+}
+
+fn refuse(q: &Message, code: ResponseCode) -> Vec<u8> {
+    reply_to(q, code).to_vec().unwrap_or_default()
+}
+
+/// Answers one DNS message.
+pub async fn answer(policies: &Policies, upstream: &Upstream, bytes: &[u8]) -> Option<Vec<u8>> {
+    let q = Message::from_vec(bytes).ok()?;
+    if q.metadata.message_type != MessageType::Query {
+        return None;
+    }
+    policies.metrics.dns_questions.inc();
+    let [question] = q.queries.as_slice() else {
+        return Some(refuse(&q, ResponseCode::FormErr));
+    };
+    let kind = question.query_type();
+    let name = question.name().to_ascii();
+    let mut req = policies.request();
+    let what = format!("dns {name} {kind}");
+    // Only A and AAAA are answered, and only for allowed names.
+    if !matches!(kind, RecordType::A | RecordType::AAAA) {
+        req.finish(&what, "refused: only A and AAAA are answered");
+        return Some(refuse(&q, ResponseCode::Refused));
+    }
+    let d = req.decide(&Query::Dns { name: name.clone() });
+    if !d.is_allow() {
+        req.finish(&what, &format!("refused: {}", d.reason.as_str()));
+        return Some(refuse(&q, ResponseCode::Refused));
+    }
+    let Ok(r) = upstream.ask(question.name(), kind).await else {
+        req.finish(&what, "servfail: upstream");
+        return Some(refuse(&q, ResponseCode::ServFail));
+    };
+    let Some(chain) = client::follow(question.name(), kind, &r.answers) else {
+        req.finish(&what, "servfail: a broken CNAME chain");
+        return Some(refuse(&q, ResponseCode::ServFail));
+    };
+    // Every name the chain leads through is a name the client resolves.
+    for alias in chain.names.iter().skip(1) {
+        let d = req.decide(&Query::Dns {
+            name: alias.clone(),
+        });
+        if !d.is_allow() {
+            req.finish(
+                &what,
+                &format!("refused: {} (CNAME to {alias})", d.reason.as_str()),
+            );
+            return Some(refuse(&q, ResponseCode::Refused));
+        }
+    }
+    if !chain.addrs.is_empty() {
+        let text: Vec<String> = chain.addrs.iter().map(ToString::to_string).collect();
+        let d = req.decide(&Query::Resolved {
+            host: name.clone(),
+            addrs: text,
+            port: None,
+        });
+        if !d.is_allow() {
+            req.finish(&what, &format!("refused: {}", d.reason.as_str()));
+            return Some(refuse(&q, ResponseCode::Refused));
+        }
+    }
+    // Only answers that passed are kept, and a fresh one replaces the old
+    // (an empty one removes it).
+    if r.metadata.response_code == ResponseCode::NoError {
+        upstream.vetted.record(
+            &name,
+            kind,
+            &chain.addrs,
+            Duration::from_secs(u64::from(chain.ttl)),
+        );
+    }
+    let mut out = reply_to(&q, r.metadata.response_code);
+    for rec in chain.records {
+        out.add_answer(rec);
+    }
+    req.finish(&what, &format!("answered {} addresses", chain.addrs.len()));
+    out.to_vec().ok()
+}
+
+/// Serves DNS on `sock` (UDP) and `tcp` until the runtime ends.
+pub fn serve(
+    policies: Arc<Policies>,
+    upstream: Arc<Upstream>,
+    sock: UdpSocket,
+    tcp: TcpListener,
+    metrics: Arc<Metrics>,
+) {
+    let sock = Arc::new(sock);
+    let (p, u) = (policies.clone(), upstream.clone());
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_UDP_INFLIGHT));
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 4096];
+        loop {
+            let Ok((n, from)) = sock.recv_from(&mut buf).await else {
+                continue;
+            };
+            let Ok(permit) = slots.clone().try_acquire_owned() else {
+                continue; // busy: dropped, the client asks again
+            };
+            let bytes = buf.get(..n).unwrap_or_default().to_vec();
+            let (p, u, sock) = (p.clone(), u.clone(), sock.clone());
+            tokio::spawn(async move {
+                if let Some(out) = answer(&p, &u, &bytes).await {
+                    let _ = sock.send_to(&out, from).await;
+                }
+                drop(permit);
+            });
+        }
+    });
+    // Expired answers are evicted every few seconds.
+    let u = upstream.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            u.vetted.evict_expired();
+        }
+    });
+    crate::listener::accept_loop(tcp, MAX_TCP_CONNECTIONS, metrics, move |mut s, _| {
+        let (p, u) = (policies.clone(), upstream.clone());
+        async move {
+            loop {
+                // Each message, length and all, within TCP_IDLE.
+                let read = async {
+                    let len = s.read_u16().await.ok()?;
+                    let mut bytes = vec![0u8; usize::from(len)];
+                    s.read_exact(&mut bytes).await.ok()?;
+                    Some(bytes)
+                };
+                let Ok(Some(bytes)) = tokio::time::timeout(TCP_IDLE, read).await else {
+                    return;
+                };
+                let Some(out) = answer(&p, &u, &bytes).await else {
+                    return;
+                };
+                let Ok(len) = u16::try_from(out.len()) else {
+                    return;
+                };
+                let write = async {
+                    s.write_u16(len).await?;
+                    s.write_all(&out).await
+                };
+                if !matches!(tokio::time::timeout(TCP_IDLE, write).await, Ok(Ok(()))) {
+                    return;
+                }
+            }
+        }
+    });
+}

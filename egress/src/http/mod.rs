@@ -1,0 +1,596 @@
+//! The HTTP forward proxy: absolute-form requests on kept-alive
+//! connections, and `CONNECT` tunnels ([`connect`]).
+//!
+//! Every request is decided by its target, and the target, the `Host`
+//! header and — inside a CONNECT tunnel — the TLS server name (or every
+//! tunnelled request's target and `Host`) must all name the same host: a
+//! mismatch is refused (no domain fronting). The name is then resolved
+//! once, the answers checked with `resolved`, and only those addresses are
+//! dialled, or an idle connection to one of them reused ([`pool`]).
+//!
+//! Messages are framed ([`head`], [`conn`]): a body is copied exactly as far
+//! as its length or its chunks say, so the bytes after it are read as the
+//! next request and decided like the first. Nothing undecided is forwarded.
+
+pub mod conn;
+pub mod connect;
+pub mod head;
+pub mod pool;
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use gatehouse::query::{Query, Via};
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+pub use crate::authority::{same_host, split_authority};
+use crate::dns::Upstream;
+use crate::http::conn::Conn;
+use crate::http::head::{Framing, Head, Response};
+use crate::metrics::{Metrics, PROXY_REFUSALS};
+use crate::policy::{Policies, Request};
+
+/// Where to send traffic when the policy allows an upstream proxy.
+#[derive(Clone, Debug)]
+pub struct UpstreamProxy {
+    pub addr: String,
+}
+
+impl UpstreamProxy {
+    /// `HTTPS_PROXY`/`HTTP_PROXY` (either case), `http://HOST:PORT` only.
+    pub fn from_env() -> Option<UpstreamProxy> {
+        ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"]
+            .iter()
+            .find_map(|k| std::env::var(k).ok())
+            .and_then(|v| {
+                let rest = v.strip_prefix("http://")?;
+                let addr = rest.trim_end_matches('/').to_string();
+                (!addr.is_empty()).then_some(UpstreamProxy { addr })
+            })
+    }
+}
+
+/// What every connection handler shares.
+pub struct Ctx {
+    pub policies: Arc<Policies>,
+    pub resolver: Arc<Upstream>,
+    pub upstream_proxy: Option<UpstreamProxy>,
+    pub timeouts: crate::relay::Timeouts,
+    pub pool: pool::Pool,
+    pub metrics: Arc<Metrics>,
+    /// Client connections open at once, per listener.
+    pub max_connections: usize,
+}
+
+/// The default cap on client connections open at once, per listener.
+pub const MAX_CONNECTIONS: usize = 4096;
+
+/// Serves the proxy on `listener` until the runtime ends.
+pub fn serve(ctx: Arc<Ctx>, listener: tokio::net::TcpListener) {
+    let (cap, m) = (ctx.max_connections, ctx.metrics.clone());
+    crate::listener::accept_loop(listener, cap, m, move |s, _| {
+        let ctx = ctx.clone();
+        async move {
+            let _ = s.set_nodelay(true);
+            let total = ctx.timeouts.tunnel_total.min(crate::relay::CAP);
+            let _ = tokio::time::timeout(total, handle(&ctx, s)).await;
+        }
+    });
+}
+
+/// Writes a refusal (or a 400) with the reason, and `Connection: close`.
+pub(crate) async fn respond<S: AsyncWrite + Unpin>(
+    s: &mut S,
+    status: &str,
+    reason: &str,
+    revision: &str,
+) {
+    let body = format!("gatehouse: {reason}\n");
+    let msg = format!(
+        "HTTP/1.1 {status}\r\nX-Gatehouse-Reason: {reason}\r\nX-Gatehouse-Revision: {revision}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = s.write_all(msg.as_bytes()).await;
+    let _ = s.shutdown().await;
+}
+
+/// Decides `connect` for the target, resolves it, and checks the answers
+/// with `resolved`: the addresses that may be dialled, or the refusal
+/// reason.
+pub async fn vet(
+    ctx: &Ctx,
+    req: &mut Request<'_>,
+    host: &str,
+    port: u16,
+    via: Via,
+) -> Result<Vec<IpAddr>, String> {
+    let d = req.decide(&Query::Connect {
+        host: host.to_string(),
+        port: i64::from(port),
+        via,
+    });
+    if !d.is_allow() {
+        return Err(d.reason.as_str().to_string());
+    }
+    let found = ctx
+        .resolver
+        .addresses_for(host)
+        .await
+        .map_err(|_| "lookup_failed".to_string())?;
+    if !crate::authority::is_literal(host) {
+        let text: Vec<String> = found.addrs.iter().map(IpAddr::to_string).collect();
+        let d = req.decide(&Query::Resolved {
+            host: host.to_string(),
+            addrs: text,
+            port: Some(i64::from(port)),
+        });
+        if !d.is_allow() {
+            return Err(d.reason.as_str().to_string());
+        }
+        // Only answers the policy accepted are kept for later requests.
+        ctx.resolver.remember(host, &found);
+    }
+    if found.addrs.is_empty() {
+        return Err("lookup_failed".to_string());
+    }
+    Ok(found.addrs)
+}
+
+/// The upstream proxy, when there is one and the policy allows it.
+async fn via_upstream_proxy(ctx: &Ctx, req: &mut Request<'_>) -> Option<Result<TcpStream, String>> {
+    let up = ctx.upstream_proxy.as_ref()?;
+    if !req.decide(&Query::Upstream).is_allow() {
+        return None;
+    }
+    Some(
+        TcpStream::connect(&up.addr)
+            .await
+            .map_err(|_| "upstream_proxy_unreachable".to_string()),
+    )
+}
+
+/// Dials the first of `addrs` that answers.
+async fn dial(ctx: &Ctx, addrs: &[IpAddr], port: u16) -> Result<(TcpStream, SocketAddr), String> {
+    for ip in addrs {
+        let addr = SocketAddr::new(*ip, port);
+        if let Ok(Ok(s)) =
+            tokio::time::timeout(Duration::from_secs(10), TcpStream::connect(addr)).await
+        {
+            let _ = s.set_nodelay(true);
+            ctx.metrics.upstream_dialled.inc();
+            return Ok((s, addr));
+        }
+    }
+    Err("connect_failed".to_string())
+}
+
+/// Decides, resolves, checks the answers and dials: the stream to the
+/// target (directly, or through the upstream proxy: `true`), or the
+/// refusal reason. Used for tunnels (CONNECT, SOCKS), never pooled.
+pub async fn open(
+    ctx: &Ctx,
+    req: &mut Request<'_>,
+    host: &str,
+    port: u16,
+    via: Via,
+) -> Result<(TcpStream, bool), String> {
+    let addrs = vet(ctx, req, host, port, via).await?;
+    if let Some(s) = via_upstream_proxy(ctx, req).await {
+        return s.map(|s| (s, true));
+    }
+    dial(ctx, &addrs, port).await.map(|(s, _)| (s, false))
+}
+
+async fn handle(ctx: &Ctx, s: TcpStream) {
+    let mut client = Conn::new(s, ctx.timeouts.tunnel_idle);
+    let mut first = true;
+    loop {
+        // Between requests a kept-alive connection may idle for
+        // `keepalive_idle`; once a head starts, all of it must arrive
+        // within `first_bytes` (no slow-loris holding).
+        if !first && client.buffered().is_empty() {
+            match tokio::time::timeout(ctx.timeouts.keepalive_idle, client.fill()).await {
+                Ok(Ok(n)) if n > 0 => {}
+                _ => return,
+            }
+        }
+        let raw = tokio::time::timeout(ctx.timeouts.first_bytes, head::read_raw(&mut client)).await;
+        let head = match raw {
+            Ok(Ok(Some(raw))) => head::parse_request(&raw),
+            Ok(Ok(None)) if !first => return,
+            _ => None,
+        };
+        let mut req = ctx.policies.request();
+        let Some(head) = head else {
+            ctx.metrics.refusal("bad_request");
+            req.finish("-", "refused: bad_request");
+            respond(&mut client.io, "400 Bad Request", "bad_request", "-").await;
+            return;
+        };
+        if head.method.eq_ignore_ascii_case("CONNECT") {
+            ctx.metrics.connect_requests.inc();
+            connect::connect(ctx, &mut req, client, head).await;
+            return;
+        }
+        ctx.metrics.http_requests.inc();
+        if !forward(ctx, &mut req, &mut client, head).await {
+            return;
+        }
+        first = false;
+    }
+}
+
+/// Refuses with 403 (502 for upstream failures) and the reason, and logs
+/// the request. The connection is closed after.
+pub(crate) async fn refuse<S: AsyncWrite + Unpin>(
+    ctx: &Ctx,
+    req: &Request<'_>,
+    client: &mut S,
+    what: &str,
+    reason: &str,
+) {
+    let rev = crate::policy::short(req.revision()).to_string();
+    let status = if matches!(
+        reason,
+        "connect_failed"
+            | "lookup_failed"
+            | "upstream_proxy_unreachable"
+            | "upstream_proxy_refused"
+            | "bad_gateway"
+    ) {
+        "502 Bad Gateway"
+    } else if matches!(reason, "bad_request" | "target_outside_tunnel") {
+        "400 Bad Request"
+    } else {
+        "403 Forbidden"
+    };
+    if PROXY_REFUSALS.contains(&reason) {
+        ctx.metrics.refusal(reason);
+    }
+    req.finish(what, &format!("refused: {reason}"));
+    respond(client, status, reason, &rev).await;
+}
+
+/// The host and port of an absolute `http://` target (scheme in any case);
+/// `Err` is the refusal reason.
+fn absolute_http_target(target: &str) -> Result<(String, u16), &'static str> {
+    let Some((scheme, rest)) = target.split_once("://") else {
+        return Err("absolute_form_required");
+    };
+    if !scheme.eq_ignore_ascii_case("http") {
+        return Err("absolute_form_required");
+    }
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if authority.contains('@') || authority.is_empty() {
+        return Err("invalid_host");
+    }
+    split_authority(authority, 80).ok_or("invalid_host")
+}
+
+/// One proxied request; whether the client connection may carry another.
+async fn forward(
+    ctx: &Ctx,
+    req: &mut Request<'_>,
+    client: &mut Conn<TcpStream>,
+    head: Head,
+) -> bool {
+    let what = format!("{} {}", head.method, head.target);
+    let (host, port) = match absolute_http_target(&head.target) {
+        Ok(hp) => hp,
+        Err(reason) => {
+            refuse(ctx, req, &mut client.io, &what, reason).await;
+            return false;
+        }
+    };
+    if !host_agrees(&head, &host, port, 80) {
+        refuse(ctx, req, &mut client.io, &what, "host_mismatch").await;
+        return false;
+    }
+    let addrs = match vet(ctx, req, &host, port, Via::Http).await {
+        Ok(a) => a,
+        Err(reason) => {
+            refuse(ctx, req, &mut client.io, &what, &reason).await;
+            return false;
+        }
+    };
+    // Through the upstream proxy: absolute-form, one request per
+    // connection. Directly: a pooled connection to a vetted address, or a
+    // new one.
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let (stream, pooled_at, reused, absolute) = match via_upstream_proxy(ctx, req).await {
+            Some(Ok(s)) => (s, None, false, true),
+            Some(Err(reason)) => {
+                refuse(ctx, req, &mut client.io, &what, &reason).await;
+                return false;
+            }
+            None => match ctx.pool.take(&host, &addrs, port).filter(|_| tries == 1) {
+                Some((s, at)) => {
+                    ctx.metrics.upstream_reused.inc();
+                    (s, Some(at), true, false)
+                }
+                None => match dial(ctx, &addrs, port).await {
+                    Ok((s, at)) => (s, Some(at), false, false),
+                    Err(reason) => {
+                        refuse(ctx, req, &mut client.io, &what, &reason).await;
+                        return false;
+                    }
+                },
+            },
+        };
+        if tries == 1 {
+            req.finish(&what, "forwarded");
+        }
+        let mut up = Conn::new(stream, ctx.timeouts.tunnel_idle);
+        let keep_upstream = pooled_at.is_some();
+        match exchange(ctx, client, &mut up, &head, absolute, keep_upstream, reused).await {
+            Exchange::Done {
+                client_keep,
+                upstream_keep,
+            } => {
+                if let (true, Some(at)) = (upstream_keep, pooled_at) {
+                    ctx.pool.put(&host, at, up.io);
+                }
+                return client_keep;
+            }
+            // A pooled connection the server had closed: the request (no
+            // body, nothing answered yet) goes once more on a new one.
+            Exchange::Retry if tries == 1 => continue,
+            Exchange::Retry | Exchange::BadGateway => {
+                refuse(ctx, req, &mut client.io, &what, "bad_gateway").await;
+                return false;
+            }
+            Exchange::Failed => return false,
+        }
+    }
+}
+
+/// How one request and its response went.
+pub(crate) enum Exchange {
+    /// Complete; whether each side may carry another message.
+    Done {
+        client_keep: bool,
+        upstream_keep: bool,
+    },
+    /// A reused upstream connection failed before any byte of a response;
+    /// the request had no body, so it can be sent again.
+    Retry,
+    /// The upstream's response is missing or malformed; nothing of it
+    /// reached the client.
+    BadGateway,
+    /// Failed midway (a malformed request body, a client gone, a response
+    /// cut short): close both.
+    Failed,
+}
+
+/// Sends `head` (and its body, by its framing) upstream and the response
+/// back, by the response's framing.
+pub(crate) async fn exchange(
+    ctx: &Ctx,
+    client: &mut Conn<TcpStream>,
+    up: &mut Conn<TcpStream>,
+    head: &Head,
+    absolute: bool,
+    keep_upstream: bool,
+    reused: bool,
+) -> Exchange {
+    let framing = head.framing();
+    let retryable = reused && framing == Framing::None;
+    let expect = head
+        .header("Expect")
+        .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"));
+    if up
+        .write_all(&rebuild_request(head, absolute, keep_upstream))
+        .await
+        .is_err()
+    {
+        return if retryable {
+            Exchange::Retry
+        } else {
+            Exchange::BadGateway
+        };
+    }
+    // The proxy answers `Expect: 100-continue` itself (it was decided) and
+    // does not pass the expectation on.
+    if expect
+        && framing != Framing::None
+        && client
+            .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+            .await
+            .is_err()
+    {
+        return Exchange::Failed;
+    }
+    match client.copy_body(&mut up.io, framing).await {
+        Ok(n) => ctx.metrics.tunnel_bytes_up.add(n),
+        Err(_) => return Exchange::Failed,
+    }
+    loop {
+        let raw = match head::read_raw(up).await {
+            Ok(Some(raw)) => raw,
+            Ok(None) | Err(conn::ReadError::Io) if retryable => return Exchange::Retry,
+            _ => return Exchange::BadGateway,
+        };
+        let Some(resp) = head::parse_response(&raw) else {
+            return Exchange::BadGateway;
+        };
+        if (100..200).contains(&resp.code) {
+            // No upgrade is ever asked for, so a 101 is a broken server.
+            if resp.code == 101 {
+                return Exchange::BadGateway;
+            }
+            if head.version == "HTTP/1.1"
+                && !(expect && resp.code == 100)
+                && client
+                    .write_all(&rebuild_response(&resp, true))
+                    .await
+                    .is_err()
+            {
+                return Exchange::Failed;
+            }
+            continue;
+        }
+        let rf = resp.framing(&head.method);
+        let client_keep = head.keep_alive() && rf != Framing::Close;
+        if client
+            .write_all(&rebuild_response(&resp, client_keep))
+            .await
+            .is_err()
+        {
+            return Exchange::Failed;
+        }
+        match up.copy_body(&mut client.io, rf).await {
+            Ok(n) => ctx.metrics.tunnel_bytes_down.add(n),
+            Err(_) => return Exchange::Failed,
+        }
+        let upstream_keep =
+            keep_upstream && resp.keep_alive() && rf != Framing::Close && up.buffered().is_empty();
+        return Exchange::Done {
+            client_keep,
+            upstream_keep,
+        };
+    }
+}
+
+/// Hop-by-hop fields (RFC 9110 §7.6.1), the proxy's own, and those a
+/// `Connection` header names: none is passed on.
+fn hop_by_hop(headers: &[(String, String)]) -> Vec<String> {
+    let mut names: Vec<String> = [
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "proxy-authorization",
+        "proxy-authenticate",
+        "te",
+        "trailer",
+        "upgrade",
+        "expect",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for (k, v) in headers {
+        if k.eq_ignore_ascii_case("connection") {
+            names.extend(v.split(',').map(|t| t.trim().to_ascii_lowercase()));
+        }
+    }
+    names
+}
+
+/// A request head written out again: origin-form unless `absolute`, hop-by-
+/// hop fields dropped (the framing fields stay: the body is sent in the
+/// same framing), and `Connection: close` unless the upstream connection is
+/// to be kept.
+fn rebuild_request(h: &Head, absolute: bool, keep: bool) -> Vec<u8> {
+    let target = if absolute {
+        h.target.clone()
+    } else {
+        origin_form(&h.target)
+    };
+    let mut out = format!("{} {} {}\r\n", h.method, target, h.version);
+    push_fields(&mut out, &h.headers, keep);
+    out.into_bytes()
+}
+
+/// A response head for the client: hop-by-hop fields dropped, and
+/// `Connection: close` unless the client connection is kept.
+fn rebuild_response(r: &Response, keep: bool) -> Vec<u8> {
+    let mut out = format!("HTTP/1.1 {} {}\r\n", r.code, r.reason);
+    push_fields(&mut out, &r.headers, keep);
+    out.into_bytes()
+}
+
+fn push_fields(out: &mut String, headers: &[(String, String)], keep: bool) {
+    let drop = hop_by_hop(headers);
+    for (k, v) in headers {
+        if drop.iter().any(|d| k.eq_ignore_ascii_case(d)) {
+            continue;
+        }
+        out.push_str(k);
+        out.push_str(": ");
+        out.push_str(v);
+        out.push_str("\r\n");
+    }
+    if !keep {
+        out.push_str("Connection: close\r\n");
+    }
+    out.push_str("\r\n");
+}
+
+/// A target in origin-form: an absolute `SCHEME://authority/path?q` (any
+/// case) becomes `/path?q`; anything else stays as it is.
+fn origin_form(target: &str) -> String {
+    match target.split_once("://") {
+        Some((scheme, rest)) if scheme.bytes().all(|c| c.is_ascii_alphabetic()) => {
+            match rest.find(['/', '?']) {
+                Some(i) if rest.get(i..i + 1) == Some("?") => {
+                    format!("/{}", rest.get(i..).unwrap_or(""))
+                }
+                Some(i) => rest.get(i..).unwrap_or("/").to_string(),
+                None => "/".to_string(),
+            }
+        }
+        _ => target.to_string(),
+    }
+}
+
+/// Whether a request's `Host` names `host:port` (a `Host` without a port
+/// means `default_port`). HTTP/1.0 may leave `Host` out: the target's host
+/// stands for it then (HTTP/1.1 may not).
+pub(crate) fn host_agrees(h: &Head, host: &str, port: u16, default_port: u16) -> bool {
+    match h.header("Host") {
+        Some(v) => split_authority(v, default_port)
+            .is_some_and(|(hh, hp)| same_host(&hh, host) && hp == port),
+        None => h.version == "HTTP/1.0",
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets() {
+        assert_eq!(
+            absolute_http_target("HTTP://a.test:81/x"),
+            Ok(("a.test".into(), 81))
+        );
+        assert_eq!(
+            absolute_http_target("http://a.test?q"),
+            Ok(("a.test".into(), 80))
+        );
+        assert_eq!(absolute_http_target("/x"), Err("absolute_form_required"));
+        assert_eq!(
+            absolute_http_target("https://a.test/"),
+            Err("absolute_form_required")
+        );
+        assert_eq!(
+            absolute_http_target("http://u@a.test/"),
+            Err("invalid_host")
+        );
+        assert_eq!(absolute_http_target("http:///x"), Err("invalid_host"));
+        assert_eq!(origin_form("HTTPS://a.test:1/p?q"), "/p?q");
+        assert_eq!(origin_form("http://a.test?q"), "/?q");
+        assert_eq!(origin_form("http://a.test"), "/");
+        assert_eq!(origin_form("/p"), "/p");
+    }
+
+    #[test]
+    fn hop_by_hop_fields_are_dropped() {
+        let h = head::parse_request(
+            b"GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\nConnection: keep-alive, X-Secret\r\nX-Secret: 1\r\nProxy-Authorization: basic x\r\nExpect: 100-continue\r\nX-Keep: 2",
+        )
+        .expect("parses");
+        let out = String::from_utf8(rebuild_request(&h, false, true)).expect("utf-8");
+        assert_eq!(out, "GET / HTTP/1.1\r\nHost: a.test\r\nX-Keep: 2\r\n\r\n");
+        let out = String::from_utf8(rebuild_request(&h, true, false)).expect("utf-8");
+        assert!(
+            out.starts_with("GET http://a.test/ HTTP/1.1\r\n")
+                && out.ends_with("Connection: close\r\n\r\n")
+        );
+    }
+}

@@ -1,0 +1,99 @@
+//! Idle upstream connections, kept per host and vetted address for reuse.
+//!
+//! A connection is taken only for an address that the request's own
+//! `resolved` check has just accepted, and for the same host name it was
+//! opened for: reuse never skips a decision and never carries one host's
+//! request on a connection opened for another. A connection the server has
+//! closed (or sent unasked bytes on) is dropped when found.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::net::TcpStream;
+
+use crate::metrics::Metrics;
+
+/// Idle connections kept per host and address.
+pub const MAX_IDLE_PER_KEY: usize = 32;
+/// Idle connections kept in all.
+pub const MAX_IDLE: usize = 1024;
+/// How long an idle connection is kept (below common servers' keep-alive
+/// timeouts, nginx's 75 s among them, so that the server rarely closes one
+/// first).
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+
+type Key = (String, SocketAddr);
+
+pub struct Pool {
+    idle: Mutex<HashMap<Key, Vec<(TcpStream, Instant)>>>,
+    metrics: Arc<Metrics>,
+}
+
+impl Pool {
+    pub fn new(metrics: Arc<Metrics>) -> Self {
+        Pool {
+            idle: Mutex::new(HashMap::new()),
+            metrics,
+        }
+    }
+
+    fn key(host: &str, addr: SocketAddr) -> Key {
+        (host.trim_end_matches('.').to_ascii_lowercase(), addr)
+    }
+
+    /// An idle, live connection to `host` at one of `addrs` (in their
+    /// order) and `port`.
+    pub fn take(&self, host: &str, addrs: &[IpAddr], port: u16) -> Option<(TcpStream, SocketAddr)> {
+        let mut idle = self.idle.lock().ok()?;
+        for ip in addrs {
+            let addr = SocketAddr::new(*ip, port);
+            let key = Self::key(host, addr);
+            let Some(list) = idle.get_mut(&key) else {
+                continue;
+            };
+            while let Some((s, since)) = list.pop() {
+                self.metrics.pool_idle.dec();
+                if since.elapsed() < IDLE_TIMEOUT && alive(&s) {
+                    return Some((s, addr));
+                }
+            }
+            idle.remove(&key);
+        }
+        None
+    }
+
+    /// Keeps `s` for reuse, unless the pool is full.
+    pub fn put(&self, host: &str, addr: SocketAddr, s: TcpStream) {
+        let Ok(mut idle) = self.idle.lock() else {
+            return;
+        };
+        let total: usize = idle.values().map(Vec::len).sum();
+        if total >= MAX_IDLE {
+            // Full: drop what has expired, and keep this one only if that
+            // made room.
+            idle.retain(|_, list| {
+                list.retain(|(_, since)| since.elapsed() < IDLE_TIMEOUT);
+                !list.is_empty()
+            });
+            let now: usize = idle.values().map(Vec::len).sum();
+            self.metrics.pool_idle.set(now as i64);
+            if now >= MAX_IDLE {
+                return;
+            }
+        }
+        let list = idle.entry(Self::key(host, addr)).or_default();
+        if list.len() < MAX_IDLE_PER_KEY {
+            list.push((s, Instant::now()));
+            self.metrics.pool_idle.inc();
+        }
+    }
+}
+
+/// An idle connection is live when a read would block: no EOF, no error,
+/// and no bytes the server sent unasked.
+fn alive(s: &TcpStream) -> bool {
+    let mut b = [0u8; 1];
+    matches!(s.try_read(&mut b), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+}

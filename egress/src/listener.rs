@@ -1,0 +1,133 @@
+//! Accepting connections: a cap on open connections per listener, a back-off
+//! when the process is out of descriptors, and the descriptor budget checked
+//! at start.
+//!
+//! An `accept()` that fails with EMFILE or ENFILE leaves the connection in
+//! the kernel's queue, so retrying at once spins on the same error: the loop
+//! sleeps instead (doubling from 5 ms to 500 ms), and the cap keeps the
+//! proxy's own connections from getting there in the first place.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::metrics::Metrics;
+
+/// Accepts on `listener` until the runtime ends, each connection handled on
+/// its own task, at most `cap` at once (more wait in the kernel's accept
+/// queue).
+pub fn accept_loop<F, Fut>(listener: TcpListener, cap: usize, metrics: Arc<Metrics>, handle: F)
+where
+    F: Fn(TcpStream, SocketAddr) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let slots = Arc::new(tokio::sync::Semaphore::new(cap.max(1)));
+    tokio::spawn(async move {
+        let mut backoff = Duration::ZERO;
+        loop {
+            let Ok(permit) = slots.clone().acquire_owned().await else {
+                return;
+            };
+            match listener.accept().await {
+                Ok((s, peer)) => {
+                    backoff = Duration::ZERO;
+                    let work = handle(s, peer);
+                    let m = metrics.clone();
+                    m.open_connections.inc();
+                    tokio::spawn(async move {
+                        work.await;
+                        m.open_connections.dec();
+                        drop(permit);
+                    });
+                }
+                Err(e) => {
+                    drop(permit);
+                    if out_of_resources(&e) {
+                        metrics.accept_backoffs.inc();
+                        backoff = (backoff * 2)
+                            .clamp(Duration::from_millis(5), Duration::from_millis(500));
+                        tokio::time::sleep(backoff).await;
+                    }
+                    // Anything else (a connection reset before it was
+                    // accepted) concerns that connection only.
+                }
+            }
+        }
+    });
+}
+
+/// EMFILE, ENFILE, ENOBUFS, ENOMEM: retrying at once would fail again.
+fn out_of_resources(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(23 | 24 | 105 | 12))
+}
+
+/// The descriptors the proxy may need at once with `cap` connections per
+/// listener: two per HTTP connection (client and upstream), three per SOCKS
+/// connection (a UDP relay adds one), one per DNS-over-TCP connection, the
+/// idle upstream pool, and a reserve for the listeners, the log and the
+/// resolver.
+pub fn descriptors_needed(
+    cap: usize,
+    socks: bool,
+    dns_tcp_cap: Option<usize>,
+    pool_cap: usize,
+) -> u64 {
+    let per = 2 + if socks { 3 } else { 0 };
+    (per * cap + dns_tcp_cap.unwrap_or(0) + pool_cap + 64) as u64
+}
+
+/// The connection cap per listener: `asked` if the descriptor limit (raised
+/// to the hard limit first) holds it, else an error; when nothing was
+/// asked, the default cap or the largest that the limit holds, whichever is
+/// smaller (at least 16).
+pub fn connection_cap(
+    asked: Option<usize>,
+    default: usize,
+    socks: bool,
+    dns_tcp_cap: Option<usize>,
+    pool_cap: usize,
+) -> Result<usize, String> {
+    let limit = raise_descriptor_limit();
+    let needed = |cap| descriptors_needed(cap, socks, dns_tcp_cap, pool_cap);
+    match asked {
+        Some(cap) if needed(cap) > limit => Err(format!(
+            "--max-connections {cap} needs up to {} file descriptors, but the limit is {limit} \
+             (raise it with `ulimit -n`, or lower --max-connections)",
+            needed(cap)
+        )),
+        Some(cap) => Ok(cap),
+        None => {
+            let mut cap = default;
+            while cap > 16 && needed(cap) > limit {
+                cap /= 2;
+            }
+            if needed(cap) > limit {
+                return Err(format!(
+                    "the descriptor limit {limit} is too low to serve even {cap} connections (raise it with `ulimit -n`)"
+                ));
+            }
+            Ok(cap)
+        }
+    }
+}
+
+/// Raises the soft descriptor limit to the hard one; the limit in force.
+pub fn raise_descriptor_limit() -> u64 {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let lim = getrlimit(Resource::Nofile);
+    let hard = lim.maximum;
+    if lim.current != hard {
+        // Best effort: a refusal leaves the soft limit, checked below.
+        let _ = setrlimit(
+            Resource::Nofile,
+            rustix::process::Rlimit {
+                current: hard,
+                maximum: hard,
+            },
+        );
+    }
+    getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX)
+}

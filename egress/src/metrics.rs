@@ -1,0 +1,316 @@
+//! Counters and gauges, served in the Prometheus text format (version
+//! 0.0.4) on `--metrics ADDR` at `GET /metrics`.
+//!
+//! Every number is an atomic updated on the hot path without a lock;
+//! decisions are counted per reason code in a fixed table.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+use gatehouse::Reason;
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpListener;
+
+/// A counter (only goes up).
+#[derive(Default)]
+pub struct Counter(AtomicU64);
+
+impl Counter {
+    pub fn inc(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+    pub fn add(&self, n: u64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// A gauge (up and down).
+#[derive(Default)]
+pub struct Gauge(AtomicI64);
+
+impl Gauge {
+    pub fn inc(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+    pub fn dec(&self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+    pub fn set(&self, v: i64) {
+        self.0.store(v, Ordering::Relaxed);
+    }
+    pub fn get(&self) -> i64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// The proxy's refusals that are not engine decisions.
+pub const PROXY_REFUSALS: &[&str] = &[
+    "bad_request",
+    "absolute_form_required",
+    "invalid_host",
+    "host_mismatch",
+    "sni_mismatch",
+    "sni_missing",
+    "encrypted_client_hello",
+    "unrecognised_protocol",
+    "target_outside_tunnel",
+    "first_bytes_timeout",
+    "lookup_failed",
+    "connect_failed",
+    "bad_gateway",
+    "upstream_proxy_unreachable",
+    "upstream_proxy_refused",
+    "other",
+];
+
+/// Every metric of one daemon.
+pub struct Metrics {
+    /// Requests by kind: HTTP requests (every one on a kept-alive
+    /// connection), CONNECT tunnels, SOCKS connections, DNS questions.
+    pub http_requests: Counter,
+    pub connect_requests: Counter,
+    pub socks_requests: Counter,
+    pub dns_questions: Counter,
+    allow: Vec<Counter>,
+    deny: Vec<Counter>,
+    refusals: Vec<Counter>,
+    pub open_connections: Gauge,
+    pub tunnel_bytes_up: Counter,
+    pub tunnel_bytes_down: Counter,
+    pub upstream_reused: Counter,
+    pub upstream_dialled: Counter,
+    pub pool_idle: Gauge,
+    pub resolver_cache_entries: Gauge,
+    pub dns_upstream_inflight: Gauge,
+    pub reloads: Counter,
+    pub reload_failures: Counter,
+    pub accept_backoffs: Counter,
+    pub log_dropped: Counter,
+    revision: std::sync::Mutex<String>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let n = Reason::ALL.len();
+        let counters = |n: usize| (0..n).map(|_| Counter::default()).collect();
+        Metrics {
+            http_requests: Counter::default(),
+            connect_requests: Counter::default(),
+            socks_requests: Counter::default(),
+            dns_questions: Counter::default(),
+            allow: counters(n),
+            deny: counters(n),
+            refusals: counters(PROXY_REFUSALS.len()),
+            open_connections: Gauge::default(),
+            tunnel_bytes_up: Counter::default(),
+            tunnel_bytes_down: Counter::default(),
+            upstream_reused: Counter::default(),
+            upstream_dialled: Counter::default(),
+            pool_idle: Gauge::default(),
+            resolver_cache_entries: Gauge::default(),
+            dns_upstream_inflight: Gauge::default(),
+            reloads: Counter::default(),
+            reload_failures: Counter::default(),
+            accept_backoffs: Counter::default(),
+            log_dropped: Counter::default(),
+            revision: std::sync::Mutex::new(String::new()),
+        }
+    }
+}
+
+impl Metrics {
+    /// Counts one engine decision.
+    pub fn decision(&self, allowed: bool, reason: Reason) {
+        let table = if allowed { &self.allow } else { &self.deny };
+        if let Some(c) = Reason::ALL
+            .iter()
+            .position(|r| *r == reason)
+            .and_then(|i| table.get(i))
+        {
+            c.inc();
+        }
+    }
+
+    /// Counts one refusal by the proxy itself (`reason` one of
+    /// [`PROXY_REFUSALS`]; anything else counts as `other`).
+    pub fn refusal(&self, reason: &str) {
+        let i = PROXY_REFUSALS
+            .iter()
+            .position(|r| *r == reason)
+            .unwrap_or(PROXY_REFUSALS.len() - 1);
+        if let Some(c) = self.refusals.get(i) {
+            c.inc();
+        }
+    }
+
+    pub fn set_revision(&self, rev: &str) {
+        if let Ok(mut r) = self.revision.lock() {
+            *r = rev.to_string();
+        }
+    }
+
+    /// The text exposition.
+    pub fn render(&self) -> String {
+        let mut o = String::new();
+        let counter = |o: &mut String, name: &str, help: &str, rows: &[(String, u64)]| {
+            let _ = writeln!(o, "# HELP gatehouse_egress_{name} {help}");
+            let _ = writeln!(o, "# TYPE gatehouse_egress_{name} counter");
+            for (labels, v) in rows {
+                let _ = writeln!(o, "gatehouse_egress_{name}{labels} {v}");
+            }
+        };
+        let kinds = [
+            ("http", &self.http_requests),
+            ("connect", &self.connect_requests),
+            ("socks5", &self.socks_requests),
+            ("dns", &self.dns_questions),
+        ];
+        let rows: Vec<(String, u64)> = kinds
+            .iter()
+            .map(|(k, c)| (format!("{{kind=\"{k}\"}}"), c.get()))
+            .collect();
+        counter(&mut o, "requests_total", "Requests by kind.", &rows);
+        let mut rows = Vec::new();
+        for (i, r) in Reason::ALL.iter().enumerate() {
+            for (outcome, table) in [("allow", &self.allow), ("deny", &self.deny)] {
+                let v = table.get(i).map_or(0, Counter::get);
+                if v > 0 {
+                    rows.push((
+                        format!("{{outcome=\"{outcome}\",reason=\"{}\"}}", r.as_str()),
+                        v,
+                    ));
+                }
+            }
+        }
+        counter(
+            &mut o,
+            "decisions_total",
+            "Engine decisions by outcome and reason code.",
+            &rows,
+        );
+        let rows: Vec<(String, u64)> = PROXY_REFUSALS
+            .iter()
+            .zip(&self.refusals)
+            .map(|(r, c)| (format!("{{reason=\"{r}\"}}"), c.get()))
+            .filter(|(_, v)| *v > 0)
+            .collect();
+        counter(
+            &mut o,
+            "proxy_refusals_total",
+            "Requests the proxy refused before or beside the engine (framing, agreement of names, upstream failures).",
+            &rows,
+        );
+        counter(
+            &mut o,
+            "tunnel_bytes_total",
+            "Bytes relayed in tunnels and forwarded bodies, by direction.",
+            &[
+                ("{direction=\"up\"}".into(), self.tunnel_bytes_up.get()),
+                ("{direction=\"down\"}".into(), self.tunnel_bytes_down.get()),
+            ],
+        );
+        counter(
+            &mut o,
+            "upstream_connections_total",
+            "Upstream connections used for forwarded requests: dialled, or reused from the pool.",
+            &[
+                ("{how=\"dialled\"}".into(), self.upstream_dialled.get()),
+                ("{how=\"reused\"}".into(), self.upstream_reused.get()),
+            ],
+        );
+        counter(
+            &mut o,
+            "reloads_total",
+            "Policy reloads, by result.",
+            &[
+                ("{result=\"ok\"}".into(), self.reloads.get()),
+                ("{result=\"refused\"}".into(), self.reload_failures.get()),
+            ],
+        );
+        counter(
+            &mut o,
+            "accept_backoffs_total",
+            "Accepts that failed for want of descriptors or memory and were retried after a pause.",
+            &[(String::new(), self.accept_backoffs.get())],
+        );
+        counter(
+            &mut o,
+            "log_dropped_total",
+            "Decision-log and access records dropped because the log writer fell behind.",
+            &[(String::new(), self.log_dropped.get())],
+        );
+        let gauge = |o: &mut String, name: &str, help: &str, v: i64| {
+            let _ = writeln!(o, "# HELP gatehouse_egress_{name} {help}");
+            let _ = writeln!(o, "# TYPE gatehouse_egress_{name} gauge");
+            let _ = writeln!(o, "gatehouse_egress_{name} {v}");
+        };
+        gauge(
+            &mut o,
+            "open_connections",
+            "Client connections open now (all listeners).",
+            self.open_connections.get(),
+        );
+        gauge(
+            &mut o,
+            "upstream_pool_idle",
+            "Idle upstream connections kept for reuse.",
+            self.pool_idle.get(),
+        );
+        gauge(
+            &mut o,
+            "resolver_cache_entries",
+            "Names in the answer cache.",
+            self.resolver_cache_entries.get(),
+        );
+        gauge(
+            &mut o,
+            "dns_upstream_inflight",
+            "Questions sent upstream and not yet answered.",
+            self.dns_upstream_inflight.get(),
+        );
+        let rev = self.revision.lock().map(|r| r.clone()).unwrap_or_default();
+        let _ = writeln!(
+            o,
+            "# HELP gatehouse_egress_policy_info The policy revision in force."
+        );
+        let _ = writeln!(o, "# TYPE gatehouse_egress_policy_info gauge");
+        let _ = writeln!(o, "gatehouse_egress_policy_info{{revision=\"{rev}\"}} 1");
+        o
+    }
+}
+
+/// Serves `GET /metrics` on `listener` until the runtime ends (anything
+/// else: 404). One short request per connection.
+pub fn serve(metrics: Arc<Metrics>, listener: TcpListener) {
+    let m2 = metrics.clone();
+    crate::listener::accept_loop(listener, 64, m2, move |s, _| {
+        let metrics = metrics.clone();
+        async move {
+            let mut conn = crate::http::conn::Conn::new(s, std::time::Duration::from_secs(5));
+            let head = tokio::time::timeout(
+                std::time::Duration::from_secs(5),
+                crate::http::head::read_raw(&mut conn),
+            )
+            .await;
+            let Ok(Ok(Some(raw))) = head else { return };
+            let ok = crate::http::head::parse_request(&raw).is_some_and(|h| {
+                h.method == "GET" && (h.target == "/metrics" || h.target.starts_with("/metrics?"))
+            });
+            let (status, body) = if ok {
+                ("200 OK", metrics.render())
+            } else {
+                ("404 Not Found", "not found\n".to_string())
+            };
+            let msg = format!(
+                "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = conn.io.write_all(msg.as_bytes()).await;
+            let _ = conn.io.shutdown().await;
+        }
+    });
+}
