@@ -164,7 +164,7 @@ pub async fn start(config: Config) -> Result<Running, String> {
             .clone()
             .map(|addr| http::UpstreamProxy { addr }),
         timeouts: config.timeouts,
-        pool: http::pool::Pool::new(metrics.clone()),
+        pool: http::pool::Pool::new(metrics.clone(), max_connections),
         metrics: metrics.clone(),
         max_connections,
     });

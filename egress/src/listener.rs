@@ -67,7 +67,7 @@ fn out_of_resources(e: &std::io::Error) -> bool {
 /// The descriptors the proxy may need at once with `cap` connections per
 /// listener: two per HTTP connection (client and upstream), three per SOCKS
 /// connection (a UDP relay adds one), one per DNS-over-TCP connection, the
-/// idle upstream pool, and a reserve for the listeners, the log and the
+/// idle upstream pool (at most `cap` connections), and a reserve for the listeners, the log and the
 /// resolver.
 pub fn descriptors_needed(
     cap: usize,
@@ -76,7 +76,7 @@ pub fn descriptors_needed(
     pool_cap: usize,
 ) -> u64 {
     let per = 2 + if socks { 3 } else { 0 };
-    (per * cap + dns_tcp_cap.unwrap_or(0) + pool_cap + 64) as u64
+    (per * cap + dns_tcp_cap.unwrap_or(0) + pool_cap.min(cap) + 64) as u64
 }
 
 /// The connection cap per listener: `asked` if the descriptor limit (raised

@@ -7,7 +7,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 
 use hickory_proto::op::{Message, MessageType, OpCode, ResponseCode};
-use hickory_proto::rr::{RData, Record, RecordType, rdata};
+use hickory_proto::rr::{Name, RData, Record, RecordType, rdata};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, UdpSocket};
 
@@ -18,16 +18,38 @@ pub struct FakeDns {
     pub asked: Arc<Mutex<Vec<String>>>,
 }
 
-/// Answers A/AAAA for the table's names (`("allowed.test", "127.0.0.1")`),
-/// NXDOMAIN for any other.
-pub async fn fake_dns(table: &[(&str, &str)]) -> std::io::Result<FakeDns> {
+/// What a scripted upstream answers to a question (the name in lowercase
+/// with its dot, and the type): a response code and records, or `None` to
+/// stay silent.
+pub type Answerer =
+    Arc<dyn Fn(&str, RecordType) -> Option<(ResponseCode, Vec<Record>)> + Send + Sync>;
+
+/// An A or AAAA record.
+pub fn addr_record(owner: &str, ip: IpAddr, ttl: u32) -> Option<Record> {
+    let name = Name::from_ascii(owner).ok()?;
+    let data = match ip {
+        IpAddr::V4(a) => RData::A(rdata::A(a)),
+        IpAddr::V6(a) => RData::AAAA(rdata::AAAA(a)),
+    };
+    Some(Record::from_rdata(name, ttl, data))
+}
+
+/// A CNAME record.
+pub fn cname_record(owner: &str, target: &str, ttl: u32) -> Option<Record> {
+    let name = Name::from_ascii(owner).ok()?;
+    let target = Name::from_ascii(target).ok()?;
+    Some(Record::from_rdata(
+        name,
+        ttl,
+        RData::CNAME(rdata::CNAME(target)),
+    ))
+}
+
+/// A fake upstream DNS server answering as `answer` says.
+pub async fn fake_dns_fn(answer: Answerer) -> std::io::Result<FakeDns> {
     let sock = UdpSocket::bind("127.0.0.1:0").await?;
     let addr = sock.local_addr()?;
     let asked = Arc::new(Mutex::new(Vec::new()));
-    let table: HashMap<String, IpAddr> = table
-        .iter()
-        .filter_map(|(n, a)| Some((format!("{n}."), a.parse().ok()?)))
-        .collect();
     let log = asked.clone();
     tokio::spawn(async move {
         let mut buf = vec![0u8; 4096];
@@ -42,20 +64,15 @@ pub async fn fake_dns(table: &[(&str, &str)]) -> std::io::Result<FakeDns> {
             if let Ok(mut l) = log.lock() {
                 l.push(name.clone());
             }
+            let Some((code, records)) = answer(&name.to_ascii_lowercase(), question.query_type())
+            else {
+                continue;
+            };
             let mut r = Message::new(q.metadata.id, MessageType::Response, OpCode::Query);
             r.add_query(question.clone());
-            match table.get(&name) {
-                Some(ip) => {
-                    let data = match (ip, question.query_type()) {
-                        (IpAddr::V4(a), RecordType::A) => Some(RData::A(rdata::A(*a))),
-                        (IpAddr::V6(a), RecordType::AAAA) => Some(RData::AAAA(rdata::AAAA(*a))),
-                        _ => None,
-                    };
-                    if let Some(d) = data {
-                        r.add_answer(Record::from_rdata(question.name().clone(), 60, d));
-                    }
-                }
-                None => r.metadata.response_code = ResponseCode::NXDomain,
+            r.metadata.response_code = code;
+            for rec in records {
+                r.add_answer(rec);
             }
             if let Ok(bytes) = r.to_vec() {
                 let _ = sock.send_to(&bytes, from).await;
@@ -63,6 +80,31 @@ pub async fn fake_dns(table: &[(&str, &str)]) -> std::io::Result<FakeDns> {
         }
     });
     Ok(FakeDns { addr, asked })
+}
+
+/// Answers A/AAAA for the table's names (`("allowed.test", "127.0.0.1")`),
+/// NXDOMAIN for any other.
+pub async fn fake_dns(table: &[(&str, &str)]) -> std::io::Result<FakeDns> {
+    let table: HashMap<String, IpAddr> = table
+        .iter()
+        .filter_map(|(n, a)| Some((format!("{n}."), a.parse().ok()?)))
+        .collect();
+    fake_dns_fn(Arc::new(move |name, kind| match table.get(name) {
+        Some(ip) => {
+            let fits = matches!(
+                (ip, kind),
+                (IpAddr::V4(_), RecordType::A) | (IpAddr::V6(_), RecordType::AAAA)
+            );
+            let records = if fits {
+                addr_record(name, *ip, 60).into_iter().collect()
+            } else {
+                Vec::new()
+            };
+            Some((ResponseCode::NoError, records))
+        }
+        None => Some((ResponseCode::NXDomain, Vec::new())),
+    }))
+    .await
 }
 
 /// An HTTP/1.1 server on 127.0.0.1 answering `200` with `body` to every

@@ -1456,3 +1456,508 @@ async fn kept_alive_connections_decide_every_request_and_pool_upstream() {
         .count();
     assert_eq!(forwarded, 5, "every request decided and recorded");
 }
+
+/// `dig` against the daemon's resolver: its output.
+async fn dig(server: SocketAddr, args: &[&str]) -> String {
+    let mut a = vec![
+        format!("@{}", server.ip()),
+        "-p".into(),
+        server.port().to_string(),
+        "+tries=1".into(),
+        "+time=3".into(),
+    ];
+    a.extend(args.iter().map(|s| s.to_string()));
+    run("dig", a).await.1
+}
+
+/// A scripted upstream whose answers the test changes as it goes: by name,
+/// the records to answer (A questions only; AAAA gets none).
+type Script = std::sync::Arc<
+    std::sync::Mutex<std::collections::HashMap<String, Vec<hickory_proto::rr::Record>>>,
+>;
+
+async fn scripted_dns() -> (FakeDns, Script) {
+    use hickory_proto::op::ResponseCode;
+    use hickory_proto::rr::RecordType;
+    let script: Script = Default::default();
+    let s = script.clone();
+    let dns = testing::fake_dns_fn(std::sync::Arc::new(move |name: &str, kind| {
+        if name.starts_with("silent.") {
+            return None;
+        }
+        let records = match kind {
+            RecordType::A => s.lock().unwrap().get(name).cloned(),
+            _ => Some(Vec::new()),
+        };
+        Some(match records {
+            Some(r) => (ResponseCode::NoError, r),
+            None => (ResponseCode::NXDomain, Vec::new()),
+        })
+    }))
+    .await
+    .unwrap();
+    (dns, script)
+}
+
+fn a_rec(owner: &str, ip: &str, ttl: u32) -> hickory_proto::rr::Record {
+    testing::addr_record(owner, ip.parse().unwrap(), ttl).unwrap()
+}
+
+/// CNAME chains and foreign records (issue 13, item 10): every name of a
+/// chain is decided with `dns`, records owned by names off the chain are
+/// dropped by the resolver and ignored by the proxy's own lookup.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cname_chains_are_decided_and_foreign_records_dropped() {
+    let dir = tempdir("cname");
+    let (dns, script) = scripted_dns().await;
+    let server = http_server().await;
+    let port = server.port();
+    {
+        let mut s = script.lock().unwrap();
+        // other.test → allowed.test: both allowed; a foreign record rides along.
+        s.insert(
+            "other.test.".into(),
+            vec![
+                testing::cname_record("other.test.", "allowed.test.", 60).unwrap(),
+                a_rec("allowed.test.", "127.0.0.1", 60),
+                a_rec("denied.test.", "127.0.0.9", 60),
+            ],
+        );
+        // allowed.test → denied.test.
+        s.insert(
+            "allowed.test.".into(),
+            vec![
+                testing::cname_record("allowed.test.", "denied.test.", 60).unwrap(),
+                a_rec("denied.test.", "127.0.0.1", 60),
+            ],
+        );
+        // private.test answered only with a record owned by another name.
+        s.insert(
+            "private.test.".into(),
+            vec![a_rec("denied.test.", "127.0.0.1", 60)],
+        );
+    }
+    let d = daemon(&dir, POLICY, dns.addr, None).await;
+    let resolver = d.dns.unwrap();
+    let out = dig(resolver, &["other.test", "A"]).await;
+    assert!(out.contains("status: NOERROR"), "{out}");
+    assert!(
+        out.contains("CNAME\tallowed.test.") && out.contains("127.0.0.1"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("127.0.0.9") && !out.contains("denied.test.\t"),
+        "{out}"
+    );
+    let out = dig(resolver, &["allowed.test", "A"]).await;
+    assert!(
+        out.contains("status: REFUSED") && !out.contains("127.0.0.1\n"),
+        "{out}"
+    );
+    let out = dig(resolver, &["private.test", "A"]).await;
+    assert!(
+        out.contains("status: NOERROR") && out.contains("ANSWER: 0"),
+        "{out}"
+    );
+    // The proxy's own lookup takes only the chain's records: private.test
+    // has no address of its own, so nothing is dialled.
+    let (_, status, reason, _) = curl(d.http, &[], &format!("http://private.test:{port}/")).await;
+    assert_eq!((status.as_str(), reason.as_str()), ("502", "lookup_failed"));
+    let (_, status, _, _) = curl(d.http, &[], &format!("http://other.test:{port}/")).await;
+    assert_eq!(status, "200");
+}
+
+/// The answer cache (issue 13, item 7): an answer the policy refused is
+/// never kept, a fresh answer replaces the old one, and expired entries
+/// are evicted (the metrics show the table shrink).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_answer_cache_replaces_keeps_only_vetted_answers_and_evicts() {
+    let dir = tempdir("cache");
+    let (dns, script) = scripted_dns().await;
+    // Two servers on one port: 127.0.0.1 says "old", 127.0.0.5 says "new".
+    let old = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = old.local_addr().unwrap().port();
+    let new = tokio::net::TcpListener::bind(("127.0.0.5", port))
+        .await
+        .unwrap();
+    for (l, body) in [(old, "old"), (new, "new")] {
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = l.accept().await {
+                tokio::spawn(async move {
+                    let mut b = [0u8; 4096];
+                    let _ = s.read(&mut b).await;
+                    let resp = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\n{body}"
+                    );
+                    let _ = s.write_all(resp.as_bytes()).await;
+                });
+            }
+        });
+    }
+    let policy = POLICY.replace(
+        "allow ip 127.0.0.1",
+        "allow ip 127.0.0.1\n    allow ip 127.0.0.5",
+    );
+    let d = daemon(&dir, &policy, dns.addr, None).await;
+    let url = format!("http://allowed.test:{port}/");
+    let set = |ip: &str, ttl: u32| {
+        script.lock().unwrap().insert(
+            "allowed.test.".into(),
+            vec![a_rec("allowed.test.", ip, ttl)],
+        );
+    };
+    // A private answer is refused, and not kept: once DNS moves on, the
+    // name works at once.
+    set("127.0.0.2", 300);
+    let (_, status, reason, _) = curl(d.http, &[], &url).await;
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("403", "non_public_resolution")
+    );
+    set("127.0.0.1", 1);
+    let (_, status, _, body) = curl(d.http, &[], &url).await;
+    assert_eq!(status, "200", "{body}");
+    assert!(body.ends_with("old"), "{body}");
+    // DNS moves to 127.0.0.5: after the TTL, the fresh answer replaces the
+    // old one, and only the new address is dialled.
+    set("127.0.0.5", 1);
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    let (_, status, _, body) = curl(d.http, &[], &url).await;
+    assert_eq!(status, "200", "{body}");
+    assert!(body.ends_with("new"), "{body}");
+    // Names resolved through the resolver fill the table; expired ones
+    // leave it.
+    {
+        let mut s = script.lock().unwrap();
+        for i in 0..40 {
+            s.insert(
+                format!("n{i}.other.test."),
+                vec![a_rec(&format!("n{i}.other.test."), "1.1.1.1", 1)],
+            );
+        }
+    }
+    let policy = policy.replace("allow domain other.test", "allow domain **.other.test");
+    std::fs::write(dir.join("egress.policy"), &policy).unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let names = dir.join("names.txt");
+    std::fs::write(
+        &names,
+        (0..40)
+            .map(|i| format!("n{i}.other.test A\n"))
+            .collect::<String>(),
+    )
+    .unwrap();
+    let out = dig(d.dns.unwrap(), &["-f", names.to_str().unwrap()]).await;
+    assert_eq!(out.matches("status: NOERROR").count(), 40, "{out}");
+    let metric = |text: &str, name: &str| -> i64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+            .unwrap_or(-1)
+    };
+    let scrape = || async {
+        run(
+            "curl",
+            vec![
+                "-s".into(),
+                format!("http://{}/metrics", d.metrics.unwrap()),
+            ],
+        )
+        .await
+        .1
+    };
+    let cached = metric(&scrape().await, "gatehouse_egress_resolver_cache_entries");
+    assert!(cached >= 40, "{cached}");
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    assert_eq!(
+        metric(&scrape().await, "gatehouse_egress_resolver_cache_entries"),
+        0
+    );
+}
+
+/// The binary with extra arguments, under a descriptor limit when given:
+/// (child, the HTTP proxy's address); the child has not necessarily started
+/// listening when it exits at once.
+fn spawn_limited(
+    policy: &Path,
+    dns: SocketAddr,
+    nofile: Option<u32>,
+    extra: &[String],
+) -> (std::process::Child, SocketAddr) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut args: Vec<String> = vec![
+        "--policy".into(),
+        policy.display().to_string(),
+        "--http".into(),
+        format!("127.0.0.1:{port}"),
+        "--upstream-dns".into(),
+        dns.to_string(),
+    ];
+    args.extend(extra.iter().cloned());
+    let bin = env!("CARGO_BIN_EXE_gatehouse-egress");
+    let child = match nofile {
+        Some(n) => Command::new("sh")
+            .arg("-c")
+            .arg(format!("ulimit -n {n} && exec \"$0\" \"$@\""))
+            .arg(bin)
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+        None => Command::new(bin)
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    };
+    (child, format!("127.0.0.1:{port}").parse().unwrap())
+}
+
+/// CPU seconds a process has used (utime + stime from /proc).
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = rest.split(' ').collect();
+    let ticks: f64 = f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap();
+    ticks / 100.0
+}
+
+fn open_descriptors(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+/// Out of descriptors (issue 13, items 5 and 6): a cap the descriptor limit
+/// cannot hold is refused at start; by default the cap fits the limit, so
+/// held connections queue instead of spinning the accept loop; idle
+/// DNS-over-TCP connections have a cap and a timeout of their own and
+/// cannot take the HTTP proxy down; and questions that upstream never
+/// answers share one socket instead of holding one each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn descriptor_exhaustion_neither_spins_nor_starves_the_proxy() {
+    let dir = tempdir("descriptors");
+    let (dns, script) = scripted_dns().await;
+    script.lock().unwrap().insert(
+        "allowed.test.".into(),
+        vec![a_rec("allowed.test.", "127.0.0.1", 60)],
+    );
+    let server = http_server().await;
+    let policy = dir.join("egress.policy");
+    std::fs::write(&policy, POLICY).unwrap();
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    // A cap the limit cannot hold: refused, with the reason.
+    let (child, _) = spawn_limited(
+        &policy,
+        dns.addr,
+        Some(512),
+        &["--max-connections".into(), "1000".into()],
+    );
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("file descriptors") && err.contains("--max-connections"),
+        "{err}"
+    );
+
+    // The default cap fits the limit.
+    let dns_port = std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let resolver: SocketAddr = format!("127.0.0.1:{dns_port}").parse().unwrap();
+    let (child, proxy) = spawn_limited(
+        &policy,
+        dns.addr,
+        Some(512),
+        &["--dns".into(), resolver.to_string()],
+    );
+    let child = Kill(child);
+    let pid = child.0.id();
+    for _ in 0..100 {
+        if TcpStream::connect(proxy).await.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let url = format!("http://allowed.test:{}/", server.port());
+    let (_, status, _, _) = curl(proxy, &[], &url).await;
+    assert_eq!(status, "200");
+
+    // 600 held proxy connections and 600 idle DNS-over-TCP connections,
+    // beyond what 512 descriptors hold.
+    // Connected all at once, each given a second (beyond the accept queue
+    // the kernel drops SYNs).
+    let mut tries = tokio::task::JoinSet::new();
+    for i in 0..1200 {
+        let to = if i % 2 == 0 { proxy } else { resolver };
+        tries.spawn(async move {
+            tokio::time::timeout(Duration::from_secs(1), TcpStream::connect(to)).await
+        });
+    }
+    let mut held = Vec::new();
+    while let Some(r) = tries.join_next().await {
+        if let Ok(Ok(Ok(s))) = r {
+            held.push(s);
+        }
+    }
+    assert!(held.len() > 500, "{}", held.len());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = cpu_seconds(pid);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let spent = cpu_seconds(pid) - before;
+    assert!(
+        spent < 0.5,
+        "the accept loops spin: {spent} s of CPU in 2 s"
+    );
+    assert!(open_descriptors(pid) <= 512);
+    // The held proxy connections hit the first-bytes deadline (10 s) and
+    // the DNS ones their idle timeout (10 s); then the proxy serves again,
+    // and so does the resolver over TCP.
+    drop(held);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (_, status, _, _) = curl(proxy, &[], &url).await;
+    assert_eq!(status, "200");
+    let out = dig(resolver, &["allowed.test", "A", "+tcp"]).await;
+    assert!(out.contains("status: NOERROR"), "{out}");
+
+    // 2 000 questions that upstream never answers: one upstream socket,
+    // not one each.
+    let base = open_descriptors(pid);
+    let sock = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    for i in 0..2000u16 {
+        let mut q = hickory_proto::op::Message::new(
+            i,
+            hickory_proto::op::MessageType::Query,
+            hickory_proto::op::OpCode::Query,
+        );
+        let name = hickory_proto::rr::Name::from_ascii("silent.allowed.test.").unwrap();
+        q.add_query(hickory_proto::op::Query::query(
+            name,
+            hickory_proto::rr::RecordType::A,
+        ));
+        let _ = sock.send_to(&q.to_vec().unwrap(), resolver).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let during = open_descriptors(pid);
+    assert!(
+        during <= base + 8,
+        "{base} descriptors before, {during} while 2000 questions wait"
+    );
+}
+
+/// Operability (issue 13, item 14): the metrics endpoint speaks the
+/// Prometheus text format and counts what happened, and every request's
+/// access record reaches the decision log beside its decisions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_and_access_records() {
+    let dir = tempdir("metrics");
+    let dns = fake_dns(&[("allowed.test", "127.0.0.1"), ("denied.test", "127.0.0.1")]).await;
+    let server = http_server().await;
+    let port = server.port();
+    let d = daemon(&dir, POLICY, dns.addr, None).await;
+    let (_, status, _, _) = curl(d.http, &[], &format!("http://allowed.test:{port}/")).await;
+    assert_eq!(status, "200");
+    let (_, status, _, _) = curl(d.http, &[], &format!("http://denied.test:{port}/")).await;
+    assert_eq!(status, "403");
+    let (_, status, _, _) = curl(
+        d.http,
+        &["-H", "X-A : 1"],
+        &format!("http://allowed.test:{port}/"),
+    )
+    .await;
+    assert_eq!(status, "400");
+    let (code, text) = run(
+        "curl",
+        vec![
+            "-s".into(),
+            "-f".into(),
+            format!("http://{}/metrics", d.metrics.unwrap()),
+        ],
+    )
+    .await;
+    assert_eq!(code, 0, "{text}");
+    let value = |series: &str| -> Option<f64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+    };
+    assert_eq!(
+        value("gatehouse_egress_requests_total{kind=\"http\"}"),
+        Some(2.0),
+        "{text}"
+    );
+    assert_eq!(
+        value("gatehouse_egress_proxy_refusals_total{reason=\"bad_request\"}"),
+        Some(1.0),
+        "{text}"
+    );
+    assert!(
+        value("gatehouse_egress_decisions_total{outcome=\"deny\",reason=\"denied_by_rule\"}")
+            >= Some(1.0),
+        "{text}"
+    );
+    assert!(
+        value("gatehouse_egress_decisions_total{outcome=\"allow\",reason=\"allowed_by_rule\"}")
+            >= Some(2.0),
+        "{text}"
+    );
+    assert!(
+        value("gatehouse_egress_open_connections").is_some(),
+        "{text}"
+    );
+    assert!(
+        value("gatehouse_egress_upstream_connections_total{how=\"dialled\"}") >= Some(1.0),
+        "{text}"
+    );
+    let rev = gatehouse_egress::policy::short(d.policies.store.load().revision()).to_string();
+    assert!(
+        text.contains(&format!("gatehouse_egress_policy_info{{revision=\"{}", rev)),
+        "{text}"
+    );
+    // Every series has its HELP and TYPE, every sample line is NAME{...} VALUE.
+    for l in text.lines().filter(|l| !l.starts_with('#')) {
+        let name = l.split(['{', ' ']).next().unwrap();
+        assert!(text.contains(&format!("# TYPE {name} ")), "{name}");
+        assert!(l.rsplit(' ').next().unwrap().parse::<f64>().is_ok(), "{l}");
+    }
+    let (_, status, _, _) = curl(d.metrics.unwrap(), &[], "http://anything.test/").await;
+    assert_eq!(status, "404");
+    // The decision log holds the access records too.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let log = std::fs::read_to_string(dir.join("decisions.jsonl")).unwrap();
+    let access: Vec<serde_json::Value> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v.get("access").cloned())
+        .collect();
+    let outcomes: Vec<&str> = access
+        .iter()
+        .filter_map(|a| a["outcome"].as_str())
+        .collect();
+    assert!(outcomes.contains(&"forwarded"), "{outcomes:?}");
+    assert!(
+        outcomes.contains(&"refused: denied_by_rule"),
+        "{outcomes:?}"
+    );
+    assert!(outcomes.contains(&"refused: bad_request"), "{outcomes:?}");
+    assert!(
+        access
+            .iter()
+            .all(|a| a["time"].as_str().is_some_and(|t| t.ends_with('Z')))
+    );
+}

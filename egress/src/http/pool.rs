@@ -29,13 +29,18 @@ type Key = (String, SocketAddr);
 pub struct Pool {
     idle: Mutex<HashMap<Key, Vec<(TcpStream, Instant)>>>,
     metrics: Arc<Metrics>,
+    /// At most this many idle connections in all.
+    cap: usize,
 }
 
 impl Pool {
-    pub fn new(metrics: Arc<Metrics>) -> Self {
+    /// A pool of at most `cap` idle connections (and never more than
+    /// [`MAX_IDLE`]).
+    pub fn new(metrics: Arc<Metrics>, cap: usize) -> Self {
         Pool {
             idle: Mutex::new(HashMap::new()),
             metrics,
+            cap: cap.min(MAX_IDLE),
         }
     }
 
@@ -70,7 +75,7 @@ impl Pool {
             return;
         };
         let total: usize = idle.values().map(Vec::len).sum();
-        if total >= MAX_IDLE {
+        if total >= self.cap {
             // Full: drop what has expired, and keep this one only if that
             // made room.
             idle.retain(|_, list| {
@@ -79,7 +84,7 @@ impl Pool {
             });
             let now: usize = idle.values().map(Vec::len).sum();
             self.metrics.pool_idle.set(now as i64);
-            if now >= MAX_IDLE {
+            if now >= self.cap {
                 return;
             }
         }
