@@ -116,16 +116,20 @@ pub async fn start(config: Config) -> Result<Running, String> {
         http::pool::MAX_IDLE,
     )?;
     let metrics = Arc::new(metrics::Metrics::default());
-    let sink: Arc<dyn gatehouse::log::DecisionSink> = match &config.log {
+    let sink: Option<Arc<dyn gatehouse::log::DecisionSink>> = match &config.log {
         Some(path) => {
             let f = std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
                 .open(path)
                 .map_err(|e| format!("{}: {e}", path.display()))?;
-            Arc::new(gatehouse::log::BackgroundSink::new(f, 65_536).map_err(|e| e.to_string())?)
+            let s = Arc::new(
+                gatehouse::log::BackgroundSink::new(f, 65_536).map_err(|e| e.to_string())?,
+            );
+            metrics.watch_log(s.clone());
+            Some(s)
         }
-        None => Arc::new(policy::Discard),
+        None => None,
     };
     let policies = Arc::new(policy::Policies::new(
         config.policy.clone(),
@@ -187,13 +191,21 @@ pub async fn start(config: Config) -> Result<Running, String> {
     };
     let dns = match config.dns {
         Some(a) => {
-            let udp = UdpSocket::bind(a)
-                .await
-                .map_err(|e| bind_err("dns", a, e))?;
-            let bound = udp.local_addr().map_err(|e| e.to_string())?;
-            let tcp = TcpListener::bind(bound)
-                .await
-                .map_err(|e| bind_err("dns (tcp)", bound, e))?;
+            // UDP and TCP on one port. With port 0 the kernel picks the UDP
+            // port, and the same TCP port may be in use: pick again.
+            let mut tries = 0;
+            let (udp, tcp, bound) = loop {
+                tries += 1;
+                let udp = UdpSocket::bind(a)
+                    .await
+                    .map_err(|e| bind_err("dns", a, e))?;
+                let bound = udp.local_addr().map_err(|e| e.to_string())?;
+                match TcpListener::bind(bound).await {
+                    Ok(tcp) => break (udp, tcp, bound),
+                    Err(_) if a.port() == 0 && tries < 20 => continue,
+                    Err(e) => return Err(bind_err("dns (tcp)", bound, e)),
+                }
+            };
             dns::serve(policies.clone(), resolver, udp, tcp, metrics.clone());
             Some(bound)
         }

@@ -89,7 +89,7 @@ pub struct Metrics {
     pub reloads: Counter,
     pub reload_failures: Counter,
     pub accept_backoffs: Counter,
-    pub log_dropped: Counter,
+    log: std::sync::OnceLock<Arc<gatehouse::log::BackgroundSink>>,
     revision: std::sync::Mutex<String>,
 }
 
@@ -116,7 +116,7 @@ impl Default for Metrics {
             reloads: Counter::default(),
             reload_failures: Counter::default(),
             accept_backoffs: Counter::default(),
-            log_dropped: Counter::default(),
+            log: std::sync::OnceLock::new(),
             revision: std::sync::Mutex::new(String::new()),
         }
     }
@@ -145,6 +145,11 @@ impl Metrics {
         if let Some(c) = self.refusals.get(i) {
             c.inc();
         }
+    }
+
+    /// The decision log whose dropped records are reported.
+    pub fn watch_log(&self, sink: Arc<gatehouse::log::BackgroundSink>) {
+        let _ = self.log.set(sink);
     }
 
     pub fn set_revision(&self, rev: &str) {
@@ -241,7 +246,7 @@ impl Metrics {
             &mut o,
             "log_dropped_total",
             "Decision-log and access records dropped because the log writer fell behind.",
-            &[(String::new(), self.log_dropped.get())],
+            &[(String::new(), self.log.get().map_or(0, |l| l.dropped()))],
         );
         let gauge = |o: &mut String, name: &str, help: &str, v: i64| {
             let _ = writeln!(o, "# HELP gatehouse_egress_{name} {help}");

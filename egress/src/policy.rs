@@ -19,6 +19,8 @@ pub struct Policies {
     pub name: Option<String>,
     pub store: PolicyStore,
     pub sink: Arc<dyn DecisionSink>,
+    /// Whether access records go to the sink (a decision log was given).
+    access_log: bool,
     /// Set by `--no-policy` (load tests only): every decision is an allow
     /// and nothing is logged, to show what the engine costs.
     pub bypass: bool,
@@ -86,7 +88,7 @@ impl Policies {
     pub fn new(
         path: PathBuf,
         name: Option<String>,
-        sink: Arc<dyn DecisionSink>,
+        log: Option<Arc<dyn DecisionSink>>,
         bypass: bool,
         keep_records: bool,
         metrics: Arc<crate::metrics::Metrics>,
@@ -98,7 +100,8 @@ impl Policies {
             path,
             name,
             store: PolicyStore::new(set),
-            sink,
+            access_log: log.is_some(),
+            sink: log.unwrap_or_else(|| Arc::new(Discard)),
             bypass,
             requests: AtomicU64::new(0),
             records: keep_records.then(Default::default),
@@ -188,7 +191,9 @@ impl Request<'_> {
     /// (`--log`, as `{"access": ...}` lines beside the decisions), and for
     /// refusals to stderr, at most [`STDERR_REFUSALS_PER_SECOND`] a second.
     pub fn finish(&self, what: &str, outcome: &str) {
-        if self.policies.bypass {
+        let refused = outcome.starts_with("refused") || outcome.starts_with("dropped");
+        let p = self.policies;
+        if p.bypass || !(p.access_log || p.records.is_some() || refused) {
             return;
         }
         let line = serde_json::json!({
@@ -198,14 +203,14 @@ impl Request<'_> {
             "outcome": outcome,
             "revisions": self.revisions,
         });
-        self.policies
-            .sink
-            .record_other(&serde_json::json!({ "access": &line }));
-        if let Some(records) = &self.policies.records {
+        if p.access_log {
+            p.sink.record_other(&serde_json::json!({ "access": &line }));
+        }
+        if let Some(records) = &p.records {
             if let Ok(mut r) = records.lock() {
                 r.push(line);
             }
-        } else if outcome.starts_with("refused") || outcome.starts_with("dropped") {
+        } else if refused {
             refusal_line(line.to_string());
         }
     }
