@@ -1,30 +1,12 @@
 //! Host and port as the proxy reads them from request targets, `Host`
 //! headers and `CONNECT` lines, and hosts compared as a resolver sees them.
 
-/// `HOST:PORT` (IPv6 in brackets) into the host (brackets kept) and port;
-/// no port means `default_port`.
+/// `HOST[:PORT]` (IPv6 in brackets) into the host (brackets kept) and
+/// port; no port means `default_port`. The engine's own splitting
+/// ([`gatehouse::normalize::split_authority`]): an unbracketed IPv6 address,
+/// a signed, empty or oversized port, or text after `]` is refused.
 pub fn split_authority(a: &str, default_port: u16) -> Option<(String, u16)> {
-    if let Some(rest) = a.strip_prefix('[') {
-        let (h, after) = rest.split_once(']')?;
-        let port = match after.strip_prefix(':') {
-            Some(p) => parse_port(p)?,
-            None if after.is_empty() => default_port,
-            None => return None,
-        };
-        return Some((format!("[{h}]"), port));
-    }
-    match a.rsplit_once(':') {
-        Some((h, p)) => Some((h.to_string(), parse_port(p)?)),
-        None => Some((a.to_string(), default_port)),
-    }
-}
-
-/// A port: 1 to 5 ASCII digits (no sign, no blanks), at most 65535.
-fn parse_port(p: &str) -> Option<u16> {
-    if p.is_empty() || p.len() > 5 || !p.bytes().all(|c| c.is_ascii_digit()) {
-        return None;
-    }
-    p.parse().ok()
+    gatehouse::normalize::split_authority(a, default_port).map(|(h, p)| (h.to_string(), p))
 }
 
 /// Hosts compared as a resolver would see them: ASCII case and one trailing
@@ -64,6 +46,7 @@ mod tests {
         assert_eq!(split_authority("a:b", 80), None);
         assert_eq!(split_authority("a:+80", 80), None);
         assert_eq!(split_authority("a:65536", 80), None);
+        assert_eq!(split_authority("::1", 80), None);
         assert!(same_host("A.Example.", "a.example"));
         assert!(!same_host("a.example", "b.example"));
         assert!(!same_host("", ""));

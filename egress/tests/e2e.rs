@@ -1836,8 +1836,11 @@ async fn descriptor_exhaustion_neither_spins_nor_starves_the_proxy() {
     let out = dig(resolver, &["allowed.test", "A", "+tcp"]).await;
     assert!(out.contains("status: NOERROR"), "{out}");
 
-    // 2 000 questions that upstream never answers: one upstream socket,
-    // not one each.
+    // An idle DNS-over-TCP connection is closed after its 10 s, while
+    // 2 000 questions that upstream never answers share one upstream
+    // socket instead of holding one each.
+    let mut idle = TcpStream::connect(resolver).await.unwrap();
+    let opened = std::time::Instant::now();
     let base = open_descriptors(pid);
     let sock = UdpSocket::bind("127.0.0.1:0").await.unwrap();
     for i in 0..2000u16 {
@@ -1858,6 +1861,14 @@ async fn descriptor_exhaustion_neither_spins_nor_starves_the_proxy() {
     assert!(
         during <= base + 8,
         "{base} descriptors before, {during} while 2000 questions wait"
+    );
+    let mut b = [0u8; 1];
+    let closed = tokio::time::timeout(Duration::from_secs(15), idle.read(&mut b)).await;
+    assert!(matches!(closed, Ok(Ok(0)) | Ok(Err(_))), "{closed:?}");
+    let after = opened.elapsed();
+    assert!(
+        after >= Duration::from_secs(9) && after < Duration::from_secs(13),
+        "{after:?}"
     );
 }
 

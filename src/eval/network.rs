@@ -282,7 +282,7 @@ impl Policy {
 
     /// May the proxy listen on `addr` (`IP:PORT`, IPv6 in brackets)?
     pub fn listen(&self, addr: &str) -> Decision {
-        let Ok((host, port)) = crate::syntax::split_host_port(addr) else {
+        let Ok((host, port)) = crate::normalize::split_host_port(addr) else {
             return Decision::deny(Reason::InvalidAddress, None);
         };
         let host = host

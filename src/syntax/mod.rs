@@ -11,7 +11,6 @@ mod parse;
 mod scan;
 
 pub use error::SyntaxError;
-pub(crate) use parse::split_host_port;
 pub use parse::{parse_file, parse_file_with, parse_query};
 
 #[derive(pest_derive::Parser)]

@@ -1539,32 +1539,23 @@ fn widen<T>(v: Spanned<T>, keyword: Span) -> Spanned<T> {
     }
 }
 
-/// Splits `HOST:PORT` (IPv6 in brackets) without judging the host.
-pub(crate) fn split_host_port(text: &str) -> Result<(&str, &str), (String, String)> {
-    if text.starts_with('[') {
-        if let Some(close) = text.find(']') {
-            let host = text.get(..=close).unwrap_or(text);
-            let rest = text.get(close + 1..).unwrap_or("");
-            if let Some(port) = rest.strip_prefix(':') {
-                return Ok((host, port));
-            }
-        }
-        return Err((
-            format!("`{text}` has no port"),
-            "write [IPV6]:PORT, for example `[::1]:443`".into(),
-        ));
-    }
-    match text.rsplit_once(':') {
-        Some((h, _)) if h.contains(':') => Err((
+/// Splits `HOST:PORT` for a query, with the message and help of a refusal.
+fn split_host_port(text: &str) -> Result<(&str, &str), (String, String)> {
+    use crate::normalize::HostPortError;
+    crate::normalize::split_host_port(text).map_err(|e| match e {
+        HostPortError::UnbracketedIpv6 => (
             format!("`{text}` is ambiguous: an IPv6 address needs brackets"),
             "write [IPV6]:PORT, for example `[::1]:443`".into(),
-        )),
-        Some((h, p)) => Ok((h, p)),
-        None => Err((
+        ),
+        _ if text.starts_with('[') => (
+            format!("`{text}` has no port"),
+            "write [IPV6]:PORT, for example `[::1]:443`".into(),
+        ),
+        _ => (
             format!("`{text}` has no port"),
             "write HOST:PORT, for example `github.com:443`".into(),
-        )),
-    }
+        ),
+    })
 }
 
 /// `443` or `8000-8999`, each from 1 to 65535.
