@@ -1318,6 +1318,20 @@ async fn every_request_on_a_connection_is_decided() {
             vec!["200"],
             1,
         ),
+        // A `Connection` header naming the length cannot strip it and turn
+        // the body into a request.
+        (
+            "connection names the length",
+            {
+                let inner = "GET /x HTTP/1.1\r\nHost: denied.test\r\n\r\n";
+                format!(
+                    "POST http://allowed.test:{port}/ HTTP/1.1\r\nHost: allowed.test:{port}\r\nConnection: Content-Length, close\r\nContent-Length: {}\r\n\r\n{inner}",
+                    inner.len()
+                )
+            },
+            vec!["200"],
+            1,
+        ),
         // A malformed chunk: the request is cut, nothing after it read.
         (
             "a malformed chunk",

@@ -199,7 +199,9 @@ async fn handle(ctx: &Ctx, s: TcpStream) {
         let raw = tokio::time::timeout(ctx.timeouts.first_bytes, head::read_raw(&mut client)).await;
         let head = match raw {
             Ok(Ok(Some(raw))) => head::parse_request(&raw),
-            Ok(Ok(None)) if !first => return,
+            // Closed before a byte: nothing was asked (a port probe, or the
+            // end of a kept-alive connection).
+            Ok(Ok(None)) => return,
             _ => None,
         };
         let mut req = ctx.policies.request();
@@ -307,7 +309,10 @@ async fn forward(
                 refuse(ctx, req, &mut client.io, &what, &reason).await;
                 return false;
             }
-            None => match ctx.pool.take(&host, &addrs, port).filter(|_| tries == 1) {
+            None => match (tries == 1)
+                .then(|| ctx.pool.take(&host, &addrs, port))
+                .flatten()
+            {
                 Some((s, at)) => {
                     ctx.metrics.upstream_reused.inc();
                     (s, Some(at), true, false)
@@ -321,9 +326,6 @@ async fn forward(
                 },
             },
         };
-        if tries == 1 {
-            req.finish(&what, "forwarded");
-        }
         let mut up = Conn::new(stream, ctx.timeouts.tunnel_idle);
         let keep_upstream = pooled_at.is_some();
         match exchange(ctx, client, &mut up, &head, absolute, keep_upstream, reused).await {
@@ -331,6 +333,7 @@ async fn forward(
                 client_keep,
                 upstream_keep,
             } => {
+                req.finish(&what, "forwarded");
                 if let (true, Some(at)) = (upstream_keep, pooled_at) {
                     ctx.pool.put(&host, at, up.io);
                 }
@@ -343,7 +346,10 @@ async fn forward(
                 refuse(ctx, req, &mut client.io, &what, "bad_gateway").await;
                 return false;
             }
-            Exchange::Failed => return false,
+            Exchange::Failed => {
+                req.finish(&what, "failed: cut short");
+                return false;
+            }
         }
     }
 }
@@ -456,7 +462,8 @@ pub(crate) async fn exchange(
 }
 
 /// Hop-by-hop fields (RFC 9110 §7.6.1), the proxy's own, and those a
-/// `Connection` header names: none is passed on.
+/// `Connection` header names (except the framing fields and `Host`): none
+/// is passed on.
 fn hop_by_hop(headers: &[(String, String)]) -> Vec<String> {
     let mut names: Vec<String> = [
         "connection",
@@ -474,7 +481,17 @@ fn hop_by_hop(headers: &[(String, String)]) -> Vec<String> {
     .collect();
     for (k, v) in headers {
         if k.eq_ignore_ascii_case("connection") {
-            names.extend(v.split(',').map(|t| t.trim().to_ascii_lowercase()));
+            // A `Connection` header never removes what frames the message
+            // or names its host: `Connection: content-length` would
+            // otherwise turn the body that follows into a request the proxy
+            // never decided.
+            names.extend(
+                v.split(',')
+                    .map(|t| t.trim().to_ascii_lowercase())
+                    .filter(|t| {
+                        !matches!(t.as_str(), "host" | "content-length" | "transfer-encoding")
+                    }),
+            );
         }
     }
     names
@@ -587,9 +604,20 @@ mod tests {
         .expect("parses");
         let out = String::from_utf8(rebuild_request(&h, false, true)).expect("utf-8");
         assert_eq!(out, "GET / HTTP/1.1\r\nHost: a.test\r\nX-Keep: 2\r\n\r\n");
+        // The framing fields and Host survive a `Connection` header naming
+        // them.
+        let h = head::parse_request(
+            b"POST http://a.test/ HTTP/1.1\r\nHost: a.test\r\nConnection: Content-Length, host, Transfer-Encoding\r\nContent-Length: 3",
+        )
+        .expect("parses");
+        let out = String::from_utf8(rebuild_request(&h, false, true)).expect("utf-8");
+        assert_eq!(
+            out,
+            "POST / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 3\r\n\r\n"
+        );
         let out = String::from_utf8(rebuild_request(&h, true, false)).expect("utf-8");
         assert!(
-            out.starts_with("GET http://a.test/ HTTP/1.1\r\n")
+            out.starts_with("POST http://a.test/ HTTP/1.1\r\n")
                 && out.ends_with("Connection: close\r\n\r\n")
         );
     }
