@@ -47,13 +47,7 @@ pub enum ArtifactError {
     Serialize(String),
 }
 
-/// Hex SHA-256 of some bytes.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
+pub use crate::digest::sha256_hex;
 
 impl PolicySet {
     /// The set as an artifact. A set that cannot be serialised (an

@@ -10,7 +10,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::syntax::ast::{AuthLevel, PromptCategory, RiskCategory, RiskLevel};
+use crate::vocab::{AuthLevel, PromptCategory, RiskCategory, RiskLevel};
 
 /// How a connection reaches the proxy (language spec §3, `via`).
 #[derive(Clone, Copy, Debug, Default, Eq, PartialEq, Hash, Serialize, Deserialize)]
@@ -193,7 +193,7 @@ mod wire {
     use serde::Deserialize;
 
     use super::{Annotations, Assessment, Query, Via};
-    use crate::syntax::ast::PromptCategory;
+    use crate::vocab::PromptCategory;
 
     #[derive(Clone, Copy, Deserialize)]
     #[serde(rename_all = "snake_case")]

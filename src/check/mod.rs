@@ -335,8 +335,7 @@ fn guardian(
     let mut patterns = Vec::new();
     let mut matcher = |m: &Matcher, diags: &mut Vec<Diagnostic>| match m {
         Matcher::CommandRegex(s) => {
-            match crate::compile::guardian::build_regex(std::slice::from_ref(&s.value), regex_bytes)
-            {
+            match crate::regexes::build_regex(std::slice::from_ref(&s.value), regex_bytes) {
                 Ok(_) => patterns.push(s.value.clone()),
                 Err(e) => diags.push(error(CheckError::Regex(e), s.span)),
             }
@@ -388,7 +387,7 @@ fn guardian(
             _ => {}
         }
     }
-    if crate::compile::guardian::build_regex(&patterns, regex_bytes).is_err() {
+    if crate::regexes::build_regex(&patterns, regex_bytes).is_err() {
         diags.push(error(CheckError::RegexTooBig, keyword));
     }
 }

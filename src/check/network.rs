@@ -273,7 +273,7 @@ fn ports_cover(outer: Option<&[PortRange]>, inner: Option<&[PortRange]>) -> bool
 fn overlaps_non_public(net: IpNet) -> bool {
     use crate::normalize::addr::{non_public_v4, non_public_v6_in_global};
     let overlap = |a: IpNet, b: IpNet| a.contains(&b.network()) || b.contains(&a.network());
-    let (v4s, v6) = crate::compile::prefixes::canonical_prefixes(net);
+    let (v4s, v6) = crate::normalize::addr::canonical_prefixes(net);
     let v4_hit = v4s
         .iter()
         .any(|n| non_public_v4().any(|p| overlap(IpNet::V4(*n), IpNet::V4(p))));

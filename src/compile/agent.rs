@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::eval::decision::RuleId;
+use crate::decision::RuleId;
 use crate::syntax::ast::{CommandEffect, McpMode};
 
 /// One `commands` rule: alternatives per position (position 0 is the
@@ -36,7 +36,7 @@ impl Commands {
     /// Whether a `forbid` or `prompt` rule names this program (for the
     /// raises of unknown scripts).
     pub fn raises_on(&self, word: &str) -> bool {
-        let name = crate::eval::known_safe::basename(word);
+        let name = crate::normalize::path::basename(word);
         [word, name].iter().any(|w| {
             self.by_program.get(*w).into_iter().flatten().any(|&i| {
                 self.rules

@@ -9,7 +9,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use serde::{Deserialize, Serialize};
 
 use super::ports::{Group, PortArena, PortQ};
-use crate::eval::decision::RuleId;
+use crate::decision::RuleId;
 use crate::normalize::pattern::DomainPattern;
 use crate::syntax::ast::{Effect, PortRange};
 

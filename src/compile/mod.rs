@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use self::domains::{DomainRule, DomainTrie};
 use self::prefixes::{Intervals, PrefixRule, rule_ranges};
-use crate::eval::decision::{RuleId, RuleRef, RuleTable};
+use crate::decision::{RuleId, RuleRef, RuleTable};
 use crate::normalize::pattern::DomainPattern;
 use crate::source::{SourceMap, Span};
 use crate::syntax::ast::*;
@@ -206,10 +206,7 @@ impl PolicySet {
         self.inner
             .revision
             .get_or_init(|| match self.canonical_bytes() {
-                Ok(bytes) => crate::artifact::sha256_hex(&bytes)
-                    .chars()
-                    .take(16)
-                    .collect(),
+                Ok(bytes) => crate::digest::sha256_hex(&bytes).chars().take(16).collect(),
                 Err(_) => {
                     static NEXT: std::sync::atomic::AtomicU64 =
                         std::sync::atomic::AtomicU64::new(0);

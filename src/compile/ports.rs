@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::eval::decision::RuleId;
+use crate::decision::RuleId;
 use crate::syntax::ast::PortRange;
 
 const NONE: u32 = u32::MAX;

@@ -8,11 +8,11 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 
-use ipnet::{IpNet, Ipv4Net, Ipv6Net};
+use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
 
 use super::ports::{Group, PortArena, PortQ};
-use crate::eval::decision::RuleId;
+use crate::decision::RuleId;
 use crate::syntax::ast::{Effect, PortRange};
 
 const NONE: u32 = u32::MAX;
@@ -199,23 +199,7 @@ fn bounds(net: IpNet) -> (u128, u128) {
     }
 }
 
-/// A rule prefix in canonical form: the IPv4 prefix it means and its IPv6
-/// self (spec §1). An IPv6 prefix applies to IPv4 only when it lies inside
-/// `::ffff:0:0/96`, and then means the IPv4 prefix it maps
-/// (`::ffff:10.0.0.0/104` is `10.0.0.0/8`); every other IPv6 prefix, `::/0`
-/// and `::/96` included, covers IPv6 addresses only.
-pub fn canonical_prefixes(net: IpNet) -> (Option<Ipv4Net>, Option<Ipv6Net>) {
-    let v6 = match net {
-        IpNet::V4(n) => return (Some(n), None),
-        IpNet::V6(n) => n,
-    };
-    // A mapped prefix is its IPv4 prefix alone: queries never carry a
-    // mapped IPv6 address (they are unmapped first).
-    match crate::normalize::addr::mapped_v4_prefix(v6) {
-        Some(v4) => (Some(v4), None),
-        None => (None, Some(v6)),
-    }
-}
+pub use crate::normalize::addr::canonical_prefixes;
 
 /// `[first, last]` of an address range, widened to `u128`.
 pub type Range = (u128, u128);
@@ -242,7 +226,7 @@ mod tests {
     use super::*;
 
     fn net(s: &str) -> IpNet {
-        s.parse().unwrap_or(IpNet::V4(Ipv4Net::default()))
+        s.parse().unwrap_or(IpNet::V4(ipnet::Ipv4Net::default()))
     }
 
     #[test]

@@ -22,10 +22,7 @@ pub fn trusted_name(program: &str) -> Option<&str> {
     }
 }
 
-/// The basename of any program path.
-pub fn basename(program: &str) -> &str {
-    program.rsplit('/').next().unwrap_or(program)
-}
+pub use crate::normalize::path::basename;
 
 /// How a known-safe program is judged.
 enum Check {

@@ -140,6 +140,24 @@ pub fn is_loopback(ip: IpAddr) -> bool {
     }
 }
 
+/// A rule prefix in canonical form: the IPv4 prefix it means and its IPv6
+/// self (spec §1). An IPv6 prefix applies to IPv4 only when it lies inside
+/// `::ffff:0:0/96`, and then means the IPv4 prefix it maps
+/// (`::ffff:10.0.0.0/104` is `10.0.0.0/8`); every other IPv6 prefix, `::/0`
+/// and `::/96` included, covers IPv6 addresses only.
+pub fn canonical_prefixes(net: ipnet::IpNet) -> (Option<ipnet::Ipv4Net>, Option<ipnet::Ipv6Net>) {
+    let v6 = match net {
+        ipnet::IpNet::V4(n) => return (Some(n), None),
+        ipnet::IpNet::V6(n) => n,
+    };
+    // A mapped prefix is its IPv4 prefix alone: queries never carry a
+    // mapped IPv6 address (they are unmapped first).
+    match mapped_v4_prefix(v6) {
+        Some(v4) => (Some(v4), None),
+        None => (None, Some(v6)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -73,6 +73,11 @@ fn resolve(path: &str, absolute: bool) -> String {
     }
 }
 
+/// The basename of any program path (`/usr/bin/git` → `git`).
+pub fn basename(program: &str) -> &str {
+    program.rsplit('/').next().unwrap_or(program)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -152,8 +152,8 @@ pub struct Decision {
     /// HTTP-style status; `403` on denied tool calls.
     pub status: Option<u16>,
     /// Review verdicts: the final risk and category.
-    pub risk: Option<crate::syntax::ast::RiskLevel>,
-    pub category: Option<crate::syntax::ast::RiskCategory>,
+    pub risk: Option<crate::vocab::RiskLevel>,
+    pub category: Option<crate::vocab::RiskCategory>,
 }
 
 impl Decision {

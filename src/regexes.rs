@@ -1,0 +1,62 @@
+//! The guardian's regex automata, built under size limits: shared by the
+//! checker (which reports a pattern that does not build) and the compiler
+//! (which builds them all into one automaton).
+
+use regex_automata::MatchKind;
+use regex_automata::meta::Regex;
+
+/// Limits of the guardian's regex automaton.
+pub const NFA_SIZE_LIMIT: usize = 2 * 1024 * 1024;
+pub const CACHE_CAPACITY: usize = 2 * 1024 * 1024;
+
+/// Builds the automaton for a list of patterns, with the limits above.
+pub fn build_regex(patterns: &[String], size_limit: usize) -> Result<Regex, String> {
+    if let Some(p) = patterns.iter().find(|p| has_property_class(p)) {
+        return Err(format!(
+            "`{p}` uses a Unicode property class (`\\p{{...}}` or `\\P{{...}}`), which guardian \
+             patterns do not support; write the class out, for example `[a-zA-Z]`"
+        ));
+    }
+    Regex::builder()
+        .configure(
+            Regex::config()
+                .match_kind(MatchKind::All)
+                .nfa_size_limit(Some(size_limit))
+                .hybrid_cache_capacity(CACHE_CAPACITY),
+        )
+        .build_many(patterns)
+        .map_err(|e| {
+            if let Some(limit) = e.size_limit() {
+                format!(
+                    "too big: the automaton may use at most {} KiB",
+                    limit / 1024
+                )
+            } else if let Some(se) = e.syntax_error() {
+                // The last line of regex-syntax's report says what is wrong.
+                let text = se.to_string();
+                text.lines()
+                    .rev()
+                    .find_map(|l| l.strip_prefix("error: "))
+                    .unwrap_or(&text)
+                    .to_string()
+            } else {
+                e.to_string()
+            }
+        })
+}
+
+/// Whether a pattern names a Unicode property class (`\p{..}`, `\pL`,
+/// `\P{..}`). Their tables (general categories, scripts, ages, binary
+/// properties) are left out of every build so that the browser module stays
+/// small and every build accepts the same patterns; `\w`, `\d`, `\s`, `\b`
+/// and `(?i)` stay Unicode-aware. In regex syntax every backslash escapes the
+/// character after it, so one left-to-right pass finds them exactly.
+fn has_property_class(pattern: &str) -> bool {
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' && matches!(chars.next(), Some('p' | 'P')) {
+            return true;
+        }
+    }
+    false
+}

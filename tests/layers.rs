@@ -1,0 +1,157 @@
+//! The crate's modules form one-way layers: every `crate::` path in `src/`
+//! (outside comments and test modules) points to a module of a lower
+//! stage, so that a newcomer can read the pipeline bottom-up and no stage
+//! depends on a later one. A new module must be given its stage here.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The stages, bottom first. A module may use only modules of a lower
+/// stage (its own submodules aside).
+const STAGES: &[&[&str]] = &[
+    // The vocabulary and the plumbing every stage uses.
+    &["vocab", "digest", "source", "limits"],
+    // Normalisation, diagnostics, and the decision type with its reason
+    // codes and rule ids.
+    &["normalize", "diag", "decision"],
+    // Queries, and the guardian's regex building.
+    &["query", "regexes"],
+    // Source to AST.
+    &["syntax"],
+    // AST to diagnostics.
+    &["check"],
+    // Checked AST to compiled policies.
+    &["compile"],
+    // Compiled policies to decisions.
+    &["eval"],
+    // What is built on a whole engine.
+    &[
+        "artifact",
+        "log",
+        "build",
+        "export",
+        "fmt",
+        "import",
+        "arbitrary",
+    ],
+    // Live updates of built sets.
+    &["store"],
+];
+
+fn stage(module: &str) -> Option<usize> {
+    STAGES.iter().position(|s| s.contains(&module))
+}
+
+/// `crate::NAME` references of a file, outside comments and `#[cfg(test)]`
+/// modules.
+fn references(text: &str) -> Vec<String> {
+    let code = text.split("#[cfg(test)]").next().unwrap_or(text);
+    let mut out = Vec::new();
+    for line in code.lines() {
+        let line = line.split("//").next().unwrap_or("");
+        let mut rest = line;
+        while let Some(i) = rest.find("crate::") {
+            let after = &rest[i + "crate::".len()..];
+            let name: String = after
+                .chars()
+                .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                .collect();
+            if !name.is_empty() {
+                out.push(name);
+            }
+            rest = after;
+        }
+        // `use crate::{a::x, b::y}`
+        if let Some(i) = line.find("crate::{") {
+            for part in line[i + 8..].split([',', '}']) {
+                let name: String = part
+                    .trim()
+                    .chars()
+                    .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                    .collect();
+                if !name.is_empty() && part.trim().contains("::") {
+                    out.push(name);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn walk(dir: &Path, files: &mut Vec<std::path::PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            if p.file_name().is_some_and(|n| n != "bin") {
+                walk(&p, files);
+            }
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            files.push(p);
+        }
+    }
+}
+
+#[test]
+fn every_import_points_down() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    walk(&src, &mut files);
+    let mut wrong: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut checked = 0;
+    for f in &files {
+        let rel = f.strip_prefix(&src).unwrap();
+        let top = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy()
+            .trim_end_matches(".rs")
+            .to_string();
+        if top == "lib" {
+            continue; // the facade re-exports from every stage
+        }
+        let Some(own) = stage(&top) else {
+            panic!(
+                "`src/{}`: module `{top}` has no stage in tests/layers.rs",
+                rel.display()
+            );
+        };
+        for target in references(&std::fs::read_to_string(f).unwrap()) {
+            if target == top {
+                continue;
+            }
+            checked += 1;
+            match stage(&target) {
+                Some(s) if s < own => {}
+                _ => wrong
+                    .entry(format!("src/{}", rel.display()))
+                    .or_default()
+                    .push(target),
+            }
+        }
+    }
+    assert!(
+        checked > 100,
+        "only {checked} references found: is the scan broken?"
+    );
+    assert!(
+        wrong.is_empty(),
+        "imports that point up or sideways (module -> modules):\n{wrong:#?}"
+    );
+}
+
+#[test]
+fn the_scan_sees_imports() {
+    let text = "use crate::compile::Policy;\nuse crate::{query::Query, vocab::Effect};\n// crate::eval in a comment\nlet x = crate::normalize::host(y); // crate::store\n#[cfg(test)]\nmod tests { use crate::store; }";
+    let mut found = references(text);
+    found.sort();
+    assert_eq!(found, ["compile", "normalize", "query", "vocab"]);
+}
