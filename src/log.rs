@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::compile::{Policy, PolicySet};
 use crate::eval::{Decision, Outcome, RuleRef, Workspace};
-use crate::query::Query;
+use crate::query::{Query, QueryRef};
 use crate::syntax::ast::LogField;
 
 const MASK: &str = "***";
@@ -48,6 +48,13 @@ pub struct ToolDecision {
 /// Where decisions go.
 pub trait DecisionSink: Send + Sync {
     fn record(&self, event: &DecisionEvent<'_>);
+
+    /// Whether the sink records anything. A sink that drops everything
+    /// says `false`, and no event is built for it (no clock read, no
+    /// query copied): the decision costs what an unlogged one does.
+    fn enabled(&self) -> bool {
+        true
+    }
 
     /// An embedder's own record beside the decisions (a proxy's access
     /// record of a request: what was asked and how it ended), written as
@@ -154,6 +161,33 @@ impl PolicySet {
         sink: &dyn DecisionSink,
     ) -> Decision {
         let d = policy.decide_in(query, workspace);
+        self.report_to(policy, query, &d, sink);
+        d
+    }
+
+    /// [`PolicySet::decide_logged`] for a borrowed query: the query is
+    /// copied only when `sink` records ([`DecisionSink::enabled`]).
+    pub fn decide_ref_logged(
+        &self,
+        policy: &Policy,
+        query: QueryRef<'_>,
+        sink: &dyn DecisionSink,
+    ) -> Decision {
+        let d = policy.decide_ref(query);
+        if sink.enabled() {
+            let owned = match query {
+                QueryRef::Owned(q) => std::borrow::Cow::Borrowed(q),
+                other => std::borrow::Cow::Owned(other.to_owned_query()),
+            };
+            self.report_to(policy, &owned, &d, sink);
+        }
+        d
+    }
+
+    fn report_to(&self, policy: &Policy, query: &Query, d: &Decision, sink: &dyn DecisionSink) {
+        if !sink.enabled() {
+            return;
+        }
         let event = DecisionEvent {
             time: now_rfc3339(),
             policy: policy.name(),
@@ -162,11 +196,10 @@ impl PolicySet {
             decision: d.outcome.as_str(),
             reason: d.reason.as_str(),
             rule: d.rule.and_then(|r| self.rule(r)),
-            tool_decision: tool_decision(query, &d),
+            tool_decision: tool_decision(query, d),
         };
         // A sink that panics must not take the decision with it.
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sink.record(&event)));
-        d
     }
 }
 

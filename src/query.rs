@@ -7,6 +7,7 @@
 //! printed by `Display`.
 
 use std::fmt;
+use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
@@ -149,6 +150,110 @@ pub enum Query {
         assessment: Assessment,
     },
     WebSearch,
+}
+
+/// A query that borrows what it asks about, for embedders on the hot path
+/// (a proxy deciding every request): hosts and paths stay where they are,
+/// addresses are [`IpAddr`]s, and nothing is copied unless a decision log
+/// wants the query written down ([`QueryRef::to_owned_query`]). Decided by
+/// [`crate::eval::Policy::decide_ref`] and, logged,
+/// [`crate::PolicySet::decide_ref_logged`], exactly as the owned form.
+///
+/// ```
+/// use gatehouse::query::{QueryRef, Via};
+/// let q = QueryRef::Connect { host: "api.github.com", port: 443, via: Via::Https };
+/// assert_eq!(q.to_owned_query().to_string(), "connect api.github.com:443");
+/// ```
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub enum QueryRef<'a> {
+    /// `connect HOST:PORT via VIA`.
+    Connect { host: &'a str, port: u16, via: Via },
+    /// `connect` to an address the caller holds (a socket's peer).
+    ConnectAddr { addr: IpAddr, port: u16, via: Via },
+    /// `dns NAME`.
+    Dns { name: &'a str },
+    /// `resolved NAME -> ADDRS [port P]`, the addresses parsed already.
+    Resolved {
+        host: &'a str,
+        addrs: &'a [IpAddr],
+        port: Option<u16>,
+    },
+    /// `socket PATH`.
+    Socket { path: &'a str },
+    /// `upstream`.
+    Upstream,
+    /// `tool PERMISSION`.
+    Tool { permission: &'a str },
+    /// `app PROGRAM`.
+    App { program: &'a str },
+    /// `exec ARGV`.
+    Exec { argv: &'a [String], escalate: bool },
+    /// Any other query, owned.
+    Owned(&'a Query),
+}
+
+impl QueryRef<'_> {
+    /// The owned form (what a decision log records).
+    pub fn to_owned_query(&self) -> Query {
+        match *self {
+            QueryRef::Connect { host, port, via } => Query::Connect {
+                host: host.to_string(),
+                port: i64::from(port),
+                via,
+            },
+            QueryRef::ConnectAddr { addr, port, via } => Query::Connect {
+                host: match addr {
+                    IpAddr::V4(a) => a.to_string(),
+                    IpAddr::V6(a) => format!("[{a}]"),
+                },
+                port: i64::from(port),
+                via,
+            },
+            QueryRef::Dns { name } => Query::Dns {
+                name: name.to_string(),
+            },
+            QueryRef::Resolved { host, addrs, port } => Query::Resolved {
+                host: host.to_string(),
+                addrs: addrs.iter().map(IpAddr::to_string).collect(),
+                port: port.map(i64::from),
+            },
+            QueryRef::Socket { path } => Query::Socket {
+                path: path.to_string(),
+            },
+            QueryRef::Upstream => Query::Upstream,
+            QueryRef::Tool { permission } => Query::Tool {
+                permission: permission.to_string(),
+            },
+            QueryRef::App { program } => Query::App {
+                program: program.to_string(),
+            },
+            QueryRef::Exec { argv, escalate } => Query::Exec {
+                argv: argv.to_vec(),
+                escalate,
+            },
+            QueryRef::Owned(q) => q.clone(),
+        }
+    }
+
+    /// Whether the query is an agent action (`exec`, `write`, `mcp`,
+    /// `prompt`), for which logs carry the tool-decision telemetry.
+    pub fn is_agent_action(&self) -> bool {
+        match self {
+            QueryRef::Exec { .. } => true,
+            QueryRef::Owned(q) => matches!(
+                q,
+                Query::Exec { .. } | Query::Write { .. } | Query::Mcp { .. } | Query::Prompt { .. }
+            ),
+            _ => false,
+        }
+    }
+}
+
+impl<'a> From<&'a Query> for QueryRef<'a> {
+    fn from(q: &'a Query) -> Self {
+        QueryRef::Owned(q)
+    }
 }
 
 impl Query {

@@ -333,8 +333,62 @@ proptest! {
     }
 }
 
+/// The borrowed form of a network query, when it has one.
+fn borrowed<'a>(
+    q: &'a Query,
+    addrs: &'a mut Vec<std::net::IpAddr>,
+) -> Option<gatehouse::query::QueryRef<'a>> {
+    use gatehouse::query::QueryRef;
+    Some(match q {
+        Query::Connect { host, port, via } => QueryRef::Connect {
+            host,
+            port: u16::try_from(*port).ok()?,
+            via: *via,
+        },
+        Query::Dns { name } => QueryRef::Dns { name },
+        Query::Resolved {
+            host,
+            addrs: text,
+            port,
+        } => {
+            *addrs = text.iter().map(|a| a.parse().ok()).collect::<Option<_>>()?;
+            QueryRef::Resolved {
+                host,
+                addrs,
+                port: match port {
+                    Some(p) => Some(u16::try_from(*p).ok()?),
+                    None => None,
+                },
+            }
+        }
+        Query::Upstream => QueryRef::Upstream,
+        other => QueryRef::Owned(other),
+    })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    /// The borrowed path (`decide_ref`, typed addresses) decides exactly as
+    /// the owned one, deciding rule included; so does the logged borrowed
+    /// path, whatever the sink.
+    #[test]
+    fn borrowed_queries_decide_as_owned_ones(g in policy(), qs in prop::collection::vec(query(), 1..8)) {
+        let b = build(&g.text()).unwrap();
+        let p = b.set.single().unwrap();
+        for q in &qs {
+            let mut addrs = Vec::new();
+            let Some(r) = borrowed(q, &mut addrs) else { continue };
+            let (owned, by_ref) = (p.decide(q), p.decide_ref(r));
+            prop_assert_eq!((owned.outcome, owned.reason, owned.rule), (by_ref.outcome, by_ref.reason, by_ref.rule), "`{}`", q);
+            let sink = gatehouse::log::JsonLinesSink::new(Vec::new());
+            let logged = b.set.decide_ref_logged(p, r, &sink);
+            prop_assert_eq!((owned.outcome, owned.reason), (logged.outcome, logged.reason));
+            let line = String::from_utf8(sink.into_inner()).unwrap();
+            let event: serde_json::Value = serde_json::from_str(line.trim()).unwrap();
+            prop_assert_eq!(event["reason"].as_str(), Some(owned.reason.as_str()));
+        }
+    }
 
     /// Adding a deny rule never turns a deny into an allow.
     #[test]

@@ -302,8 +302,9 @@ pub fn serve(metrics: Arc<Metrics>, listener: TcpListener) {
             )
             .await;
             let Ok(Ok(Some(raw))) = head else { return };
-            let ok = crate::http::head::parse_request(&raw).is_some_and(|h| {
-                h.method == "GET" && (h.target == "/metrics" || h.target.starts_with("/metrics?"))
+            let ok = crate::http::head::parse_request(raw).is_some_and(|h| {
+                h.method() == "GET"
+                    && (h.target() == "/metrics" || h.target().starts_with("/metrics?"))
             });
             let (status, body) = if ok {
                 ("200 OK", metrics.render())

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use gatehouse::log::{DecisionEvent, DecisionSink};
-use gatehouse::query::Query;
+use gatehouse::query::QueryRef;
 use gatehouse::source::SourceMap;
 use gatehouse::store::PolicyStore;
 use gatehouse::{Decision, Policy, PolicySet};
@@ -145,7 +145,7 @@ impl Policies {
             set: Arc::clone(&*self.store.load()),
             policies: self,
             id: self.requests.fetch_add(1, Ordering::Relaxed),
-            revisions: Vec::new(),
+            decisions: 0,
         }
     }
 }
@@ -159,15 +159,15 @@ pub struct Request<'a> {
     set: Arc<PolicySet>,
     policies: &'a Policies,
     pub id: u64,
-    /// The revision of every decision made (all equal: the test of that is
-    /// the point of keeping them).
-    pub revisions: Vec<String>,
+    /// Decisions made, every one with `set` (loaded once per request, so
+    /// that a swap never mixes two policies in one request).
+    pub decisions: usize,
 }
 
 impl Request<'_> {
     /// Decides and logs `q`; a set without the chosen policy (impossible
     /// after `load`) is a deny.
-    pub fn decide(&mut self, q: &Query) -> Decision {
+    pub fn decide(&mut self, q: QueryRef<'_>) -> Decision {
         if self.policies.bypass {
             return gatehouse::Decision::allow(gatehouse::Reason::Unrestricted, None);
         }
@@ -176,8 +176,8 @@ impl Request<'_> {
         };
         let d = self
             .set
-            .decide_logged(p, q, None, self.policies.sink.as_ref());
-        self.revisions.push(self.set.revision().to_string());
+            .decide_ref_logged(p, q, self.policies.sink.as_ref());
+        self.decisions += 1;
         self.policies.metrics.decision(d.is_allow(), d.reason);
         d
     }
@@ -190,7 +190,7 @@ impl Request<'_> {
     /// revisions its decisions came from. It goes to the decision log
     /// (`--log`, as `{"access": ...}` lines beside the decisions), and for
     /// refusals to stderr, at most [`STDERR_REFUSALS_PER_SECOND`] a second.
-    pub fn finish(&self, what: &str, outcome: &str) {
+    pub fn finish(&self, what: &(dyn std::fmt::Display + Sync), outcome: &str) {
         let refused = outcome.starts_with("refused") || outcome.starts_with("dropped");
         let p = self.policies;
         if p.bypass || !(p.access_log || p.records.is_some() || refused) {
@@ -199,9 +199,9 @@ impl Request<'_> {
         let line = serde_json::json!({
             "time": gatehouse::log::now_rfc3339(),
             "request": self.id,
-            "what": what,
+            "what": what.to_string(),
             "outcome": outcome,
-            "revisions": self.revisions,
+            "revisions": vec![self.set.revision(); self.decisions],
         });
         if p.access_log {
             p.sink.record_other(&serde_json::json!({ "access": &line }));
@@ -336,4 +336,7 @@ fn refusal_line(line: String) {
 pub struct Discard;
 impl DecisionSink for Discard {
     fn record(&self, _: &DecisionEvent<'_>) {}
+    fn enabled(&self) -> bool {
+        false
+    }
 }

@@ -690,6 +690,13 @@ async fn an_upstream_proxy_is_used_only_when_the_policy_says_so() {
     .await;
     let (_, status, _, body) = curl(on.http, &[], &url).await;
     assert_eq!(status, "200", "{body}");
+    // The record is written once the response is out.
+    for _ in 0..50 {
+        if records(&inner).iter().any(|r| r["outcome"] == "forwarded") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     assert!(
         records(&inner).iter().any(|r| r["outcome"] == "forwarded"),
         "{:?}",
@@ -1464,11 +1471,21 @@ async fn kept_alive_connections_decide_every_request_and_pool_upstream() {
     .await;
     assert_eq!(out, "200\n403\n200\n");
     assert_eq!(seen.lock().unwrap().len(), 2);
-    let forwarded = records(&d)
-        .iter()
-        .filter(|r| r["outcome"] == "forwarded")
-        .count();
-    assert_eq!(forwarded, 5, "every request decided and recorded");
+    // A request's record is written once its response is out: the last
+    // may land just after curl has read it.
+    let forwarded = || {
+        records(&d)
+            .iter()
+            .filter(|r| r["outcome"] == "forwarded")
+            .count()
+    };
+    for _ in 0..50 {
+        if forwarded() >= 5 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(forwarded(), 5, "every request decided and recorded");
 }
 
 /// `dig` against the daemon's resolver: its output.

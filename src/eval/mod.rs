@@ -21,7 +21,7 @@ pub use agent::Workspace;
 pub use decision::{Decision, Escalation, Outcome, Reason, RuleId, RuleRef};
 
 use crate::compile::{Policy, PolicySet};
-use crate::query::Query;
+use crate::query::{Query, QueryRef};
 
 fn port_u16(p: i64) -> u16 {
     // Out of range means invalid: port 0 is never a destination.
@@ -39,6 +39,42 @@ impl Policy {
     /// `write` queries (its `.git` pointer already read).
     pub fn decide_in(&self, query: &Query, workspace: Option<&Workspace>) -> Decision {
         let run = || self.decide_inner(query, workspace);
+        match std::panic::catch_unwind(run) {
+            Ok(r) => r,
+            Err(_) => Decision::deny(Reason::InternalError, None),
+        }
+    }
+
+    /// Decides a borrowed query ([`QueryRef`]) — the same decision as the
+    /// owned form's, without copying what it asks about. Never panics: an
+    /// internal surprise is a deny (`internal_error`).
+    ///
+    /// ```
+    /// use gatehouse::query::{QueryRef, Via};
+    /// use gatehouse::source::SourceMap;
+    /// let mut sources = SourceMap::new();
+    /// sources.add("p.policy", "policy p { network { default deny\n allow domain github.com } }");
+    /// let set = gatehouse::PolicySet::from_sources(sources).expect("builds");
+    /// let p = set.single().expect("one policy");
+    /// let d = p.decide_ref(QueryRef::Connect { host: "GitHub.com.", port: 443, via: Via::Https });
+    /// assert!(d.is_allow());
+    /// let addrs = ["10.0.0.1".parse().expect("ip")];
+    /// let d = p.decide_ref(QueryRef::Resolved { host: "github.com", addrs: &addrs, port: Some(443) });
+    /// assert_eq!(d.reason.as_str(), "non_public_resolution");
+    /// ```
+    pub fn decide_ref(&self, query: QueryRef<'_>) -> Decision {
+        let run = || match query {
+            QueryRef::Connect { host, port, via } => self.connect(host, port, via),
+            QueryRef::ConnectAddr { addr, port, via } => self.connect_addr(addr, port, via),
+            QueryRef::Dns { name } => self.dns(name),
+            QueryRef::Resolved { host, addrs, port } => self.resolved_addrs(host, addrs, port),
+            QueryRef::Socket { path } => self.socket(path),
+            QueryRef::Upstream => self.upstream(),
+            QueryRef::Tool { permission } => self.tool(permission),
+            QueryRef::App { program } => self.app(program),
+            QueryRef::Exec { argv, escalate } => self.exec(argv, escalate),
+            QueryRef::Owned(q) => self.decide_inner(q, None),
+        };
         match std::panic::catch_unwind(run) {
             Ok(r) => r,
             Err(_) => Decision::deny(Reason::InternalError, None),

@@ -214,19 +214,49 @@ impl Policy {
         if addrs.is_empty() {
             return Decision::deny(Reason::LookupFailed, None);
         }
-        // Parse once; up to INLINE answers are kept on the stack for step 4.
+        // Parse once: up to INLINE answers on the stack, more in a vector.
         const INLINE: usize = 16;
-        let mut parsed = [IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED); INLINE];
+        let mut inline = [IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED); INLINE];
+        let mut spilled = Vec::new();
         for (i, a) in addrs.iter().enumerate() {
-            match a.as_ref().parse::<IpAddr>() {
-                Ok(ip) => {
-                    if let Some(slot) = parsed.get_mut(i) {
-                        *slot = ip;
-                    }
-                }
-                Err(_) => return Decision::deny(Reason::InvalidAddress, None),
+            let Ok(ip) = a.as_ref().parse::<IpAddr>() else {
+                return Decision::deny(Reason::InvalidAddress, None);
+            };
+            match inline.get_mut(i) {
+                Some(slot) => *slot = ip,
+                None => spilled.push(ip),
             }
         }
+        if spilled.is_empty() {
+            self.resolved_checked(name, inline.get(..addrs.len()).unwrap_or(&[]), &[], port)
+        } else {
+            self.resolved_checked(name, &inline, &spilled, port)
+        }
+    }
+
+    /// [`Policy::resolved`] for addresses the caller already holds as
+    /// [`IpAddr`] (the resolver's answers, parsed once): no text to parse.
+    pub fn resolved_addrs(&self, name: &str, addrs: &[IpAddr], port: Option<u16>) -> Decision {
+        let mut buf = HostBuf::new();
+        let name = match question_name(name, &mut buf) {
+            Ok(n) => n,
+            Err(d) => return d,
+        };
+        if addrs.is_empty() {
+            return Decision::deny(Reason::LookupFailed, None);
+        }
+        self.resolved_checked(name, addrs, &[], port)
+    }
+
+    /// Steps 1 (the port) to 5 of `resolved`, for a valid name and a
+    /// non-empty answer (`head` then `tail`).
+    fn resolved_checked(
+        &self,
+        name: &str,
+        head: &[IpAddr],
+        tail: &[IpAddr],
+        port: Option<u16>,
+    ) -> Decision {
         if port == Some(0) {
             return Decision::deny(Reason::InvalidPort, None);
         }
@@ -241,15 +271,8 @@ impl Policy {
             return by_name;
         }
         // 4. Every address; one bad address denies the whole answer.
-        for (i, a) in addrs.iter().enumerate() {
-            let ip = match parsed.get(i) {
-                Some(ip) => *ip,
-                None => match a.as_ref().parse::<IpAddr>() {
-                    Ok(ip) => ip,
-                    Err(_) => return Decision::deny(Reason::InvalidAddress, None),
-                },
-            };
-            let ip = crate::normalize::canonical_ip(ip);
+        for ip in head.iter().chain(tail) {
+            let ip = crate::normalize::canonical_ip(*ip);
             let hit = self.ip_hit(ip, q);
             if let Some(r) = hit.deny {
                 return Decision::deny(Reason::DeniedByRule, Some(r));

@@ -16,7 +16,7 @@ use hickory_proto::rr::RecordType;
 
 use crate::metrics::Metrics;
 
-/// The most entries (name and record type) kept.
+/// The most names kept (each with its A and its AAAA answer).
 pub const MAX_NAMES: usize = 16_384;
 /// The most addresses kept of one answer.
 pub const MAX_ADDRS: usize = 32;
@@ -29,9 +29,24 @@ struct Entry {
     until: Instant,
 }
 
+/// By name: the A answer, then the AAAA answer.
+type Answers = [Option<Entry>; 2];
+
 pub struct Vetted {
-    map: Mutex<HashMap<(String, RecordType), Entry>>,
+    map: Mutex<HashMap<String, Answers>>,
     metrics: Arc<Metrics>,
+}
+
+fn slot(kind: RecordType) -> Option<usize> {
+    match kind {
+        RecordType::A => Some(0),
+        RecordType::AAAA => Some(1),
+        _ => None,
+    }
+}
+
+fn live(a: &Answers, now: Instant) -> usize {
+    a.iter().flatten().filter(|e| e.until > now).count()
 }
 
 /// The cache key of a name: ASCII lowercase, no trailing dot.
@@ -48,38 +63,44 @@ impl Vetted {
     }
 
     /// Records a vetted answer for `name` and `kind`, replacing any earlier
-    /// one. An empty answer removes the entry.
+    /// one. An empty answer removes it.
     pub fn record(&self, name: &str, kind: RecordType, addrs: &[IpAddr], ttl: Duration) {
-        let Ok(mut m) = self.map.lock() else {
+        let (Some(i), Ok(mut m)) = (slot(kind), self.map.lock()) else {
             return;
         };
-        let k = (key(name), kind);
+        let k = key(name);
+        let now = Instant::now();
         if addrs.is_empty() {
-            m.remove(&k);
+            if let Some(a) = m.get_mut(&k) {
+                if let Some(e) = a.get_mut(i) {
+                    *e = None;
+                }
+                if a.iter().all(Option::is_none) {
+                    m.remove(&k);
+                }
+            }
         } else {
-            let now = Instant::now();
             if m.len() >= MAX_NAMES && !m.contains_key(&k) {
-                m.retain(|_, e| e.until > now);
+                m.retain(|_, a| live(a, now) > 0);
                 if m.len() >= MAX_NAMES {
-                    // Still full of live answers: drop the one that expires
-                    // first.
-                    if let Some(first) = m
+                    // Still full of live answers: drop the name whose
+                    // answers expire first.
+                    let first = m
                         .iter()
-                        .min_by_key(|(_, e)| e.until)
-                        .map(|(k, _)| k.clone())
-                    {
+                        .min_by_key(|(_, a)| a.iter().flatten().map(|e| e.until).max())
+                        .map(|(k, _)| k.clone());
+                    if let Some(first) = first {
                         m.remove(&first);
                     }
                 }
             }
-            let addrs = addrs.iter().take(MAX_ADDRS).copied().collect();
-            m.insert(
-                k,
-                Entry {
-                    addrs,
-                    until: now + ttl.clamp(MIN_TTL, MAX_TTL),
-                },
-            );
+            let entry = Entry {
+                addrs: addrs.iter().take(MAX_ADDRS).copied().collect(),
+                until: now + ttl.clamp(MIN_TTL, MAX_TTL),
+            };
+            if let Some(e) = m.entry(k).or_default().get_mut(i) {
+                *e = Some(entry);
+            }
         }
         self.metrics.resolver_cache_entries.set(m.len() as i64);
     }
@@ -87,25 +108,37 @@ impl Vetted {
     /// The live vetted addresses of `name`: A then AAAA, each in DNS order;
     /// `None` when neither is cached.
     pub fn get(&self, name: &str) -> Option<Vec<IpAddr>> {
+        // The common name is its own key already: no copy to look it up.
+        let k: std::borrow::Cow<'_, str> =
+            if name.bytes().any(|c| c.is_ascii_uppercase()) || name.ends_with('.') {
+                std::borrow::Cow::Owned(key(name))
+            } else {
+                std::borrow::Cow::Borrowed(name)
+            };
         let m = self.map.lock().ok()?;
         let now = Instant::now();
-        let k = key(name);
+        let answers = m.get(k.as_ref())?;
         let mut out = Vec::new();
         let mut any = false;
-        for kind in [RecordType::A, RecordType::AAAA] {
-            if let Some(e) = m.get(&(k.clone(), kind)).filter(|e| e.until > now) {
-                any = true;
-                out.extend(e.addrs.iter().copied());
-            }
+        for e in answers.iter().flatten().filter(|e| e.until > now) {
+            any = true;
+            out.extend(e.addrs.iter().copied());
         }
         any.then_some(out)
     }
 
-    /// Drops every expired entry (run periodically).
+    /// Drops every expired answer (run periodically).
     pub fn evict_expired(&self) {
         if let Ok(mut m) = self.map.lock() {
             let now = Instant::now();
-            m.retain(|_, e| e.until > now);
+            for a in m.values_mut() {
+                for e in a.iter_mut() {
+                    if e.as_ref().is_some_and(|e| e.until <= now) {
+                        *e = None;
+                    }
+                }
+            }
+            m.retain(|_, a| a.iter().any(Option::is_some));
             self.metrics.resolver_cache_entries.set(m.len() as i64);
         }
     }

@@ -16,7 +16,7 @@ pub mod client;
 use std::sync::Arc;
 use std::time::Duration;
 
-use gatehouse::query::Query;
+use gatehouse::query::QueryRef;
 use hickory_proto::op::{Message, MessageType, ResponseCode};
 use hickory_proto::rr::RecordType;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -71,7 +71,7 @@ pub async fn answer(policies: &Policies, upstream: &Upstream, bytes: &[u8]) -> O
         req.finish(&what, "refused: only A and AAAA are answered");
         return Some(refuse(&q, ResponseCode::Refused));
     }
-    let d = req.decide(&Query::Dns { name: name.clone() });
+    let d = req.decide(QueryRef::Dns { name: &name });
     if !d.is_allow() {
         req.finish(&what, &format!("refused: {}", d.reason.as_str()));
         return Some(refuse(&q, ResponseCode::Refused));
@@ -86,9 +86,7 @@ pub async fn answer(policies: &Policies, upstream: &Upstream, bytes: &[u8]) -> O
     };
     // Every name the chain leads through is a name the client resolves.
     for alias in chain.names.iter().skip(1) {
-        let d = req.decide(&Query::Dns {
-            name: alias.clone(),
-        });
+        let d = req.decide(QueryRef::Dns { name: alias });
         if !d.is_allow() {
             req.finish(
                 &what,
@@ -98,10 +96,9 @@ pub async fn answer(policies: &Policies, upstream: &Upstream, bytes: &[u8]) -> O
         }
     }
     if !chain.addrs.is_empty() {
-        let text: Vec<String> = chain.addrs.iter().map(ToString::to_string).collect();
-        let d = req.decide(&Query::Resolved {
-            host: name.clone(),
-            addrs: text,
+        let d = req.decide(QueryRef::Resolved {
+            host: &name,
+            addrs: &chain.addrs,
             port: None,
         });
         if !d.is_allow() {

@@ -33,8 +33,8 @@ pub(crate) async fn connect(
     mut client: Conn<TcpStream>,
     head: Head,
 ) {
-    let what = format!("CONNECT {}", head.target);
-    let Some((host, port)) = split_authority(&head.target, 443) else {
+    let what = crate::http::What("CONNECT", head.target());
+    let Some((host, port)) = split_authority(head.target(), 443) else {
         return refuse(ctx, req, &mut client.io, &what, "invalid_host").await;
     };
     if let Some(h) = head.header("Host") {
@@ -62,7 +62,7 @@ pub(crate) async fn connect(
             .await;
         }
         let answer = tokio::time::timeout(ctx.timeouts.first_bytes, head::read_raw(&mut up)).await;
-        let ok = matches!(&answer, Ok(Ok(Some(raw))) if head::parse_response(raw).is_some_and(|r| (200..300).contains(&r.code)));
+        let ok = matches!(&answer, Ok(Ok(Some(raw))) if head::parse_response(raw.clone()).is_some_and(|r| (200..300).contains(&r.code)));
         if !ok || !up.buffered().is_empty() {
             return refuse(ctx, req, &mut client.io, &what, "upstream_proxy_refused").await;
         }
@@ -119,7 +119,7 @@ async fn http_tunnel(
     mut head: Head,
     host: &str,
     port: u16,
-    what: &str,
+    what: &(dyn std::fmt::Display + Sync),
 ) {
     loop {
         ctx.metrics.http_requests.inc();
@@ -141,7 +141,7 @@ async fn http_tunnel(
         }
         let raw = tokio::time::timeout(ctx.timeouts.first_bytes, head::read_raw(&mut client)).await;
         let Some(next) = (match raw {
-            Ok(Ok(Some(raw))) => head::parse_request(&raw),
+            Ok(Ok(Some(raw))) => head::parse_request(raw),
             _ => None,
         }) else {
             return refuse(ctx, req, &mut client.io, what, "bad_request").await;
@@ -193,7 +193,7 @@ async fn opening(
             Hello::NotTls if !client.buffered().is_empty() => {
                 let http = looks_like_http(client.buffered());
                 let parsed = match head::read_raw(client).await {
-                    Ok(Some(raw)) => head::parse_request(&raw),
+                    Ok(Some(raw)) => head::parse_request(raw),
                     _ => None,
                 };
                 return match parsed {
@@ -221,12 +221,12 @@ async fn opening(
 /// (`/path`), `*` for `OPTIONS`, or an absolute form naming the tunnel's own
 /// host and port (servers prefer an absolute target's host over `Host`).
 fn tunnel_target_ok(h: &Head, host: &str, port: u16) -> bool {
-    let t = h.target.as_str();
+    let t = h.target();
     if t.starts_with('/') {
         return true;
     }
     if t == "*" {
-        return h.method.eq_ignore_ascii_case("OPTIONS");
+        return h.method().eq_ignore_ascii_case("OPTIONS");
     }
     let Some((scheme, rest)) = t.split_once("://") else {
         return false;
@@ -251,16 +251,14 @@ fn looks_like_http(b: &[u8]) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::expect_used)]
 mod tests {
     use super::*;
 
     #[test]
     fn tunnel_targets_stay_in_the_tunnel() {
-        let target = |method: &str, t: &str| Head {
-            method: method.into(),
-            target: t.into(),
-            version: "HTTP/1.1".into(),
-            headers: Vec::new(),
+        let target = |method: &str, t: &str| {
+            head::parse_request(format!("{method} {t} HTTP/1.1").into_bytes()).expect("parses")
         };
         let ok = |t: &str| tunnel_target_ok(&target("GET", t), "allowed.test", 8080);
         assert!(ok("/x?y"));

@@ -1,6 +1,11 @@
 //! Message heads, read strictly: httparse tokenises them, and on top of it
 //! every byte the proxy and a lenient server might read differently is
 //! refused (RFC 9112 §2.2, §5, §6.3).
+//!
+//! A parsed head keeps its text in one string and its parts as ranges into
+//! it: reading a head costs two allocations, whatever its number of fields.
+
+use std::ops::Range;
 
 use crate::http::conn::{Conn, ReadError};
 use tokio::io::AsyncRead;
@@ -10,24 +15,73 @@ pub const MAX_HEAD: usize = 64 * 1024;
 /// The most header fields in one head.
 pub const MAX_HEADERS: usize = 128;
 
-/// A request head: the request line and the headers, as read.
+/// Header fields: names and values (values without surrounding blanks),
+/// as ranges into the head's text.
+#[derive(Clone, Debug, Default)]
+pub struct Fields {
+    text: String,
+    spans: Vec<(Range<u32>, Range<u32>)>,
+}
+
+impl Fields {
+    /// The length of the head's text (a capacity hint for rewriting it).
+    pub fn text_len(&self) -> usize {
+        self.text.len()
+    }
+
+    /// Every field, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.spans
+            .iter()
+            .map(|(k, v)| (self.slice(k), self.slice(v)))
+    }
+
+    fn slice(&self, r: &Range<u32>) -> &str {
+        self.text
+            .get(r.start as usize..r.end as usize)
+            .unwrap_or_default()
+    }
+
+    /// The first field named `name` (any case).
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v)
+    }
+
+    /// Every field named `name`.
+    pub fn all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.iter()
+            .filter(move |(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v)
+    }
+
+    /// Whether a `Connection` field lists `token`.
+    pub fn connection_has(&self, token: &str) -> bool {
+        self.all("connection")
+            .flat_map(|v| v.split(','))
+            .any(|t| t.trim().eq_ignore_ascii_case(token))
+    }
+}
+
+/// A request head.
 #[derive(Clone, Debug)]
 pub struct Head {
-    pub method: String,
-    pub target: String,
+    method: Range<u32>,
+    target: Range<u32>,
     /// `HTTP/1.0` or `HTTP/1.1`.
-    pub version: String,
-    pub headers: Vec<(String, String)>,
+    pub version: &'static str,
+    pub headers: Fields,
 }
 
 /// A response head.
 #[derive(Clone, Debug)]
 pub struct Response {
     pub code: u16,
-    pub reason: String,
+    reason: Range<u32>,
     /// Minor version: 0 or 1.
     pub minor: u8,
-    pub headers: Vec<(String, String)>,
+    pub headers: Fields,
 }
 
 /// How the body of a message is delimited.
@@ -43,25 +97,17 @@ pub enum Framing {
     Close,
 }
 
-pub(crate) fn header<'h>(headers: &'h [(String, String)], name: &str) -> Option<&'h str> {
-    headers
-        .iter()
-        .find(|(k, _)| k.eq_ignore_ascii_case(name))
-        .map(|(_, v)| v.as_str())
-}
-
-/// Whether a `Connection` header lists `token`.
-pub(crate) fn connection_has(headers: &[(String, String)], token: &str) -> bool {
-    headers
-        .iter()
-        .filter(|(k, _)| k.eq_ignore_ascii_case("connection"))
-        .flat_map(|(_, v)| v.split(','))
-        .any(|t| t.trim().eq_ignore_ascii_case(token))
-}
-
 impl Head {
+    pub fn method(&self) -> &str {
+        self.headers.slice(&self.method)
+    }
+
+    pub fn target(&self) -> &str {
+        self.headers.slice(&self.target)
+    }
+
     pub fn header(&self, name: &str) -> Option<&str> {
-        header(&self.headers, name)
+        self.headers.get(name)
     }
 
     /// The request body's framing (already checked by [`parse_request`]:
@@ -81,13 +127,17 @@ impl Head {
     /// HTTP/1.1 unless `Connection: close`; HTTP/1.0 never (its keep-alive
     /// extension is not offered).
     pub fn keep_alive(&self) -> bool {
-        self.version == "HTTP/1.1" && !connection_has(&self.headers, "close")
+        self.version == "HTTP/1.1" && !self.headers.connection_has("close")
     }
 }
 
 impl Response {
     pub fn header(&self, name: &str) -> Option<&str> {
-        header(&self.headers, name)
+        self.headers.get(name)
+    }
+
+    pub fn reason(&self) -> &str {
+        self.headers.slice(&self.reason)
     }
 
     /// The body's framing for a response to `method` (RFC 9112 §6.3).
@@ -115,7 +165,7 @@ impl Response {
 
     /// Whether the server keeps the connection after this response.
     pub fn keep_alive(&self) -> bool {
-        self.minor == 1 && !connection_has(&self.headers, "close")
+        self.minor == 1 && !self.headers.connection_has("close")
     }
 }
 
@@ -129,26 +179,21 @@ pub(crate) fn is_tchar(c: u8) -> bool {
 /// field values), no whitespace before a colon and no obs-fold (a line that
 /// starts with a blank). `head` is everything before the blank line.
 fn strict_bytes(head: &[u8]) -> bool {
-    let mut lines = head.split(|&c| c == b'\n');
-    let Some(first) = lines.next() else {
-        return false;
-    };
-    let body = |l: &[u8]| l.strip_suffix(b"\r").map(<[u8]>::to_vec);
-    // Every line but the last ends in CRLF; the caller cut off the final
-    // CRLF CRLF, so the last line has no terminator.
-    let mut all: Vec<&[u8]> = vec![first];
-    all.extend(lines);
-    let n = all.len();
-    for (i, line) in all.into_iter().enumerate() {
-        let content = if i + 1 < n {
-            match body(line) {
+    let mut lines = head.split(|&c| c == b'\n').peekable();
+    let mut first = true;
+    while let Some(line) = lines.next() {
+        // Every line but the last ends in CRLF (the caller cut off the
+        // final CRLF CRLF, so the last has no terminator).
+        let content = if lines.peek().is_some() {
+            match line.strip_suffix(b"\r") {
                 Some(c) => c,
                 None => return false, // bare LF
             }
         } else {
-            line.to_vec()
+            line
         };
-        if i == 0 {
+        if first {
+            first = false;
             if content.iter().any(u8::is_ascii_control) {
                 return false;
             }
@@ -162,55 +207,110 @@ fn strict_bytes(head: &[u8]) -> bool {
             return false; // obs-fold, whitespace before the colon, no colon
         }
     }
-    true
+    !first
 }
 
-/// A request head from `bytes` (everything before the blank line), or why
-/// not.
-pub fn parse_request(bytes: &[u8]) -> Option<Head> {
-    if !strict_bytes(bytes) {
+/// The head's text, ending in its blank line, or `None` when the bytes
+/// break the byte rules or are not UTF-8.
+fn checked_text(mut raw: Vec<u8>) -> Option<String> {
+    if !raw.ends_with(b"\r\n\r\n") {
+        raw.extend_from_slice(b"\r\n\r\n");
+    }
+    let body = raw.get(..raw.len() - 4)?;
+    if !strict_bytes(body) {
         return None;
     }
-    let mut with_end = bytes.to_vec();
-    with_end.extend_from_slice(b"\r\n\r\n");
+    String::from_utf8(raw).ok()
+}
+
+/// A request head from `raw` (a head as [`read_raw`] returns it, ending in
+/// its blank line; one without is given one), or `None` when it breaks a
+/// rule.
+pub fn parse_request(raw: Vec<u8>) -> Option<Head> {
+    let text = checked_text(raw)?;
     let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut fields);
-    match req.parse(&with_end) {
-        Ok(httparse::Status::Complete(n)) if n == with_end.len() => {}
+    match req.parse(text.as_bytes()) {
+        Ok(httparse::Status::Complete(n)) if n == text.len() => {}
         _ => return None,
     }
     let (method, target, minor) = (req.method?, req.path?, req.version?);
     // The request line is exactly three tokens with single spaces.
-    let line = bytes.split(|&c| c == b'\r').next()?;
-    if line != format!("{method} {target} HTTP/1.{minor}").as_bytes() || target.is_empty() {
+    let line = text.split('\r').next()?;
+    let expected = method.len() + target.len() + 10;
+    if line.len() != expected
+        || !line.starts_with(method)
+        || line.get(method.len()..method.len() + 1) != Some(" ")
+        || line.get(method.len() + 1..method.len() + 1 + target.len()) != Some(target)
+        || !line.ends_with(if minor == 1 { " HTTP/1.1" } else { " HTTP/1.0" })
+        || target.is_empty()
+        || minor > 1
+    {
         return None;
     }
-    let headers = fields_of(req.headers)?;
+    let mut headers = Fields {
+        text: String::new(),
+        spans: Vec::with_capacity(req.headers.len()),
+    };
+    // Ranges are taken against the text before it moves into `headers`
+    // (moving a String does not move its bytes).
+    let base = text.as_ptr() as usize;
+    let range = |part: &[u8]| -> Range<u32> {
+        let start = (part.as_ptr() as usize).saturating_sub(base);
+        u32::try_from(start).unwrap_or(0)..u32::try_from(start + part.len()).unwrap_or(0)
+    };
+    let (m, t) = (range(method.as_bytes()), range(target.as_bytes()));
+    for h in req.headers.iter() {
+        let v = trim_blanks(h.value);
+        headers.spans.push((range(h.name.as_bytes()), range(v)));
+    }
+    headers.text = text;
     semantic(&headers, true)?;
     Some(Head {
-        method: method.to_string(),
-        target: target.to_string(),
-        version: format!("HTTP/1.{minor}"),
+        method: m,
+        target: t,
+        version: if minor == 1 { "HTTP/1.1" } else { "HTTP/1.0" },
         headers,
     })
 }
 
-/// A response head from `bytes` (everything before the blank line).
-pub fn parse_response(bytes: &[u8]) -> Option<Response> {
-    if !strict_bytes(bytes) {
-        return None;
-    }
-    let mut with_end = bytes.to_vec();
-    with_end.extend_from_slice(b"\r\n\r\n");
+fn trim_blanks(v: &[u8]) -> &[u8] {
+    let start = v
+        .iter()
+        .position(|&c| c != b' ' && c != b'\t')
+        .unwrap_or(v.len());
+    let end = v
+        .iter()
+        .rposition(|&c| c != b' ' && c != b'\t')
+        .map_or(start, |e| e + 1);
+    v.get(start..end).unwrap_or_default()
+}
+
+/// A response head from `raw` (as for [`parse_request`]).
+pub fn parse_response(raw: Vec<u8>) -> Option<Response> {
+    let text = checked_text(raw)?;
     let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut resp = httparse::Response::new(&mut fields);
-    match resp.parse(&with_end) {
-        Ok(httparse::Status::Complete(n)) if n == with_end.len() => {}
+    match resp.parse(text.as_bytes()) {
+        Ok(httparse::Status::Complete(n)) if n == text.len() => {}
         _ => return None,
     }
     let (code, minor) = (resp.code?, resp.version?);
-    let reason = resp.reason.unwrap_or("").to_string();
-    let headers = fields_of(resp.headers)?;
+    let mut headers = Fields {
+        text: String::new(),
+        spans: Vec::with_capacity(resp.headers.len()),
+    };
+    let base = text.as_ptr() as usize;
+    let range = |part: &[u8]| -> Range<u32> {
+        let start = (part.as_ptr() as usize).saturating_sub(base);
+        u32::try_from(start).unwrap_or(0)..u32::try_from(start + part.len()).unwrap_or(0)
+    };
+    let reason = resp.reason.map_or(0..0, |r| range(r.as_bytes()));
+    for h in resp.headers.iter() {
+        let v = trim_blanks(h.value);
+        headers.spans.push((range(h.name.as_bytes()), range(v)));
+    }
+    headers.text = text;
     semantic(&headers, false)?;
     Some(Response {
         code,
@@ -220,49 +320,35 @@ pub fn parse_response(bytes: &[u8]) -> Option<Response> {
     })
 }
 
-fn fields_of(fields: &[httparse::Header<'_>]) -> Option<Vec<(String, String)>> {
-    fields
-        .iter()
-        .map(|h| {
-            let v = std::str::from_utf8(h.value).ok()?;
-            Some((h.name.to_string(), v.trim_matches([' ', '\t']).to_string()))
-        })
-        .collect()
-}
-
 /// At most one `Host`; lengths that all agree and are plain digits; never a
 /// length beside `Transfer-Encoding`; a request's `Transfer-Encoding` is
 /// exactly `chunked`.
-fn semantic(headers: &[(String, String)], request: bool) -> Option<()> {
-    let named = |n: &'static str| {
-        headers
-            .iter()
-            .filter(move |(k, _)| k.eq_ignore_ascii_case(n))
-    };
-    if named("Host").count() > 1 {
+fn semantic(headers: &Fields, request: bool) -> Option<()> {
+    if headers.all("host").count() > 1 {
         return None;
     }
-    let te: Vec<&str> = named("Transfer-Encoding")
-        .map(|(_, v)| v.as_str())
-        .collect();
-    let mut lengths = named("Content-Length").map(|(_, v)| v.as_str());
+    let te = headers.all("transfer-encoding").count();
+    let mut lengths = headers.all("content-length");
     if let Some(len) = lengths.next() {
         let digits = !len.is_empty() && len.len() <= 18 && len.bytes().all(|c| c.is_ascii_digit());
-        if !digits || lengths.any(|other| other != len) || !te.is_empty() {
+        if !digits || lengths.any(|other| other != len) || te > 0 {
             return None;
         }
     }
     if request
-        && !te.is_empty()
-        && (te.len() > 1 || !te.iter().all(|v| v.eq_ignore_ascii_case("chunked")))
+        && te > 0
+        && (te > 1
+            || !headers
+                .all("transfer-encoding")
+                .all(|v| v.eq_ignore_ascii_case("chunked")))
     {
         return None;
     }
     Some(())
 }
 
-/// Reads a head up to its blank line; `Ok(None)` when the peer closed
-/// before sending a byte of it.
+/// Reads a head up to and with its blank line; `Ok(None)` when the peer
+/// closed before sending a byte of it.
 pub async fn read_raw<S: AsyncRead + Unpin>(
     conn: &mut Conn<S>,
 ) -> Result<Option<Vec<u8>>, ReadError> {
@@ -273,9 +359,9 @@ pub async fn read_raw<S: AsyncRead + Unpin>(
             .get(searched.saturating_sub(3)..)
             .and_then(|b| b.windows(4).position(|w| w == b"\r\n\r\n"))
         {
-            let end = end + searched.saturating_sub(3);
+            let end = end + searched.saturating_sub(3) + 4;
             let head = buf.get(..end).unwrap_or_default().to_vec();
-            conn.consume(end + 4);
+            conn.consume(end);
             return Ok(Some(head));
         }
         searched = buf.len();
@@ -298,7 +384,7 @@ mod tests {
     use super::*;
 
     fn head(text: &str) -> Option<Head> {
-        parse_request(text.as_bytes())
+        parse_request(text.as_bytes().to_vec())
     }
 
     #[test]
@@ -341,7 +427,7 @@ mod tests {
 
     #[test]
     fn response_framing() {
-        let r = |t: &str| parse_response(t.as_bytes()).expect("parses");
+        let r = |t: &str| parse_response(t.as_bytes().to_vec()).expect("parses");
         assert_eq!(
             r("HTTP/1.1 200 OK\r\nContent-Length: 5").framing("GET"),
             Framing::Length(5)
@@ -363,10 +449,13 @@ mod tests {
         assert!(r("HTTP/1.1 200 OK").keep_alive());
         assert!(!r("HTTP/1.0 200 OK").keep_alive());
         assert!(!r("HTTP/1.1 200 OK\r\nConnection: Keep-Alive, close").keep_alive());
-        assert!(parse_response(b"HTTP/1.1 200 OK\r\nX: a\nY: b").is_none());
+        assert!(parse_response(b"HTTP/1.1 200 OK\r\nX: a\nY: b".to_vec()).is_none());
         assert!(
-            parse_response(b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nTransfer-Encoding: chunked")
-                .is_none()
+            parse_response(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nTransfer-Encoding: chunked".to_vec()
+            )
+            .is_none()
         );
+        assert_eq!(r("HTTP/1.1 404 Not  Found").reason(), "Not  Found");
     }
 }

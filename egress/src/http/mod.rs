@@ -21,14 +21,14 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use gatehouse::query::{Query, Via};
+use gatehouse::query::{QueryRef, Via};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 pub use crate::authority::{same_host, split_authority};
 use crate::dns::Upstream;
 use crate::http::conn::Conn;
-use crate::http::head::{Framing, Head, Response};
+use crate::http::head::{Fields, Framing, Head, Response};
 use crate::metrics::{Metrics, PROXY_REFUSALS};
 use crate::policy::{Policies, Request};
 
@@ -106,11 +106,7 @@ pub async fn vet(
     port: u16,
     via: Via,
 ) -> Result<Vec<IpAddr>, String> {
-    let d = req.decide(&Query::Connect {
-        host: host.to_string(),
-        port: i64::from(port),
-        via,
-    });
+    let d = req.decide(QueryRef::Connect { host, port, via });
     if !d.is_allow() {
         return Err(d.reason.as_str().to_string());
     }
@@ -120,11 +116,10 @@ pub async fn vet(
         .await
         .map_err(|_| "lookup_failed".to_string())?;
     if !crate::authority::is_literal(host) {
-        let text: Vec<String> = found.addrs.iter().map(IpAddr::to_string).collect();
-        let d = req.decide(&Query::Resolved {
-            host: host.to_string(),
-            addrs: text,
-            port: Some(i64::from(port)),
+        let d = req.decide(QueryRef::Resolved {
+            host,
+            addrs: &found.addrs,
+            port: Some(port),
         });
         if !d.is_allow() {
             return Err(d.reason.as_str().to_string());
@@ -141,7 +136,7 @@ pub async fn vet(
 /// The upstream proxy, when there is one and the policy allows it.
 async fn via_upstream_proxy(ctx: &Ctx, req: &mut Request<'_>) -> Option<Result<TcpStream, String>> {
     let up = ctx.upstream_proxy.as_ref()?;
-    if !req.decide(&Query::Upstream).is_allow() {
+    if !req.decide(QueryRef::Upstream).is_allow() {
         return None;
     }
     Some(
@@ -198,7 +193,7 @@ async fn handle(ctx: &Ctx, s: TcpStream) {
         }
         let raw = tokio::time::timeout(ctx.timeouts.first_bytes, head::read_raw(&mut client)).await;
         let head = match raw {
-            Ok(Ok(Some(raw))) => head::parse_request(&raw),
+            Ok(Ok(Some(raw))) => head::parse_request(raw),
             // Closed before a byte: nothing was asked (a port probe, or the
             // end of a kept-alive connection).
             Ok(Ok(None)) => return,
@@ -207,11 +202,11 @@ async fn handle(ctx: &Ctx, s: TcpStream) {
         let mut req = ctx.policies.request();
         let Some(head) = head else {
             ctx.metrics.refusal("bad_request");
-            req.finish("-", "refused: bad_request");
+            req.finish(&"-", "refused: bad_request");
             respond(&mut client.io, "400 Bad Request", "bad_request", "-").await;
             return;
         };
-        if head.method.eq_ignore_ascii_case("CONNECT") {
+        if head.method().eq_ignore_ascii_case("CONNECT") {
             ctx.metrics.connect_requests.inc();
             connect::connect(ctx, &mut req, client, head).await;
             return;
@@ -230,7 +225,7 @@ pub(crate) async fn refuse<S: AsyncWrite + Unpin>(
     ctx: &Ctx,
     req: &Request<'_>,
     client: &mut S,
-    what: &str,
+    what: &(dyn std::fmt::Display + Sync),
     reason: &str,
 ) {
     let rev = crate::policy::short(req.revision()).to_string();
@@ -278,8 +273,8 @@ async fn forward(
     client: &mut Conn<TcpStream>,
     head: Head,
 ) -> bool {
-    let what = format!("{} {}", head.method, head.target);
-    let (host, port) = match absolute_http_target(&head.target) {
+    let what = What(head.method(), head.target());
+    let (host, port) = match absolute_http_target(head.target()) {
         Ok(hp) => hp,
         Err(reason) => {
             refuse(ctx, req, &mut client.io, &what, reason).await;
@@ -420,7 +415,7 @@ pub(crate) async fn exchange(
             Ok(None) | Err(conn::ReadError::Io) if retryable => return Exchange::Retry,
             _ => return Exchange::BadGateway,
         };
-        let Some(resp) = head::parse_response(&raw) else {
+        let Some(resp) = head::parse_response(raw) else {
             return Exchange::BadGateway;
         };
         if (100..200).contains(&resp.code) {
@@ -439,7 +434,7 @@ pub(crate) async fn exchange(
             }
             continue;
         }
-        let rf = resp.framing(&head.method);
+        let rf = resp.framing(head.method());
         let client_keep = head.keep_alive() && rf != Framing::Close;
         if client
             .write_all(&rebuild_response(&resp, client_keep))
@@ -461,40 +456,32 @@ pub(crate) async fn exchange(
     }
 }
 
-/// Hop-by-hop fields (RFC 9110 §7.6.1), the proxy's own, and those a
-/// `Connection` header names (except the framing fields and `Host`): none
-/// is passed on.
-fn hop_by_hop(headers: &[(String, String)]) -> Vec<String> {
-    let mut names: Vec<String> = [
-        "connection",
-        "keep-alive",
-        "proxy-connection",
-        "proxy-authorization",
-        "proxy-authenticate",
-        "te",
-        "trailer",
-        "upgrade",
-        "expect",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    for (k, v) in headers {
-        if k.eq_ignore_ascii_case("connection") {
-            // A `Connection` header never removes what frames the message
-            // or names its host: `Connection: content-length` would
-            // otherwise turn the body that follows into a request the proxy
-            // never decided.
-            names.extend(
-                v.split(',')
-                    .map(|t| t.trim().to_ascii_lowercase())
-                    .filter(|t| {
-                        !matches!(t.as_str(), "host" | "content-length" | "transfer-encoding")
-                    }),
-            );
-        }
+/// Hop-by-hop fields (RFC 9110 §7.6.1) and the proxy's own: never passed
+/// on.
+const HOP_BY_HOP: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authorization",
+    "proxy-authenticate",
+    "te",
+    "trailer",
+    "upgrade",
+    "expect",
+];
+
+/// Whether field `name` is dropped: hop-by-hop, or named by a `Connection`
+/// field — except the framing fields and `Host`, which a `Connection`
+/// field never removes (`Connection: content-length` would otherwise turn
+/// the body that follows into a request the proxy never decided).
+fn dropped(name: &str, headers: &Fields) -> bool {
+    if HOP_BY_HOP.iter().any(|h| name.eq_ignore_ascii_case(h)) {
+        return true;
     }
-    names
+    let framing = ["host", "content-length", "transfer-encoding"]
+        .iter()
+        .any(|f| name.eq_ignore_ascii_case(f));
+    !framing && headers.connection_has(name)
 }
 
 /// A request head written out again: origin-form unless `absolute`, hop-by-
@@ -503,11 +490,14 @@ fn hop_by_hop(headers: &[(String, String)]) -> Vec<String> {
 /// to be kept.
 fn rebuild_request(h: &Head, absolute: bool, keep: bool) -> Vec<u8> {
     let target = if absolute {
-        h.target.clone()
+        std::borrow::Cow::Borrowed(h.target())
     } else {
-        origin_form(&h.target)
+        origin_form(h.target())
     };
-    let mut out = format!("{} {} {}\r\n", h.method, target, h.version);
+    let mut out = String::with_capacity(h.headers.text_len() + 32);
+    for part in [h.method(), " ", &target, " ", h.version, "\r\n"] {
+        out.push_str(part);
+    }
     push_fields(&mut out, &h.headers, keep);
     out.into_bytes()
 }
@@ -515,21 +505,21 @@ fn rebuild_request(h: &Head, absolute: bool, keep: bool) -> Vec<u8> {
 /// A response head for the client: hop-by-hop fields dropped, and
 /// `Connection: close` unless the client connection is kept.
 fn rebuild_response(r: &Response, keep: bool) -> Vec<u8> {
-    let mut out = format!("HTTP/1.1 {} {}\r\n", r.code, r.reason);
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(r.headers.text_len() + 32);
+    let _ = write!(out, "HTTP/1.1 {} {}\r\n", r.code, r.reason());
     push_fields(&mut out, &r.headers, keep);
     out.into_bytes()
 }
 
-fn push_fields(out: &mut String, headers: &[(String, String)], keep: bool) {
-    let drop = hop_by_hop(headers);
-    for (k, v) in headers {
-        if drop.iter().any(|d| k.eq_ignore_ascii_case(d)) {
+fn push_fields(out: &mut String, headers: &Fields, keep: bool) {
+    for (k, v) in headers.iter() {
+        if dropped(k, headers) {
             continue;
         }
-        out.push_str(k);
-        out.push_str(": ");
-        out.push_str(v);
-        out.push_str("\r\n");
+        for part in [k, ": ", v, "\r\n"] {
+            out.push_str(part);
+        }
     }
     if !keep {
         out.push_str("Connection: close\r\n");
@@ -537,20 +527,36 @@ fn push_fields(out: &mut String, headers: &[(String, String)], keep: bool) {
     out.push_str("\r\n");
 }
 
+/// What a request asked, for its access record (formatted only when one is
+/// written).
+pub(crate) struct What<'a>(pub &'a str, pub &'a str);
+
+impl std::fmt::Display for What<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0.is_empty() {
+            f.write_str(self.1)
+        } else {
+            write!(f, "{} {}", self.0, self.1)
+        }
+    }
+}
+
 /// A target in origin-form: an absolute `SCHEME://authority/path?q` (any
-/// case) becomes `/path?q`; anything else stays as it is.
-fn origin_form(target: &str) -> String {
+/// case) becomes `/path?q` (`?q` without a path becomes `/?q`); anything
+/// else stays as it is.
+fn origin_form(target: &str) -> std::borrow::Cow<'_, str> {
+    use std::borrow::Cow;
     match target.split_once("://") {
         Some((scheme, rest)) if scheme.bytes().all(|c| c.is_ascii_alphabetic()) => {
             match rest.find(['/', '?']) {
                 Some(i) if rest.get(i..i + 1) == Some("?") => {
-                    format!("/{}", rest.get(i..).unwrap_or(""))
+                    Cow::Owned(format!("/{}", rest.get(i..).unwrap_or("")))
                 }
-                Some(i) => rest.get(i..).unwrap_or("/").to_string(),
-                None => "/".to_string(),
+                Some(i) => Cow::Borrowed(rest.get(i..).unwrap_or("/")),
+                None => Cow::Borrowed("/"),
             }
         }
-        _ => target.to_string(),
+        _ => Cow::Borrowed(target),
     }
 }
 
@@ -599,7 +605,7 @@ mod tests {
     #[test]
     fn hop_by_hop_fields_are_dropped() {
         let h = head::parse_request(
-            b"GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\nConnection: keep-alive, X-Secret\r\nX-Secret: 1\r\nProxy-Authorization: basic x\r\nExpect: 100-continue\r\nX-Keep: 2",
+            b"GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\nConnection: keep-alive, X-Secret\r\nX-Secret: 1\r\nProxy-Authorization: basic x\r\nExpect: 100-continue\r\nX-Keep: 2".to_vec(),
         )
         .expect("parses");
         let out = String::from_utf8(rebuild_request(&h, false, true)).expect("utf-8");
@@ -607,7 +613,7 @@ mod tests {
         // The framing fields and Host survive a `Connection` header naming
         // them.
         let h = head::parse_request(
-            b"POST http://a.test/ HTTP/1.1\r\nHost: a.test\r\nConnection: Content-Length, host, Transfer-Encoding\r\nContent-Length: 3",
+            b"POST http://a.test/ HTTP/1.1\r\nHost: a.test\r\nConnection: Content-Length, host, Transfer-Encoding\r\nContent-Length: 3".to_vec(),
         )
         .expect("parses");
         let out = String::from_utf8(rebuild_request(&h, false, true)).expect("utf-8");

@@ -24,13 +24,19 @@ pub const MAX_IDLE: usize = 1024;
 /// first).
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 
-type Key = (String, SocketAddr);
+/// Idle connections by address: each with the host name it was opened
+/// for (lowercase, no trailing dot) and when it went idle.
+type Idle = HashMap<SocketAddr, Vec<(String, TcpStream, Instant)>>;
 
 pub struct Pool {
-    idle: Mutex<HashMap<Key, Vec<(TcpStream, Instant)>>>,
+    idle: Mutex<Idle>,
     metrics: Arc<Metrics>,
     /// At most this many idle connections in all.
     cap: usize,
+}
+
+fn same(host: &str, kept: &str) -> bool {
+    host.trim_end_matches('.').eq_ignore_ascii_case(kept)
 }
 
 impl Pool {
@@ -44,27 +50,26 @@ impl Pool {
         }
     }
 
-    fn key(host: &str, addr: SocketAddr) -> Key {
-        (host.trim_end_matches('.').to_ascii_lowercase(), addr)
-    }
-
     /// An idle, live connection to `host` at one of `addrs` (in their
     /// order) and `port`.
     pub fn take(&self, host: &str, addrs: &[IpAddr], port: u16) -> Option<(TcpStream, SocketAddr)> {
         let mut idle = self.idle.lock().ok()?;
         for ip in addrs {
             let addr = SocketAddr::new(*ip, port);
-            let key = Self::key(host, addr);
-            let Some(list) = idle.get_mut(&key) else {
+            let Some(list) = idle.get_mut(&addr) else {
                 continue;
             };
-            while let Some((s, since)) = list.pop() {
+            // The most recently idle first.
+            while let Some(i) = list.iter().rposition(|(h, _, _)| same(host, h)) {
+                let (_, s, since) = list.swap_remove(i);
                 self.metrics.pool_idle.dec();
                 if since.elapsed() < IDLE_TIMEOUT && alive(&s) {
                     return Some((s, addr));
                 }
             }
-            idle.remove(&key);
+            if list.is_empty() {
+                idle.remove(&addr);
+            }
         }
         None
     }
@@ -79,7 +84,7 @@ impl Pool {
             // Full: drop what has expired, and keep this one only if that
             // made room.
             idle.retain(|_, list| {
-                list.retain(|(_, since)| since.elapsed() < IDLE_TIMEOUT);
+                list.retain(|(_, _, since)| since.elapsed() < IDLE_TIMEOUT);
                 !list.is_empty()
             });
             let now: usize = idle.values().map(Vec::len).sum();
@@ -88,9 +93,13 @@ impl Pool {
                 return;
             }
         }
-        let list = idle.entry(Self::key(host, addr)).or_default();
-        if list.len() < MAX_IDLE_PER_KEY {
-            list.push((s, Instant::now()));
+        let list = idle.entry(addr).or_default();
+        if list.iter().filter(|(h, _, _)| same(host, h)).count() < MAX_IDLE_PER_KEY {
+            list.push((
+                host.trim_end_matches('.').to_ascii_lowercase(),
+                s,
+                Instant::now(),
+            ));
             self.metrics.pool_idle.inc();
         }
     }
