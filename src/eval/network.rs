@@ -35,6 +35,20 @@ fn question_name<'b>(name: &'b str, buf: &'b mut HostBuf) -> Result<&'b str, Dec
     }
 }
 
+/// The first checks of `resolved`, in order: the name, then the list (an
+/// empty answer is a failed lookup).
+fn answered_name<'b>(
+    name: &'b str,
+    buf: &'b mut HostBuf,
+    empty: bool,
+) -> Result<&'b str, Decision> {
+    let name = question_name(name, buf)?;
+    if empty {
+        return Err(Decision::deny(Reason::LookupFailed, None));
+    }
+    Ok(name)
+}
+
 /// `localhost` and every `*.localhost` name.
 fn is_local_name(name: &str) -> bool {
     name == "localhost" || name.ends_with(".localhost")
@@ -207,13 +221,10 @@ impl Policy {
     pub fn resolved<S: AsRef<str>>(&self, name: &str, addrs: &[S], port: Option<u16>) -> Decision {
         // 1. Validation: the name, the list, every address, the port.
         let mut buf = HostBuf::new();
-        let name = match question_name(name, &mut buf) {
+        let name = match answered_name(name, &mut buf, addrs.is_empty()) {
             Ok(n) => n,
             Err(d) => return d,
         };
-        if addrs.is_empty() {
-            return Decision::deny(Reason::LookupFailed, None);
-        }
         // Parse once: up to INLINE answers on the stack, more in a vector.
         const INLINE: usize = 16;
         let mut inline = [IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED); INLINE];
@@ -238,13 +249,10 @@ impl Policy {
     /// [`IpAddr`] (the resolver's answers, parsed once): no text to parse.
     pub fn resolved_addrs(&self, name: &str, addrs: &[IpAddr], port: Option<u16>) -> Decision {
         let mut buf = HostBuf::new();
-        let name = match question_name(name, &mut buf) {
+        let name = match answered_name(name, &mut buf, addrs.is_empty()) {
             Ok(n) => n,
             Err(d) => return d,
         };
-        if addrs.is_empty() {
-            return Decision::deny(Reason::LookupFailed, None);
-        }
         self.resolved_checked(name, addrs, &[], port)
     }
 
