@@ -67,6 +67,17 @@ pub mod syntax;
 pub mod vocab;
 
 pub use build::{Build, Error, build, build_with};
+
+/// What the naive reference evaluator in `tests/` shares with the engine —
+/// the shell splitter, the known-safe tables, the guardian's path globs —
+/// so that the two differ only where they mean to. Not part of the API: it
+/// changes without notice.
+#[doc(hidden)]
+pub mod testing {
+    pub use crate::compile::guardian::Glob;
+    pub use crate::eval::known_safe::{basename, is_known_safe, trusted_name};
+    pub use crate::eval::shell::{Script, loose_words, split};
+}
 pub use compile::{Policy, PolicySet};
 pub use eval::{Decision, Outcome, Reason};
 pub use limits::Limits;

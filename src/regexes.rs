@@ -5,8 +5,11 @@
 use regex_automata::MatchKind;
 use regex_automata::meta::Regex;
 
-/// Limits of the guardian's regex automaton.
+/// The default limit of the guardian's automaton (`Limits::regex_bytes`
+/// sets the one in force).
+#[cfg(test)]
 pub const NFA_SIZE_LIMIT: usize = 2 * 1024 * 1024;
+/// The lazy DFA's cache of each automaton.
 pub const CACHE_CAPACITY: usize = 2 * 1024 * 1024;
 
 /// Builds the automaton for a list of patterns, with the limits above.

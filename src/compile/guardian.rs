@@ -10,7 +10,7 @@ use crate::decision::RuleId;
 use crate::normalize::pattern::DomainPattern;
 use crate::syntax::ast::{AuthLevel, RiskCategory, RiskLevel};
 
-pub use crate::regexes::{CACHE_CAPACITY, NFA_SIZE_LIMIT, build_regex};
+pub(crate) use crate::regexes::build_regex;
 
 /// The patterns and their automaton. Only the patterns are serialised; the
 /// automaton is rebuilt on load. If it cannot be rebuilt, every regex rule
@@ -187,6 +187,7 @@ fn segment_matches(pattern: &str, text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::regexes::NFA_SIZE_LIMIT;
 
     #[test]
     fn property_classes_are_refused_in_every_build() {

@@ -8,10 +8,10 @@
 
 pub(crate) mod agent;
 mod compose;
-pub mod domains;
-pub mod guardian;
-pub mod ports;
-pub mod prefixes;
+pub(crate) mod domains;
+pub(crate) mod guardian;
+pub(crate) mod ports;
+pub(crate) mod prefixes;
 
 use std::collections::HashMap;
 use std::sync::Arc;

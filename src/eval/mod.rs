@@ -9,10 +9,10 @@ mod agent;
 /// Decisions and reason codes, defined below the compiler (which records
 /// rule ids) and re-exported here.
 pub use crate::decision;
-pub mod known_safe;
+pub(crate) mod known_safe;
 mod network;
 mod review;
-pub mod shell;
+pub(crate) mod shell;
 mod tools;
 
 use serde::Serialize;

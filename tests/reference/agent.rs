@@ -7,10 +7,10 @@
 //! (mode tables, the category rule, rule matching and strictness, paths,
 //! annotations, the verdict).
 
-use gatehouse::eval::known_safe::{basename, is_known_safe, trusted_name};
-use gatehouse::eval::shell::{Script, loose_words, split};
 use gatehouse::query::{Annotations, Assessment, Query, ReviewOutcome, ReviewStatus};
 use gatehouse::syntax::ast::*;
+use gatehouse::testing::{Script, loose_words, split};
+use gatehouse::testing::{basename, is_known_safe, trusted_name};
 
 use super::{RefDecision, RefPolicy, d};
 
@@ -524,7 +524,7 @@ impl RefPolicy<'_> {
             Matcher::Path(globs) => paths.iter().any(|p| {
                 globs
                     .iter()
-                    .any(|g| gatehouse::compile::guardian::Glob::new(&g.node).matches(p))
+                    .any(|g| gatehouse::testing::Glob::new(&g.node).matches(p))
             }),
             // The target of a connect or a dns action; a host that does not
             // normalise is matched as written, lower-cased (a risk rule only
