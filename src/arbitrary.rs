@@ -279,7 +279,7 @@ fn port(u: &mut Unstructured<'_>) -> Result<i64> {
     Ok(*u.choose(&[443i64, 80, 8080, 8500, 22, 0, 70000, -1])?)
 }
 
-/// Command-running wrappers with options and values (spec §9).
+/// Command-running wrappers with options and values (docs/language.md#sandbox).
 const COMMAND_WRAPPERS: &[&str] = &[
     "sudo",
     "sudo -u root",
@@ -523,7 +523,7 @@ fn section(
     Ok(())
 }
 
-/// Requirement sections (spec §12), one per generated `requirements` block:
+/// Requirement sections (docs/language.md#requirements), one per generated `requirements` block:
 /// every cap, every kind of joined rule, and domain allow lists of every
 /// pattern form over the same names as the policies' rules, so that
 /// coverage is tried in every combination.

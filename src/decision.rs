@@ -45,7 +45,7 @@ impl Outcome {
 
 macro_rules! reasons {
     ($($(#[$m:meta])* $variant:ident = $text:literal,)+) => {
-        /// Why: a stable snake_case reason code (language spec §16; the
+        /// Why: a stable snake_case reason code (docs/language.md#reason-codes; the
         /// language reference in `docs/language.md` lists every one).
         #[derive(Clone, Copy, Debug, Eq, PartialEq, Hash, Serialize, Deserialize)]
         #[serde(rename_all = "snake_case")]

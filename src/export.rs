@@ -3,7 +3,7 @@
 //!
 //! Names cannot be decided in the kernel: traffic to names goes through the
 //! proxy and the resolver, which are the only other exits the ruleset opens.
-//! The chain follows the language's decision order (§3): deny rules drop;
+//! The chain follows the language's decision order (docs/language.md#decision-order): deny rules drop;
 //! under `local deny` non-public destinations drop unless an exact `allow ip`
 //! names them; allow rules accept; then the default. It is meant to be
 //! loaded inside the sandbox's network namespace (`nft -f FILE`), where it
@@ -176,7 +176,7 @@ fn render(block: &Block, exits: &Exits) -> String {
                 .iter()
                 .filter_map(|s| match s {
                     NetStmt::Rule(r) => match &r.target {
-                        // As the engine applies them (spec §1, §5): a mapped
+                        // As the engine applies them (docs/language.md#host-normalisation): a mapped
                         // or compatible address, and a prefix inside
                         // `::ffff:0:0/96`, are IPv4; the kernel sees IPv4.
                         NetTarget::Ip(ip) => Some((

@@ -2,8 +2,8 @@
 //! carry. Programs on the hot path call the borrowed methods of
 //! [`crate::eval::Policy`] directly instead.
 //!
-//! The JSON form is interfaces §2 (`{"kind":"connect","host":...}`); the text
-//! form is language spec §13, parsed by [`crate::syntax::parse_query`] and
+//! The JSON form is the one `policyc eval --queries` reads (README) (`{"kind":"connect","host":...}`); the text
+//! form is docs/language.md#tests-and-queries, parsed by [`crate::syntax::parse_query`] and
 //! printed by `Display`.
 
 use std::fmt;
@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::vocab::{AuthLevel, PromptCategory, RiskCategory, RiskLevel};
 
-/// How a connection reaches the proxy (language spec §3, `via`).
+/// How a connection reaches the proxy (docs/language.md#network, `via`).
 #[derive(Clone, Copy, Debug, Default, Eq, PartialEq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Via {
@@ -69,7 +69,7 @@ pub enum ReviewStatus {
     Cancelled,
 }
 
-/// The auto-reviewer's assessment of an action (language spec §11).
+/// The auto-reviewer's assessment of an action (docs/language.md#guardian).
 #[derive(Clone, Debug, Default, Eq, PartialEq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Assessment {

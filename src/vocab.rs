@@ -50,7 +50,7 @@ keyword_enum!(
     Switch { On = "on", Off = "off" }
 );
 keyword_enum!(
-    /// Tool permissions of the Zoo seed (language spec §7).
+    /// Tool permissions of the Zoo seed (docs/language.md#permissions).
     Permission {
         ShellExec = "shell.exec",
         ScreenRead = "screen.read",

@@ -268,7 +268,7 @@ fn ports_cover(outer: Option<&[PortRange]>, inner: Option<&[PortRange]>) -> bool
     })
 }
 
-/// Whether a prefix reaches any non-public address (language spec §6). A
+/// Whether a prefix reaches any non-public address (docs/language.md#non-public-addresses). A
 /// prefix reaching into 6to4 space counts, whatever it embeds.
 fn overlaps_non_public(net: IpNet) -> bool {
     use crate::normalize::addr::{non_public_v4, non_public_v6_in_global};

@@ -1,4 +1,4 @@
-//! Requirements (language spec §12): what a managed layer may hold, and
+//! Requirements (docs/language.md#requirements): what a managed layer may hold, and
 //! every cap a policy must respect. A violation points at both the policy
 //! line and the requirement line.
 

@@ -1,5 +1,4 @@
-//! Composition of a policy with the requirements of its set (language spec
-//! §12), at the AST level, before compiling.
+//! Composition of a policy with the requirements of its set (docs/language.md#requirements), at the AST level, before compiling.
 //!
 //! Requirement deny, forbid and prompt rules join the policy with their own
 //! spans, so a decision names the requirement's file and line. A capped

@@ -1,4 +1,4 @@
-//! The guardian (language spec §11): risk rules, deny rules and levels,
+//! The guardian (docs/language.md#guardian): risk rules, deny rules and levels,
 //! compiled. Every `command ~ REGEX` of a policy goes into one multi-pattern
 //! automaton (regex-automata), built with size limits.
 

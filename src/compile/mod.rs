@@ -662,7 +662,7 @@ impl Compiler<'_> {
                     g.deny_actions.push((matcher(m)?, rule));
                 }
                 GuardianStmt::Allow { levels, span } => {
-                    // Closed downwards (spec §11): `allow medium` lets low
+                    // Closed downwards (docs/language.md#guardian): `allow medium` lets low
                     // through too, so raising a level never turns a denial
                     // into an approval.
                     let top = levels.iter().map(|l| l.node).max();
@@ -816,7 +816,7 @@ fn push_ranges<'a>(
 }
 
 /// The key an app name is compared by: lowercase, one trailing `.app` or
-/// `.exe` removed (language spec §8).
+/// `.exe` removed (docs/language.md#apps).
 pub(crate) fn app_key(name: &str) -> String {
     let lower = name.to_lowercase();
     for ext in [".app", ".exe"] {

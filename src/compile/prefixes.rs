@@ -236,7 +236,7 @@ mod tests {
         assert_eq!(v4("::ffff:0:0/96").as_deref(), Some("0.0.0.0/0"));
         assert_eq!(v4("::ffff:1.2.3.4/128").as_deref(), Some("1.2.3.4/32"));
         assert_eq!(v4("10.0.0.0/8").as_deref(), Some("10.0.0.0/8"));
-        // Every other IPv6 prefix covers IPv6 only (spec §1, 2026-12-01).
+        // Every other IPv6 prefix covers IPv6 only (docs/language.md#network, ruling of 2026-12-01).
         for s in [
             "::/0",
             "::/64",

@@ -128,7 +128,7 @@ fn snippet(
     out.push('\n');
 }
 
-/// The JSON form of one diagnostic (interfaces §2).
+/// The JSON form of one diagnostic (README, `policyc`).
 #[derive(Clone, Debug, Serialize)]
 pub struct JsonDiagnostic {
     pub severity: Severity,

@@ -1,4 +1,4 @@
-//! Agent decisions (language spec §9–§10): sandbox writes, `exec`, MCP
+//! Agent decisions (docs/language.md#sandbox, #commands): sandbox writes, `exec`, MCP
 //! tools and bare prompts, each resolved through one category rule.
 
 use std::borrow::Cow;
@@ -92,7 +92,7 @@ impl Policy {
         self.agent.granular.get(c.index()).copied().unwrap_or(false)
     }
 
-    /// The category rule (language spec §9): how a prompt of category `c`
+    /// The category rule (docs/language.md#sandbox): how a prompt of category `c`
     /// raised for `reason` resolves.
     pub(crate) fn prompt_for(
         &self,

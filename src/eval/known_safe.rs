@@ -1,5 +1,5 @@
 //! Known-safe (read-only) commands and the dangerous-command rule
-//! (language spec §9), written as data plus small predicates.
+//! (docs/language.md#sandbox), written as data plus small predicates.
 
 /// Directories whose programs the agent cannot have written itself.
 pub const SYSTEM_DIRS: &[&str] = &[
@@ -212,7 +212,7 @@ fn git_read_only(args: &[String]) -> bool {
     }
 }
 
-/// Programs that run the command given in their arguments (spec §9, the
+/// Programs that run the command given in their arguments (docs/language.md#sandbox, the
 /// dangerous-command rule). Their options and option values differ from one
 /// to the next and from one platform to another, so they are not parsed:
 /// behind any of them, every later `rm` word is tried.

@@ -112,7 +112,7 @@ impl Policy {
     }
 }
 
-/// A decision as reported in JSON (interfaces §2).
+/// A decision as reported in JSON (README, `policyc`).
 #[derive(Clone, Debug, Serialize)]
 pub struct DecisionReport<'a> {
     pub decision: &'static str,

@@ -1,4 +1,4 @@
-//! Network decisions (language spec §3), in the spec's order, top to bottom:
+//! Network decisions (docs/language.md#network), in the spec's order, top to bottom:
 //! `connect`, `dns`, `resolved`, `socket`, `listen`, `upstream`.
 //!
 //! These are the hot path: inputs are borrowed, ASCII hosts are normalised
@@ -352,7 +352,7 @@ impl Policy {
         }
     }
 
-    /// The web search mode (language spec §9).
+    /// The web search mode (docs/language.md#sandbox).
     pub fn web_search(&self) -> Decision {
         use crate::syntax::ast::WebSearchMode;
         let (mode, reason, rule) = match self.agent.web_search {

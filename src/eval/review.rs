@@ -1,4 +1,4 @@
-//! Guardian verdicts on the auto-reviewer's assessment (language spec §11):
+//! Guardian verdicts on the auto-reviewer's assessment (docs/language.md#guardian):
 //! the seven steps, in order. A verdict can only be stricter than the
 //! assessment, never looser.
 
@@ -28,13 +28,13 @@ struct Facts {
 }
 
 /// At most this many shell wrappers in one action, the outer one included
-/// (as for `exec`, spec §9).
+/// (as for `exec`, docs/language.md#sandbox).
 const MAX_WRAPPERS: usize = 3;
 
 /// Adds `argv` and, when it is a wrapper (`PROGRAM -c|-lc SCRIPT` with a
 /// trusted program), its script and the commands of that script, nested
 /// wrappers included: command and risk rules see every command that would
-/// run, however deeply it is wrapped (spec §9, §11).
+/// run, however deeply it is wrapped (docs/language.md#sandbox, #guardian).
 fn expand(argv: &[String], wrappers: usize, f: &mut Facts, script_words: &mut Vec<String>) {
     f.argvs.push(argv.to_vec());
     let [program, flag, script] = argv else {

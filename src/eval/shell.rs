@@ -1,4 +1,4 @@
-//! The shell-wrapper splitter (language spec §9, `exec` step 1).
+//! The shell-wrapper splitter (docs/language.md#sandbox, `exec` step 1).
 //!
 //! A script is *plain* when it is words — bare, `'single-quoted'` (all
 //! literal) or `"double-quoted"` (where `$`, backtick and `\` are still

@@ -1,4 +1,4 @@
-//! Tool permissions (language spec §7) and app policy (§8).
+//! Tool permissions (docs/language.md#permissions) and app policy (docs/language.md#apps).
 
 use super::decision::{Decision, Reason};
 use crate::compile::Policy;

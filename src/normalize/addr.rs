@@ -1,4 +1,4 @@
-//! Address classes (language spec §6) and the canonical form of an address.
+//! Address classes (docs/language.md#non-public-addresses) and the canonical form of an address.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -15,7 +15,7 @@ pub fn canonical_ip(ip: IpAddr) -> IpAddr {
 }
 
 /// The IPv4 prefix an IPv6 prefix means, when it lies inside
-/// `::ffff:0:0/96` (spec §1: `::ffff:10.0.0.0/104` is `10.0.0.0/8`); `None`
+/// `::ffff:0:0/96` (docs/language.md#network: `::ffff:10.0.0.0/104` is `10.0.0.0/8`); `None`
 /// for every other IPv6 prefix (`::/0` and `::/96` included), which covers
 /// IPv6 addresses only.
 pub fn mapped_v4_prefix(net: ipnet::Ipv6Net) -> Option<ipnet::Ipv4Net> {
@@ -72,7 +72,7 @@ const V6_NON_PUBLIC_IN_GLOBAL: &[(u128, u8)] = &[
     (0x3fff_0000_0000_0000_0000_0000_0000_0000, 20), // documentation
 ];
 
-/// The IPv4 non-public prefixes of language spec §6 (for the checker).
+/// The IPv4 non-public prefixes of docs/language.md#non-public-addresses (for the checker).
 pub fn non_public_v4() -> impl Iterator<Item = ipnet::Ipv4Net> {
     V4_NON_PUBLIC
         .iter()
@@ -107,7 +107,7 @@ fn in_v6(x: u128, net: u128, len: u8) -> bool {
     x & mask == net
 }
 
-/// Whether an address is not globally reachable unicast (language spec §6).
+/// Whether an address is not globally reachable unicast (docs/language.md#non-public-addresses).
 /// Mapped and compatible forms are judged by their IPv4 address; NAT64
 /// (`64:ff9b::/96`) and 6to4 (`2002::/16`) by the IPv4 address they embed.
 pub fn is_non_public(ip: IpAddr) -> bool {
@@ -141,7 +141,7 @@ pub fn is_loopback(ip: IpAddr) -> bool {
 }
 
 /// A rule prefix in canonical form: the IPv4 prefix it means and its IPv6
-/// self (spec §1). An IPv6 prefix applies to IPv4 only when it lies inside
+/// self (docs/language.md#network). An IPv6 prefix applies to IPv4 only when it lies inside
 /// `::ffff:0:0/96`, and then means the IPv4 prefix it maps
 /// (`::ffff:10.0.0.0/104` is `10.0.0.0/8`); every other IPv6 prefix, `::/0`
 /// and `::/96` included, covers IPv6 addresses only.

@@ -1,4 +1,4 @@
-//! Host normalisation (language spec §5).
+//! Host normalisation (docs/language.md#host-normalisation).
 //!
 //! ASCII input is normalised into a caller-provided stack buffer, so the hot
 //! path does not allocate; only non-ASCII names go through `idna` (UTS #46
@@ -56,7 +56,7 @@ impl HostBuf {
     }
 }
 
-/// Normalises a host as a connection target (language spec §5).
+/// Normalises a host as a connection target (docs/language.md#host-normalisation).
 ///
 /// ASCII input takes a fast path: one pass over the bytes validates them and
 /// notes colons, brackets and upper case; a host that is already lowercase is

@@ -1,5 +1,5 @@
 //! Normalisation shared by the checker, the compiler and the engine: hosts
-//! (language spec §5), address classes (§6) and paths. Decide on the value the
+//! (docs/language.md#host-normalisation), address classes (docs/language.md#non-public-addresses) and paths. Decide on the value the
 //! socket or resolver will actually use, and normalise it exactly once.
 
 pub mod addr;

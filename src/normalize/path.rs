@@ -1,12 +1,12 @@
 //! Paths. Socket paths must be written normal (the engine never guesses
 //! what a non-normal socket path means: it refuses it); write paths are
-//! lexically normalised first (spec §9), so the decision is on the file the
+//! lexically normalised first (docs/language.md#sandbox), so the decision is on the file the
 //! write would reach.
 
 use std::borrow::Cow;
 
 /// Absolute, with no `.` or `..` segment, no `//`, no trailing `/` and no NUL
-/// (language spec §3, `socket`).
+/// (docs/language.md#network, `socket`).
 pub fn is_normal_absolute_path(path: &str) -> bool {
     let Some(rest) = path.strip_prefix('/') else {
         return false;
@@ -18,7 +18,7 @@ pub fn is_normal_absolute_path(path: &str) -> bool {
             .all(|seg| !seg.is_empty() && seg != "." && seg != "..")
 }
 
-/// Lexically normalises an absolute path (spec §9, `write`): `.` segments
+/// Lexically normalises an absolute path (docs/language.md#sandbox, `write`): `.` segments
 /// dropped, repeated `/` collapsed, a trailing `/` dropped, and each `..`
 /// removes the segment before it (`..` at the root stays at `/`). `None` for
 /// a relative or empty path, or one that holds NUL. A path that is already

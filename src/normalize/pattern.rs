@@ -1,4 +1,4 @@
-//! Domain patterns of `allow|deny domain` (language spec §3), normalised
+//! Domain patterns of `allow|deny domain` (docs/language.md#network), normalised
 //! exactly like query hosts.
 
 use super::host::{HostError, OwnedHost, normalize_host_owned};
@@ -191,7 +191,7 @@ mod tests {
         assert!(p("**.a.example.com").covered_by(&p("*.example.com")));
         assert!(p("*").covered_by(&p("*")));
         assert!(!p("*").covered_by(&p("**.com")));
-        // A pattern covers itself, in every form (spec §12).
+        // A pattern covers itself, in every form (docs/language.md#requirements).
         for s in ["x.com", "*.x.com", "**.x.com", "*"] {
             assert!(p(s).covered_by(&p(s)), "{s}");
         }

@@ -80,7 +80,7 @@ pub fn parse_file_with(file: FileId, text: &str, limits: &Limits) -> (File, Vec<
     (File { items, comments }, b.diags)
 }
 
-/// Parses one query in the text form (language spec §13).
+/// Parses one query in the text form (docs/language.md#tests-and-queries).
 pub fn parse_query(text: &str) -> Result<Query, SyntaxError> {
     let mut b = Builder {
         file: FileId(0),
