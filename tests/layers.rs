@@ -155,3 +155,24 @@ fn the_scan_sees_imports() {
     found.sort();
     assert_eq!(found, ["compile", "normalize", "query", "vocab"]);
 }
+
+/// No file of `src/` is longer than 700 lines unless its first lines say
+/// why ("Longer than 700 lines").
+#[test]
+fn files_a_newcomer_can_hold_in_their_head() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    walk(&src, &mut files);
+    walk(&src.join("bin"), &mut files);
+    let long: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            let n = text.lines().count();
+            let head: String = text.lines().take(20).collect::<Vec<_>>().join("\n");
+            (n > 700 && !head.contains("Longer than 700 lines"))
+                .then(|| format!("{}: {n} lines", f.display()))
+        })
+        .collect();
+    assert!(long.is_empty(), "{long:#?}");
+}

@@ -10,6 +10,7 @@ pub(crate) mod agent;
 mod compose;
 pub(crate) mod domains;
 pub(crate) mod guardian;
+mod lower;
 pub(crate) mod ports;
 pub(crate) mod prefixes;
 
@@ -19,6 +20,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use self::domains::{DomainRule, DomainTrie};
+use self::lower::{approvals, sandbox};
 use self::prefixes::{Intervals, PrefixRule, rule_ranges};
 use crate::decision::{RuleId, RuleRef, RuleTable};
 use crate::normalize::pattern::DomainPattern;
@@ -453,128 +455,13 @@ impl Compiler<'_> {
                 SectionKind::Network(n) => {
                     net = Some(self.network(n, section.span).map_err(|w| internal(&w))?)
                 }
-                SectionKind::Proxy(stmts) => {
-                    for s in stmts {
-                        let rule = Some(self.rule(s.span()));
-                        let (slot, on) = match s {
-                            ProxyStmt::Socks5(v) => (&mut proxy.socks5, v.node == Switch::On),
-                            ProxyStmt::Socks5Udp(v) => {
-                                (&mut proxy.socks5_udp, v.node == Switch::On)
-                            }
-                            ProxyStmt::Upstream(v) => (&mut proxy.upstream, v.node == Switch::On),
-                            ProxyStmt::Listen(v) => {
-                                (&mut proxy.listen_any, v.node == ListenScope::Any)
-                            }
-                        };
-                        *slot = SwitchSetting { on, rule };
-                    }
-                }
-                SectionKind::Permissions(stmts) => {
-                    for s in stmts {
-                        match s {
-                            PermStmt::Default(v) => {
-                                perms.default_deny = v.node == Effect::Deny;
-                                perms.default_rule = Some(self.rule(v.span));
-                            }
-                            PermStmt::Rule {
-                                effect,
-                                permissions,
-                                span,
-                            } => {
-                                let id = self.rule(*span);
-                                for p in permissions {
-                                    if let Some(slot) = perms.rules.get_mut(p.node.index()) {
-                                        let target = if *effect == Effect::Deny {
-                                            &mut slot.0
-                                        } else {
-                                            &mut slot.1
-                                        };
-                                        target.get_or_insert(id);
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-                SectionKind::Apps(stmts) => {
-                    for s in stmts {
-                        let id = self.rule(s.span);
-                        for n in &s.names {
-                            let key = app_key(&n.node);
-                            apps.max_len = apps.max_len.max(key.len());
-                            apps.denied.entry(key).or_insert(id);
-                        }
-                    }
-                }
-                SectionKind::Sandbox(s) => {
-                    if let Some(m) = s.modes.first() {
-                        agent.sandbox = m.node;
-                    }
-                    for st in s.block.iter().flatten() {
-                        match st {
-                            SandboxStmt::Writable(v, _) => agent
-                                .paths
-                                .writable
-                                .extend(v.iter().map(|p| p.node.clone())),
-                            SandboxStmt::Protect(v, _) => agent
-                                .paths
-                                .protect
-                                .extend(v.iter().map(|p| p.node.to_ascii_lowercase())),
-                        }
-                    }
-                }
-                SectionKind::Commands(rules) => {
-                    for r in rules {
-                        let because = r.because.as_ref().map(|b| b.value.clone());
-                        let rule = self.rule_because(r.span, because);
-                        let pattern = r.pattern.iter().map(|w| w.alternatives.clone()).collect();
-                        agent.commands.push(agent::CommandRule {
-                            effect: r.effect,
-                            pattern,
-                            rule,
-                        });
-                    }
-                }
-                SectionKind::Mcp(stmts) => {
-                    for st in stmts {
-                        match st {
-                            McpStmt::Server { server, mode, span } => {
-                                let rule = self.rule(*span);
-                                agent
-                                    .mcp
-                                    .servers
-                                    .entry(server.node.clone())
-                                    .or_insert((mode.node, rule));
-                            }
-                            McpStmt::Tool {
-                                server,
-                                tool,
-                                mode,
-                                span,
-                                ..
-                            } => {
-                                let rule = self.rule(*span);
-                                agent
-                                    .mcp
-                                    .tools
-                                    .entry(server.clone())
-                                    .or_default()
-                                    .entry(tool.clone())
-                                    .or_insert((mode.node, rule));
-                            }
-                        }
-                    }
-                }
-                SectionKind::Approvals(a) => {
-                    if let Some(m) = a.modes.first() {
-                        agent.approvals = m.node;
-                    }
-                    for g in a.granular.iter().flatten() {
-                        if let Some(v) = agent.granular.get_mut(g.category.node.index()) {
-                            *v = g.value.node == Switch::On;
-                        }
-                    }
-                }
+                SectionKind::Proxy(stmts) => self.proxy(&mut proxy, stmts),
+                SectionKind::Permissions(stmts) => self.permissions(&mut perms, stmts),
+                SectionKind::Apps(stmts) => self.apps(&mut apps, stmts),
+                SectionKind::Sandbox(s) => sandbox(&mut agent, s),
+                SectionKind::Commands(rules) => self.commands(&mut agent, rules),
+                SectionKind::Mcp(stmts) => self.mcp(&mut agent, stmts),
+                SectionKind::Approvals(a) => approvals(&mut agent, a),
                 SectionKind::Reviewer(r) => {
                     if let Some(m) = r.first() {
                         agent.reviewer = m.node;
@@ -605,213 +492,6 @@ impl Compiler<'_> {
             agent,
             limits: self.limits.query,
         })
-    }
-
-    fn guardian(&mut self, stmts: &[GuardianStmt]) -> Result<guardian::Guardian, String> {
-        use guardian::{GMatcher, Glob, RiskRule};
-        let mut g = guardian::Guardian::default();
-        let mut patterns: Vec<String> = Vec::new();
-        let mut matcher = |m: &Matcher| -> Result<GMatcher, String> {
-            Ok(match m {
-                Matcher::CommandRegex(s) => {
-                    patterns.push(s.value.clone());
-                    GMatcher::Regex(patterns.len() - 1)
-                }
-                Matcher::CommandPrefix(words) => {
-                    GMatcher::Prefix(words.iter().map(|w| w.alternatives.clone()).collect())
-                }
-                Matcher::Path(v) => GMatcher::Path(v.iter().map(|p| Glob::new(&p.node)).collect()),
-                Matcher::Host(v) => GMatcher::Host(
-                    v.iter()
-                        .map(|p| DomainPattern::parse(&p.node).map_err(|e| e.to_string()))
-                        .collect::<Result<_, _>>()?,
-                ),
-                Matcher::Tool(v) => GMatcher::Tool(
-                    v.iter()
-                        .map(|t| {
-                            t.node
-                                .split_once('/')
-                                .map(|(a, b)| (a.to_string(), b.to_string()))
-                                .ok_or("bad tool")
-                        })
-                        .collect::<Result<_, _>>()?,
-                ),
-            })
-        };
-        for st in stmts {
-            match st {
-                GuardianStmt::Risk {
-                    level,
-                    category,
-                    matcher: m,
-                    span,
-                } => {
-                    let rule = self.rule(*span);
-                    g.risks.push(RiskRule {
-                        level: level.node,
-                        category: category.node,
-                        matcher: matcher(m)?,
-                        rule,
-                    });
-                }
-                GuardianStmt::DenyCategory { category, span } => {
-                    g.deny_categories.push((category.node, self.rule(*span)))
-                }
-                GuardianStmt::DenyAction { matcher: m, span } => {
-                    let rule = self.rule(*span);
-                    g.deny_actions.push((matcher(m)?, rule));
-                }
-                GuardianStmt::Allow { levels, span } => {
-                    // Closed downwards (docs/language.md#guardian): `allow medium` lets low
-                    // through too, so raising a level never turns a denial
-                    // into an approval.
-                    let top = levels.iter().map(|l| l.node).max();
-                    g.allow = [RiskLevel::Low, RiskLevel::Medium]
-                        .into_iter()
-                        .filter(|l| top.is_some_and(|t| *l <= t))
-                        .collect();
-                    g.allow_rule = Some(self.rule(*span));
-                }
-                GuardianStmt::Authorize { with, span, .. } => {
-                    g.authorize = with.node;
-                    g.authorize_rule = Some(self.rule(*span));
-                }
-            }
-        }
-        guardian::build_regex(&patterns, self.limits.regex_bytes())?;
-        g.regex = guardian::RegexSet::from(patterns);
-        Ok(g)
-    }
-
-    fn network(&mut self, n: &Network, span: Span) -> Result<Net, String> {
-        let mut net = Net::empty(NetMode::Constrained);
-        let stmts = match n {
-            Network::Off => {
-                net.mode = NetMode::Off;
-                net.mode_rule = Some(self.rule(span));
-                return Ok(net);
-            }
-            Network::Unrestricted => {
-                net.mode = NetMode::Unrestricted;
-                net.mode_rule = Some(self.rule(span));
-                return Ok(net);
-            }
-            Network::Block(stmts) => stmts,
-        };
-        let mut domain_rules = Vec::new();
-        let mut v4_rules = Vec::new();
-        let mut v6_rules = Vec::new();
-        for s in stmts {
-            match s {
-                NetStmt::Default(v) => {
-                    net.default_allow = v.node == Effect::Allow;
-                    net.default_rule = Some(self.rule(v.span));
-                }
-                NetStmt::Dns(v) => {
-                    let id = self.rule(v.span);
-                    net.dns_off = (v.node == Switch::Off).then_some(id);
-                }
-                NetStmt::Local(v) => {
-                    net.local_allow = v.node == Effect::Allow;
-                    self.rule(v.span);
-                }
-                NetStmt::Rule(r) => {
-                    let id = self.rule(r.span);
-                    let ports = r.ports.as_deref();
-                    match &r.target {
-                        NetTarget::Domain(text) => {
-                            let pattern = DomainPattern::parse(text).map_err(|e| e.to_string())?;
-                            if pattern == DomainPattern::Any && r.effect == Effect::Deny {
-                                return Err("`deny domain *` reached the compiler".into());
-                            }
-                            domain_rules.push(DomainRule {
-                                pattern,
-                                effect: r.effect,
-                                rule: id,
-                                ports,
-                            });
-                        }
-                        NetTarget::Ip(ip) => {
-                            let net_ = ipnet::IpNet::from(*ip);
-                            push_ranges(
-                                &mut v4_rules,
-                                &mut v6_rules,
-                                net_,
-                                true,
-                                r.effect,
-                                id,
-                                ports,
-                            );
-                        }
-                        NetTarget::Cidr(c) => push_ranges(
-                            &mut v4_rules,
-                            &mut v6_rules,
-                            *c,
-                            false,
-                            r.effect,
-                            id,
-                            ports,
-                        ),
-                        NetTarget::Socket(SocketTarget::Any) => {
-                            if r.effect == Effect::Allow {
-                                net.socket_any.get_or_insert(id);
-                                net.sockets_allowed = true;
-                            } else {
-                                return Err("`deny socket *` reached the compiler".into());
-                            }
-                        }
-                        NetTarget::Socket(SocketTarget::Path(p)) => {
-                            let e = net.sockets.entry(p.clone()).or_insert(SocketEntry {
-                                deny: None,
-                                allow: None,
-                            });
-                            if r.effect == Effect::Deny {
-                                e.deny.get_or_insert(id);
-                            } else {
-                                e.allow.get_or_insert(id);
-                                net.sockets_allowed = true;
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        net.domains = DomainTrie::build(&domain_rules);
-        net.v4 = Intervals::build(&v4_rules, u128::from(u32::MAX));
-        net.v6 = Intervals::build(&v6_rules, u128::MAX);
-        Ok(net)
-    }
-}
-
-fn push_ranges<'a>(
-    v4: &mut Vec<PrefixRule<'a>>,
-    v6: &mut Vec<PrefixRule<'a>>,
-    net: ipnet::IpNet,
-    exact: bool,
-    effect: Effect,
-    rule: RuleId,
-    ports: Option<&'a [PortRange]>,
-) {
-    let (r4, r6) = rule_ranges(net);
-    for (first, last) in r4 {
-        v4.push(PrefixRule {
-            first,
-            last,
-            exact: exact && first == last,
-            effect,
-            rule,
-            ports,
-        });
-    }
-    if let Some((first, last)) = r6 {
-        v6.push(PrefixRule {
-            first,
-            last,
-            exact,
-            effect,
-            rule,
-            ports,
-        });
     }
 }
 

@@ -1,5 +1,11 @@
 //! `policyc import zerocode`: a ZeroCode `config.toml` (and optionally its
 //! managed `requirements.toml`) as gatehouse policy text.
+//!
+//! Longer than 700 lines on purpose: one reader of one foreign format, each
+//! block of the config a function in the order the config documents them,
+//! so that a reader checks the importer against that documentation top to
+//! bottom. Splitting it belongs with the rework of the importers (issue
+//! 15).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

@@ -1,0 +1,150 @@
+//! `network` and `proxy`: the domain automaton, the address intervals,
+//! sockets, and the proxy's switches.
+
+use super::super::*;
+
+impl Compiler<'_> {
+    pub(in crate::compile) fn network(&mut self, n: &Network, span: Span) -> Result<Net, String> {
+        let mut net = Net::empty(NetMode::Constrained);
+        let stmts = match n {
+            Network::Off => {
+                net.mode = NetMode::Off;
+                net.mode_rule = Some(self.rule(span));
+                return Ok(net);
+            }
+            Network::Unrestricted => {
+                net.mode = NetMode::Unrestricted;
+                net.mode_rule = Some(self.rule(span));
+                return Ok(net);
+            }
+            Network::Block(stmts) => stmts,
+        };
+        let mut domain_rules = Vec::new();
+        let mut v4_rules = Vec::new();
+        let mut v6_rules = Vec::new();
+        for s in stmts {
+            match s {
+                NetStmt::Default(v) => {
+                    net.default_allow = v.node == Effect::Allow;
+                    net.default_rule = Some(self.rule(v.span));
+                }
+                NetStmt::Dns(v) => {
+                    let id = self.rule(v.span);
+                    net.dns_off = (v.node == Switch::Off).then_some(id);
+                }
+                NetStmt::Local(v) => {
+                    net.local_allow = v.node == Effect::Allow;
+                    self.rule(v.span);
+                }
+                NetStmt::Rule(r) => {
+                    let id = self.rule(r.span);
+                    let ports = r.ports.as_deref();
+                    match &r.target {
+                        NetTarget::Domain(text) => {
+                            let pattern = DomainPattern::parse(text).map_err(|e| e.to_string())?;
+                            if pattern == DomainPattern::Any && r.effect == Effect::Deny {
+                                return Err("`deny domain *` reached the compiler".into());
+                            }
+                            domain_rules.push(DomainRule {
+                                pattern,
+                                effect: r.effect,
+                                rule: id,
+                                ports,
+                            });
+                        }
+                        NetTarget::Ip(ip) => {
+                            let net_ = ipnet::IpNet::from(*ip);
+                            push_ranges(
+                                &mut v4_rules,
+                                &mut v6_rules,
+                                net_,
+                                true,
+                                r.effect,
+                                id,
+                                ports,
+                            );
+                        }
+                        NetTarget::Cidr(c) => push_ranges(
+                            &mut v4_rules,
+                            &mut v6_rules,
+                            *c,
+                            false,
+                            r.effect,
+                            id,
+                            ports,
+                        ),
+                        NetTarget::Socket(SocketTarget::Any) => {
+                            if r.effect == Effect::Allow {
+                                net.socket_any.get_or_insert(id);
+                                net.sockets_allowed = true;
+                            } else {
+                                return Err("`deny socket *` reached the compiler".into());
+                            }
+                        }
+                        NetTarget::Socket(SocketTarget::Path(p)) => {
+                            let e = net.sockets.entry(p.clone()).or_insert(SocketEntry {
+                                deny: None,
+                                allow: None,
+                            });
+                            if r.effect == Effect::Deny {
+                                e.deny.get_or_insert(id);
+                            } else {
+                                e.allow.get_or_insert(id);
+                                net.sockets_allowed = true;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        net.domains = DomainTrie::build(&domain_rules);
+        net.v4 = Intervals::build(&v4_rules, u128::from(u32::MAX));
+        net.v6 = Intervals::build(&v6_rules, u128::MAX);
+        Ok(net)
+    }
+
+    pub(in crate::compile) fn proxy(&mut self, proxy: &mut Proxy, stmts: &[ProxyStmt]) {
+        for s in stmts {
+            let rule = Some(self.rule(s.span()));
+            let (slot, on) = match s {
+                ProxyStmt::Socks5(v) => (&mut proxy.socks5, v.node == Switch::On),
+                ProxyStmt::Socks5Udp(v) => (&mut proxy.socks5_udp, v.node == Switch::On),
+                ProxyStmt::Upstream(v) => (&mut proxy.upstream, v.node == Switch::On),
+                ProxyStmt::Listen(v) => (&mut proxy.listen_any, v.node == ListenScope::Any),
+            };
+            *slot = SwitchSetting { on, rule };
+        }
+    }
+}
+
+pub(in crate::compile) fn push_ranges<'a>(
+    v4: &mut Vec<PrefixRule<'a>>,
+    v6: &mut Vec<PrefixRule<'a>>,
+    net: ipnet::IpNet,
+    exact: bool,
+    effect: Effect,
+    rule: RuleId,
+    ports: Option<&'a [PortRange]>,
+) {
+    let (r4, r6) = rule_ranges(net);
+    for (first, last) in r4 {
+        v4.push(PrefixRule {
+            first,
+            last,
+            exact: exact && first == last,
+            effect,
+            rule,
+            ports,
+        });
+    }
+    if let Some((first, last)) = r6 {
+        v6.push(PrefixRule {
+            first,
+            last,
+            exact,
+            effect,
+            rule,
+            ports,
+        });
+    }
+}
