@@ -16,58 +16,16 @@
 //! and one past it, under guardian command and risk rules that look for
 //! them.
 //!
-//! The vocabularies here are deliberately separate from the property tests'
-//! in `tests/`, so that the two explore differently.
+//! Hosts, addresses and prefixes come from [`crate::samples`], shared with
+//! the property tests of `tests/`; the rest of the vocabulary is this
+//! module's own.
 
 use arbitrary::{Arbitrary, Result, Unstructured};
 
 use crate::query::{Annotations, Assessment, Query, ReviewOutcome, ReviewStatus, Via};
+use crate::samples::{CIDRS, IPS, NAMES};
 use crate::syntax::ast::{AuthLevel, PromptCategory, RiskCategory, RiskLevel};
 
-const NAMES: &[&str] = &[
-    "example.com",
-    "a.example.com",
-    "b.a.example.com",
-    "example.org",
-    "localhost",
-    "x.localhost",
-    "com",
-    "github.com",
-    "api.github.com",
-    "bücher.example",
-    "xn--bcher-kva.example",
-    "pastebin.com",
-    "paste.pastebin.com",
-];
-const IPS: &[&str] = &[
-    "10.0.0.1",
-    "127.0.0.1",
-    "169.254.169.254",
-    "8.8.8.8",
-    "93.184.215.14",
-    "::1",
-    "fd00::1",
-    "2606:4700::1",
-    "::ffff:8.8.8.8",
-    "192.168.1.1",
-    "64:ff9b::a00:1",
-    "2002:808:808::1",
-    "0.0.0.0",
-    "::",
-];
-const CIDRS: &[&str] = &[
-    "10.0.0.0/8",
-    "127.0.0.0/8",
-    "8.8.8.0/24",
-    "0.0.0.0/0",
-    "fd00::/8",
-    "2606:4700::/32",
-    "::ffff:10.0.0.0/104",
-    "::/0",
-    "192.168.0.0/16",
-    "8.0.0.0/7",
-    "169.254.169.254/32",
-];
 const PORTS: &[&str] = &[
     "",
     " port 443",

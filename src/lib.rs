@@ -61,6 +61,8 @@ pub mod log;
 pub mod normalize;
 pub mod query;
 pub(crate) mod regexes;
+#[doc(hidden)]
+pub mod samples;
 pub mod source;
 pub mod store;
 pub mod syntax;

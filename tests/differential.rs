@@ -13,49 +13,11 @@ mod reference;
 use gatehouse::PolicySet;
 use gatehouse::normalize::host::{OwnedHost, normalize_host_owned};
 use gatehouse::query::{Query, Via};
+use gatehouse::samples::{CIDRS, IPS, NAMES};
 use gatehouse::source::SourceMap;
 use gatehouse::syntax::ast::Item;
 use proptest::prelude::*;
 
-const NAMES: &[&str] = &[
-    "example.com",
-    "a.example.com",
-    "b.a.example.com",
-    "example.org",
-    "localhost",
-    "x.localhost",
-    "com",
-    "github.com",
-    "api.github.com",
-    "bücher.example",
-];
-const IPS: &[&str] = &[
-    "10.0.0.1",
-    "10.0.0.5",
-    "127.0.0.1",
-    "169.254.169.254",
-    "8.8.8.8",
-    "93.184.215.14",
-    "::1",
-    "fd00::1",
-    "2606:4700::1",
-    "::ffff:8.8.8.8",
-    "192.168.1.1",
-    "64:ff9b::a00:1",
-    "2002:808:808::1",
-];
-const CIDRS: &[&str] = &[
-    "10.0.0.0/8",
-    "127.0.0.0/8",
-    "8.8.8.0/24",
-    "0.0.0.0/0",
-    "fd00::/8",
-    "2606:4700::/32",
-    "::ffff:10.0.0.0/104",
-    "::/0",
-    "192.168.0.0/16",
-    "8.0.0.0/7",
-];
 const PORTS: &[&str] = &["", " port 443", " port 80,443", " port 8000-8999"];
 
 fn rule() -> impl Strategy<Value = String> {

@@ -17,7 +17,7 @@ use std::path::Path;
 /// stage (its own submodules aside).
 const STAGES: &[&[&str]] = &[
     // The vocabulary and the plumbing every stage uses.
-    &["vocab", "digest", "source", "limits"],
+    &["vocab", "digest", "source", "limits", "samples"],
     // Normalisation, diagnostics, and the decision type with its reason
     // codes and rule ids.
     &["normalize", "diag", "decision"],
