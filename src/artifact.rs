@@ -25,6 +25,7 @@ const HEADER: usize = 8 + 4 + 8 + 32;
 
 /// Why an artifact was refused.
 #[derive(Clone, Debug, Eq, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ArtifactError {
     #[error("not a gatehouse artifact (no `GATEHSE` header)")]
     NotAnArtifact,

@@ -95,6 +95,7 @@ pub fn build_with(sources: SourceMap, limits: Limits) -> Build {
 
 /// A policy set that could not be built.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The sources have errors; `rendered` shows them as `policyc check` does.
     #[error("the policy set has errors:\n{rendered}")]

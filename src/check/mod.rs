@@ -17,6 +17,7 @@ use crate::syntax::ast::*;
 
 /// Errors of the check phase.
 #[derive(Clone, Debug, Eq, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CheckError {
     #[error("policy `{0}` is defined more than once")]
     DuplicatePolicy(String),

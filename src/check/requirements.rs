@@ -10,6 +10,7 @@ use crate::syntax::ast::*;
 
 /// Errors specific to requirements.
 #[derive(Clone, Debug, Eq, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RequirementError {
     #[error("`{0}` cannot appear in requirements")]
     SectionNotAllowed(&'static str),

@@ -31,6 +31,7 @@ use crate::syntax::ast::*;
 /// first, so these mean an internal inconsistency; the set is refused
 /// (fail closed).
 #[derive(Clone, Debug, Eq, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CompileError {
     #[error("internal error while compiling policy `{policy}`: {what}")]
     Internal { policy: String, what: String },

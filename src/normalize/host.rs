@@ -13,6 +13,7 @@ pub const MAX_NAME: usize = 253;
 
 /// Why a host was refused; each is a reason code of its own.
 #[derive(Clone, Copy, Debug, Eq, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum HostError {
     /// Not a host name or address (`invalid_host`).
     #[error("invalid host: {0}")]

@@ -20,6 +20,7 @@ pub enum DomainPattern {
 
 /// Why a pattern was refused.
 #[derive(Clone, Debug, Eq, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum PatternError {
     #[error("`{pattern}` has a wildcard where none is allowed")]
     BadWildcard {

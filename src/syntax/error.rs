@@ -6,6 +6,7 @@ use thiserror::Error;
 /// assigned. Each becomes a [`crate::diag::Diagnostic`] with the span of the
 /// offending text.
 #[derive(Clone, Debug, Eq, PartialEq, Error)]
+#[non_exhaustive]
 pub enum SyntaxError {
     #[error("unexpected {found}; expected {expected}")]
     Unexpected {
