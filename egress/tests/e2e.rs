@@ -1573,7 +1573,7 @@ async fn cname_chains_are_decided_and_foreign_records_dropped() {
     let out = dig(resolver, &["other.test", "A"]).await;
     assert!(out.contains("status: NOERROR"), "{out}");
     assert!(
-        out.contains("CNAME\tallowed.test.") && out.contains("127.0.0.1"),
+        out.contains("CNAME\tallowed.test.") && answers(&out, "allowed.test.", "127.0.0.1"),
         "{out}"
     );
     assert!(
@@ -2002,4 +2002,57 @@ async fn metrics_and_access_records() {
             .iter()
             .all(|a| a["time"].as_str().is_some_and(|t| t.ends_with('Z')))
     );
+}
+
+/// Answers are matched to questions (issue 13, item 6): an upstream reply
+/// that carries the question's id but another question — what an off-path
+/// spoofer who guessed the id sends first — is ignored, and the genuine
+/// answer that follows is the one given.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_answers_must_match_the_question() {
+    use hickory_proto::op::{Message, MessageType, OpCode};
+    let dir = tempdir("spoof");
+    let upstream = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let up_addr = upstream.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut buf = [0u8; 1500];
+        while let Ok((n, from)) = upstream.recv_from(&mut buf).await {
+            let q = Message::from_vec(&buf[..n]).unwrap();
+            let question = q.queries[0].clone();
+            let reply = |name: &str, ip: &str, asked: bool| {
+                let mut r = Message::new(q.metadata.id, MessageType::Response, OpCode::Query);
+                let mut shown = question.clone();
+                if !asked {
+                    shown.set_name(hickory_proto::rr::Name::from_ascii(name).unwrap());
+                }
+                r.add_query(shown);
+                if question.query_type() == hickory_proto::rr::RecordType::A {
+                    r.add_answer(testing::addr_record(name, ip.parse().unwrap(), 60).unwrap());
+                }
+                r.to_vec().unwrap()
+            };
+            let name = question.name().to_ascii();
+            // The spoof first: same id, another question and answer.
+            upstream
+                .send_to(&reply("denied.test.", "10.9.9.9", false), from)
+                .await
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            upstream
+                .send_to(&reply(&name, "127.0.0.1", true), from)
+                .await
+                .unwrap();
+        }
+    });
+    let d = daemon(&dir, POLICY, up_addr, None).await;
+    let out = dig(d.dns.unwrap(), &["allowed.test", "A"]).await;
+    assert!(out.contains("status: NOERROR"), "{out}");
+    assert!(answers(&out, "allowed.test.", "127.0.0.1"), "{out}");
+    assert!(!out.contains("10.9.9.9"), "{out}");
+}
+
+/// Whether dig's answer section has an A record `owner ... ip`.
+fn answers(out: &str, owner: &str, ip: &str) -> bool {
+    out.lines()
+        .any(|l| l.starts_with(owner) && l.contains("\tA\t") && l.ends_with(ip))
 }
