@@ -248,23 +248,13 @@ pub fn parse_request(raw: Vec<u8>) -> Option<Head> {
     {
         return None;
     }
-    let mut headers = Fields {
-        text: String::new(),
-        spans: Vec::with_capacity(req.headers.len()),
-    };
-    // Ranges are taken against the text before it moves into `headers`
-    // (moving a String does not move its bytes).
     let base = text.as_ptr() as usize;
-    let range = |part: &[u8]| -> Range<u32> {
-        let start = (part.as_ptr() as usize).saturating_sub(base);
-        u32::try_from(start).unwrap_or(0)..u32::try_from(start + part.len()).unwrap_or(0)
-    };
-    let (m, t) = (range(method.as_bytes()), range(target.as_bytes()));
-    for h in req.headers.iter() {
-        let v = trim_blanks(h.value);
-        headers.spans.push((range(h.name.as_bytes()), range(v)));
-    }
-    headers.text = text;
+    let (m, t) = (
+        range(base, method.as_bytes()),
+        range(base, target.as_bytes()),
+    );
+    let spans = spans(base, req.headers);
+    let headers = Fields { text, spans };
     semantic(&headers, true)?;
     Some(Head {
         method: m,
@@ -272,6 +262,28 @@ pub fn parse_request(raw: Vec<u8>) -> Option<Head> {
         version: if minor == 1 { "HTTP/1.1" } else { "HTTP/1.0" },
         headers,
     })
+}
+
+/// Where `part` (a slice httparse returned of the text starting at `base`)
+/// lies in that text. Ranges are taken before the text moves into its
+/// [`Fields`] (moving a `String` does not move its bytes).
+fn range(base: usize, part: &[u8]) -> Range<u32> {
+    let start = (part.as_ptr() as usize).saturating_sub(base);
+    u32::try_from(start).unwrap_or(0)..u32::try_from(start + part.len()).unwrap_or(0)
+}
+
+/// The name and value ranges of every field (values without surrounding
+/// blanks).
+fn spans(base: usize, fields: &[httparse::Header<'_>]) -> Vec<(Range<u32>, Range<u32>)> {
+    fields
+        .iter()
+        .map(|h| {
+            (
+                range(base, h.name.as_bytes()),
+                range(base, trim_blanks(h.value)),
+            )
+        })
+        .collect()
 }
 
 fn trim_blanks(v: &[u8]) -> &[u8] {
@@ -296,21 +308,10 @@ pub fn parse_response(raw: Vec<u8>) -> Option<Response> {
         _ => return None,
     }
     let (code, minor) = (resp.code?, resp.version?);
-    let mut headers = Fields {
-        text: String::new(),
-        spans: Vec::with_capacity(resp.headers.len()),
-    };
     let base = text.as_ptr() as usize;
-    let range = |part: &[u8]| -> Range<u32> {
-        let start = (part.as_ptr() as usize).saturating_sub(base);
-        u32::try_from(start).unwrap_or(0)..u32::try_from(start + part.len()).unwrap_or(0)
-    };
-    let reason = resp.reason.map_or(0..0, |r| range(r.as_bytes()));
-    for h in resp.headers.iter() {
-        let v = trim_blanks(h.value);
-        headers.spans.push((range(h.name.as_bytes()), range(v)));
-    }
-    headers.text = text;
+    let reason = resp.reason.map_or(0..0, |r| range(base, r.as_bytes()));
+    let spans = spans(base, resp.headers);
+    let headers = Fields { text, spans };
     semantic(&headers, false)?;
     Some(Response {
         code,
