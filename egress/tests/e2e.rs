@@ -2056,3 +2056,100 @@ fn answers(out: &str, owner: &str, ip: &str) -> bool {
     out.lines()
         .any(|l| l.starts_with(owner) && l.contains("\tA\t") && l.ends_with(ip))
 }
+
+/// A pooled connection that the server closes on the next request: an
+/// idempotent request is sent again on a new connection and answered; a
+/// POST is not sent twice (502).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_idempotent_requests_are_sent_again() {
+    let dir = tempdir("retry");
+    let dns = fake_dns(&[("allowed.test", "127.0.0.1")]).await;
+    // Answers the first request of each connection, keeps it open, and
+    // closes it on the second without answering.
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    let heads = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = heads.clone();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = l.accept().await {
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 2048];
+                for answered in [true, false] {
+                    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match s.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                    let line = String::from_utf8_lossy(&buf)
+                        .lines()
+                        .next()
+                        .unwrap_or("")
+                        .to_string();
+                    seen.lock().unwrap().push(line);
+                    buf.clear();
+                    if answered {
+                        let _ = s
+                            .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
+                            .await;
+                    }
+                }
+            });
+        }
+    });
+    let d = daemon(&dir, POLICY, dns.addr, None).await;
+    let mut c = TcpStream::connect(d.http).await.unwrap();
+    let get =
+        format!("GET http://allowed.test:{port}/ HTTP/1.1\r\nHost: allowed.test:{port}\r\n\r\n");
+    let post = format!(
+        "POST http://allowed.test:{port}/ HTTP/1.1\r\nHost: allowed.test:{port}\r\nContent-Length: 0\r\n\r\n"
+    );
+    let mut one = async |req: &str| {
+        c.write_all(req.as_bytes()).await.unwrap();
+        // Reads one whole response: the server's `ok` or the proxy's
+        // refusal body.
+        let mut out = Vec::new();
+        let mut b = [0u8; 1024];
+        loop {
+            let text = String::from_utf8_lossy(&out).to_string();
+            if text.ends_with("ok\n") || (text.contains("gatehouse: ") && text.ends_with('\n')) {
+                break;
+            }
+            match tokio::time::timeout(Duration::from_secs(5), c.read(&mut b)).await {
+                Ok(Ok(n)) if n > 0 => out.extend_from_slice(&b[..n]),
+                _ => break,
+            }
+        }
+        String::from_utf8_lossy(&out)
+            .split(' ')
+            .nth(1)
+            .unwrap_or("")
+            .to_string()
+    };
+    assert_eq!(one(&get).await, "200");
+    // The pooled connection is closed under the second GET: sent again.
+    assert_eq!(one(&get).await, "200");
+    assert_eq!(
+        heads
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|h| h.starts_with("GET"))
+            .count(),
+        3
+    );
+    // Now the pooled connection (the retry's) is closed under a POST: not
+    // sent again.
+    assert_eq!(one(&post).await, "502");
+    assert_eq!(
+        heads
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|h| h.starts_with("POST"))
+            .count(),
+        1
+    );
+}

@@ -334,8 +334,9 @@ async fn forward(
                 }
                 return client_keep;
             }
-            // A pooled connection the server had closed: the request (no
-            // body, nothing answered yet) goes once more on a new one.
+            // A pooled connection the server had closed: the request
+            // (idempotent, no body, nothing answered yet) goes once more on
+            // a new one.
             Exchange::Retry if tries == 1 => continue,
             Exchange::Retry | Exchange::BadGateway => {
                 refuse(ctx, req, &mut client.io, &what, "bad_gateway").await;
@@ -357,7 +358,7 @@ pub(crate) enum Exchange {
         upstream_keep: bool,
     },
     /// A reused upstream connection failed before any byte of a response;
-    /// the request had no body, so it can be sent again.
+    /// the request is idempotent and had no body, so it can be sent again.
     Retry,
     /// The upstream's response is missing or malformed; nothing of it
     /// reached the client.
@@ -379,7 +380,12 @@ pub(crate) async fn exchange(
     reused: bool,
 ) -> Exchange {
     let framing = head.framing();
-    let retryable = reused && framing == Framing::None;
+    // Sent again only when nothing of it can have taken effect twice: an
+    // idempotent method without a body (RFC 9110 §9.2.2).
+    let idempotent = ["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"]
+        .iter()
+        .any(|m| head.method().eq_ignore_ascii_case(m));
+    let retryable = reused && framing == Framing::None && idempotent;
     let expect = head
         .header("Expect")
         .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"));
