@@ -16,6 +16,14 @@ pub mod conn;
 pub mod connect;
 pub mod head;
 pub mod pool;
+#[cfg(test)]
+#[allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::unwrap_used
+)]
+mod robustness;
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
