@@ -43,6 +43,9 @@ pub enum ArtifactError {
     Checksum,
     #[error("the artifact's content is invalid: {0}")]
     Invalid(String),
+    /// The content decoded, but its tables are inconsistent.
+    #[error("the artifact's tables are inconsistent: {0}")]
+    Inconsistent(crate::compile::Inconsistency),
     /// Writing: the set could not be serialised (an internal error).
     #[error("internal error: the policy set could not be serialised: {0}")]
     Serialize(String),
@@ -116,7 +119,7 @@ impl PolicySet {
         }
         let set: PolicySet =
             serde_json::from_slice(payload).map_err(|e| ArtifactError::Invalid(e.to_string()))?;
-        set.validate().map_err(ArtifactError::Invalid)?;
+        set.validate().map_err(ArtifactError::Inconsistent)?;
         Ok(set)
     }
 }

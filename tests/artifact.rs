@@ -157,7 +157,7 @@ fn a_well_checksummed_but_forged_payload_is_refused() {
     json["inner"]["policies"][0]["net"]["domains"]["nodes"][1]["exact"] = serde_json::json!(999);
     let e = PolicySet::from_artifact(&forge(&json)).unwrap_err();
     assert!(
-        matches!(e, ArtifactError::Invalid(ref m) if m.contains("slot")),
+        matches!(e, ArtifactError::Inconsistent(ref m) if m.to_string().contains("slot")),
         "{e}"
     );
     // A rule whose text range runs past the arena.
@@ -166,7 +166,7 @@ fn a_well_checksummed_but_forged_payload_is_refused() {
     json["inner"]["rules"]["entries"][0]["source"] = serde_json::json!([0, 1_000_000]);
     let e = PolicySet::from_artifact(&forge(&json)).unwrap_err();
     assert!(
-        matches!(e, ArtifactError::Invalid(ref m) if m.contains("out of range")),
+        matches!(e, ArtifactError::Inconsistent(ref m) if m.to_string().contains("out of range")),
         "{e}"
     );
 }

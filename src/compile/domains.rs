@@ -320,10 +320,10 @@ impl DomainTrie {
 
     /// Checks every index of a loaded automaton: no lookup can go out of
     /// range or loop (collision chains must strictly decrease).
-    pub(crate) fn validate(&self, rules: usize) -> Result<(), String> {
+    pub(crate) fn validate(&self, rules: usize) -> Result<(), super::Inconsistency> {
         let n = self.nodes.len() as u32;
         if n == 0 {
-            return Err("no root".into());
+            return Err(super::Inconsistency::Table("no root"));
         }
         let slot_ok = |i: u32| i == NONE || (i as usize) < self.slots.len();
         for (i, node) in self.nodes.iter().enumerate() {
@@ -332,20 +332,20 @@ impl DomainTrie {
             if label_end > self.labels.len()
                 || !self.labels.is_char_boundary(node.label_start as usize)
             {
-                return Err("label out of range".into());
+                return Err(super::Inconsistency::Table("label out of range"));
             }
             if i > 0 && node.parent >= i {
-                return Err("bad parent".into());
+                return Err(super::Inconsistency::Table("bad parent"));
             }
             if node.next_same_hash != NONE && node.next_same_hash >= i {
-                return Err("bad collision chain".into());
+                return Err(super::Inconsistency::Table("bad collision chain"));
             }
             if !(slot_ok(node.exact) && slot_ok(node.sub) && slot_ok(node.both)) {
-                return Err("slot out of range".into());
+                return Err(super::Inconsistency::Table("slot out of range"));
             }
         }
         if self.index.values().any(|&v| v >= n) {
-            return Err("index out of range".into());
+            return Err(super::Inconsistency::Table("index out of range"));
         }
         self.ports.validate(rules)?;
         self.star.validate(&self.ports, rules)?;

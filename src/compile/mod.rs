@@ -27,6 +27,26 @@ use crate::normalize::pattern::DomainPattern;
 use crate::source::{SourceMap, Span};
 use crate::syntax::ast::*;
 
+/// What is inconsistent inside the compiler, or in the tables of a set
+/// loaded from an artifact: never a user's mistake (the checker reports
+/// those first). The detail is for a bug report.
+#[derive(Clone, Debug, Eq, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Inconsistency {
+    /// An index, order or size in a compiled table is wrong.
+    #[error("{0}")]
+    Table(&'static str),
+    /// A rule id beyond the rule table.
+    #[error("rule {0} out of range")]
+    Rule(u32),
+    /// A pattern the checker accepted does not parse.
+    #[error("a checked pattern does not parse: {0}")]
+    Pattern(#[from] crate::normalize::pattern::PatternError),
+    /// The guardian's automaton does not build.
+    #[error("the guardian's automaton does not build: {0}")]
+    Regex(String),
+}
+
 /// Errors of the compile phase. The checker reports every user mistake
 /// first, so these mean an internal inconsistency; the set is refused
 /// (fail closed).
@@ -34,7 +54,7 @@ use crate::syntax::ast::*;
 #[non_exhaustive]
 pub enum CompileError {
     #[error("internal error while compiling policy `{policy}`: {what}")]
-    Internal { policy: String, what: String },
+    Internal { policy: String, what: Inconsistency },
     #[error("too many rules: {0} (at most {max})", max = u32::MAX - 1)]
     TooManyRules(usize),
 }
@@ -226,9 +246,11 @@ impl PolicySet {
     }
 
     /// Checks every internal index (a set loaded from an artifact).
-    pub(crate) fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), Inconsistency> {
         if !self.inner.rules.is_valid() {
-            return Err("a rule's file or text is out of range".into());
+            return Err(Inconsistency::Table(
+                "a rule's file or text is out of range",
+            ));
         }
         let rules = self.inner.rules.len();
         let rid = |r: Option<RuleId>| ports::check_rule(r.map_or(u32::MAX, |r| r.0), rules);
@@ -255,7 +277,7 @@ impl PolicySet {
             if p.perms.rules.len() != Permission::ALL.len()
                 || p.agent.granular.len() != PromptCategory::ALL.len()
             {
-                return Err("wrong table size".into());
+                return Err(Inconsistency::Table("wrong table size"));
             }
             for (d, a) in &p.perms.rules {
                 rid(*d)?;
@@ -271,7 +293,7 @@ impl PolicySet {
             for r in &a.commands.rules {
                 rid(Some(r.rule))?;
                 if r.pattern.is_empty() {
-                    return Err("empty command pattern".into());
+                    return Err(Inconsistency::Table("empty command pattern"));
                 }
             }
             if a.commands
@@ -280,7 +302,7 @@ impl PolicySet {
                 .flatten()
                 .any(|&i| i >= *cmds)
             {
-                return Err("command index out of range".into());
+                return Err(Inconsistency::Table("command index out of range"));
             }
             for (_, r) in a.mcp.servers.values() {
                 rid(Some(*r))?;
@@ -290,7 +312,9 @@ impl PolicySet {
             }
             let g = &a.guardian;
             if !g.regex.is_built() {
-                return Err("the guardian's regular expressions do not build".into());
+                return Err(Inconsistency::Table(
+                    "the guardian's regular expressions do not build",
+                ));
             }
             let matcher_ok = |m: &guardian::GMatcher| match m {
                 guardian::GMatcher::Regex(i) => *i < g.regex.patterns.len(),
@@ -299,13 +323,13 @@ impl PolicySet {
             for r in &g.risks {
                 rid(Some(r.rule))?;
                 if !matcher_ok(&r.matcher) {
-                    return Err("regex index out of range".into());
+                    return Err(Inconsistency::Table("regex index out of range"));
                 }
             }
             for (m, r) in &g.deny_actions {
                 rid(Some(*r))?;
                 if !matcher_ok(m) {
-                    return Err("regex index out of range".into());
+                    return Err(Inconsistency::Table("regex index out of range"));
                 }
             }
             for (_, r) in &g.deny_categories {
@@ -400,9 +424,9 @@ impl Compiler<'_> {
 
     fn policy(&mut self, block: &Block) -> Result<Policy, CompileError> {
         let name = block.name.node.clone();
-        let internal = |what: &str| CompileError::Internal {
+        let internal = |what: Inconsistency| CompileError::Internal {
             policy: name.clone(),
-            what: what.to_string(),
+            what,
         };
         let mut net = None;
         let mut proxy = Proxy {
@@ -454,7 +478,7 @@ impl Compiler<'_> {
         for section in &block.sections {
             match &section.kind {
                 SectionKind::Network(n) => {
-                    net = Some(self.network(n, section.span).map_err(|w| internal(&w))?)
+                    net = Some(self.network(n, section.span).map_err(internal)?)
                 }
                 SectionKind::Proxy(stmts) => self.proxy(&mut proxy, stmts),
                 SectionKind::Permissions(stmts) => self.permissions(&mut perms, stmts),
@@ -474,7 +498,7 @@ impl Compiler<'_> {
                     }
                 }
                 SectionKind::Guardian(stmts) => {
-                    agent.guardian = self.guardian(stmts).map_err(|w| internal(&w))?;
+                    agent.guardian = self.guardian(stmts).map_err(internal)?;
                 }
                 SectionKind::Log(stmts) => {
                     log_masks.extend(stmts.iter().flat_map(|s| s.fields.iter().map(|f| f.node)));

@@ -63,19 +63,19 @@ fn id(x: u32) -> Option<RuleId> {
 }
 
 /// Checks a loaded index (compiled artifacts).
-pub(crate) fn check_rule(id: u32, rules: usize) -> Result<(), String> {
+pub(crate) fn check_rule(id: u32, rules: usize) -> Result<(), super::Inconsistency> {
     if id == NONE || (id as usize) < rules {
         Ok(())
     } else {
-        Err(format!("rule {id} out of range"))
+        Err(super::Inconsistency::Rule(id))
     }
 }
 
 impl PortArena {
-    pub(crate) fn validate(&self, rules: usize) -> Result<(), String> {
+    pub(crate) fn validate(&self, rules: usize) -> Result<(), super::Inconsistency> {
         for s in &self.segs {
             if s.lo > s.hi || s.lo == 0 {
-                return Err("bad port segment".into());
+                return Err(super::Inconsistency::Table("bad port segment"));
             }
             check_rule(s.rule, rules)?;
         }
@@ -84,10 +84,14 @@ impl PortArena {
 }
 
 impl Group {
-    pub(crate) fn validate(&self, arena: &PortArena, rules: usize) -> Result<(), String> {
+    pub(crate) fn validate(
+        &self,
+        arena: &PortArena,
+        rules: usize,
+    ) -> Result<(), super::Inconsistency> {
         let end = self.start as usize + self.len as usize;
         if end > arena.segs.len() {
-            return Err("port group out of range".into());
+            return Err(super::Inconsistency::Table("port group out of range"));
         }
         check_rule(self.portless, rules)?;
         check_rule(self.any, rules)

@@ -147,18 +147,18 @@ impl Intervals {
     }
 
     /// Checks every index of a loaded table.
-    pub(crate) fn validate(&self, rules: usize) -> Result<(), String> {
+    pub(crate) fn validate(&self, rules: usize) -> Result<(), super::Inconsistency> {
         if self.starts.len() != self.slots.len()
             || self.starts.windows(2).any(|w| w.first() >= w.get(1))
         {
-            return Err("interval starts out of order".into());
+            return Err(super::Inconsistency::Table("interval starts out of order"));
         }
         if self
             .slots
             .iter()
             .any(|&s| s != NONE && s as usize >= self.table.len())
         {
-            return Err("interval slot out of range".into());
+            return Err(super::Inconsistency::Table("interval slot out of range"));
         }
         self.ports.validate(rules)?;
         for s in &self.table {

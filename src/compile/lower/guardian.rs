@@ -6,11 +6,11 @@ impl Compiler<'_> {
     pub(in crate::compile) fn guardian(
         &mut self,
         stmts: &[GuardianStmt],
-    ) -> Result<guardian::Guardian, String> {
+    ) -> Result<guardian::Guardian, Inconsistency> {
         use guardian::{GMatcher, Glob, RiskRule};
         let mut g = guardian::Guardian::default();
         let mut patterns: Vec<String> = Vec::new();
-        let mut matcher = |m: &Matcher| -> Result<GMatcher, String> {
+        let mut matcher = |m: &Matcher| -> Result<GMatcher, Inconsistency> {
             Ok(match m {
                 Matcher::CommandRegex(s) => {
                     patterns.push(s.value.clone());
@@ -22,7 +22,7 @@ impl Compiler<'_> {
                 Matcher::Path(v) => GMatcher::Path(v.iter().map(|p| Glob::new(&p.node)).collect()),
                 Matcher::Host(v) => GMatcher::Host(
                     v.iter()
-                        .map(|p| DomainPattern::parse(&p.node).map_err(|e| e.to_string()))
+                        .map(|p| DomainPattern::parse(&p.node).map_err(Inconsistency::from))
                         .collect::<Result<_, _>>()?,
                 ),
                 Matcher::Tool(v) => GMatcher::Tool(
@@ -31,7 +31,7 @@ impl Compiler<'_> {
                             t.node
                                 .split_once('/')
                                 .map(|(a, b)| (a.to_string(), b.to_string()))
-                                .ok_or("bad tool")
+                                .ok_or(Inconsistency::Table("a tool pattern without `/`"))
                         })
                         .collect::<Result<_, _>>()?,
                 ),
@@ -77,7 +77,8 @@ impl Compiler<'_> {
                 }
             }
         }
-        guardian::build_regex(&patterns, self.limits.regex_bytes())?;
+        guardian::build_regex(&patterns, self.limits.regex_bytes())
+            .map_err(Inconsistency::Regex)?;
         g.regex = guardian::RegexSet::from(patterns);
         Ok(g)
     }

@@ -4,7 +4,11 @@
 use super::super::*;
 
 impl Compiler<'_> {
-    pub(in crate::compile) fn network(&mut self, n: &Network, span: Span) -> Result<Net, String> {
+    pub(in crate::compile) fn network(
+        &mut self,
+        n: &Network,
+        span: Span,
+    ) -> Result<Net, Inconsistency> {
         let mut net = Net::empty(NetMode::Constrained);
         let stmts = match n {
             Network::Off => {
@@ -41,9 +45,11 @@ impl Compiler<'_> {
                     let ports = r.ports.as_deref();
                     match &r.target {
                         NetTarget::Domain(text) => {
-                            let pattern = DomainPattern::parse(text).map_err(|e| e.to_string())?;
+                            let pattern = DomainPattern::parse(text)?;
                             if pattern == DomainPattern::Any && r.effect == Effect::Deny {
-                                return Err("`deny domain *` reached the compiler".into());
+                                return Err(Inconsistency::Table(
+                                    "`deny domain *` reached the compiler",
+                                ));
                             }
                             domain_rules.push(DomainRule {
                                 pattern,
@@ -78,7 +84,9 @@ impl Compiler<'_> {
                                 net.socket_any.get_or_insert(id);
                                 net.sockets_allowed = true;
                             } else {
-                                return Err("`deny socket *` reached the compiler".into());
+                                return Err(Inconsistency::Table(
+                                    "`deny socket *` reached the compiler",
+                                ));
                             }
                         }
                         NetTarget::Socket(SocketTarget::Path(p)) => {
