@@ -142,7 +142,12 @@ pub struct RuleId(pub u32);
 
 /// A decision. `Copy` and heap-free: the deciding rule is an index, resolved
 /// to file, line, column and text by [`crate::PolicySet::rule`].
+///
+/// Only the engine makes decisions: the type cannot be built outside this
+/// crate (no public constructor, `#[non_exhaustive]`), so a value of it in
+/// an embedder's hands came from a policy. Its fields are there to be read.
 #[derive(Clone, Copy, Debug, Eq, PartialEq, Hash)]
+#[non_exhaustive]
 pub struct Decision {
     pub outcome: Outcome,
     pub reason: Reason,
@@ -157,7 +162,7 @@ pub struct Decision {
 }
 
 impl Decision {
-    pub const fn new(outcome: Outcome, reason: Reason, rule: Option<RuleId>) -> Self {
+    pub(crate) const fn new(outcome: Outcome, reason: Reason, rule: Option<RuleId>) -> Self {
         Decision {
             outcome,
             reason,
@@ -168,12 +173,13 @@ impl Decision {
             category: None,
         }
     }
-    pub const fn allow(reason: Reason, rule: Option<RuleId>) -> Self {
+    pub(crate) const fn allow(reason: Reason, rule: Option<RuleId>) -> Self {
         Self::new(Outcome::Allow, reason, rule)
     }
-    pub const fn deny(reason: Reason, rule: Option<RuleId>) -> Self {
+    pub(crate) const fn deny(reason: Reason, rule: Option<RuleId>) -> Self {
         Self::new(Outcome::Deny, reason, rule)
     }
+    /// Whether the outcome is `allow`.
     pub fn is_allow(&self) -> bool {
         self.outcome == Outcome::Allow
     }

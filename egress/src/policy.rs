@@ -27,6 +27,9 @@ pub struct Policies {
     requests: AtomicU64,
     /// Every request's access record, when kept (tests).
     pub records: Option<std::sync::Mutex<Vec<serde_json::Value>>>,
+    /// What decides under `--no-policy`: a compiled policy of `network
+    /// unrestricted` (only the engine makes decisions).
+    unrestricted: PolicySet,
     pub metrics: Arc<crate::metrics::Metrics>,
 }
 
@@ -95,7 +98,11 @@ impl Policies {
     ) -> Result<Self, String> {
         let set = load(&path, name.as_deref())?;
         metrics.set_revision(set.revision());
+        let unrestricted =
+            PolicySet::from_source("<built-in>", "policy bypass { network unrestricted }")
+                .map_err(|e| format!("built-in policy: {e}"))?;
         Ok(Policies {
+            unrestricted,
             metrics,
             path,
             name,
@@ -154,6 +161,35 @@ pub fn short(rev: &str) -> &str {
     rev.get(..12).unwrap_or(rev)
 }
 
+/// The proxy's verdict on one step of a request: the engine's decision, or
+/// a refusal should the chosen policy be missing from a set (impossible
+/// after `load`; fail closed).
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub struct Verdict {
+    allow: bool,
+    pub reason: gatehouse::Reason,
+}
+
+impl Verdict {
+    const REFUSED: Verdict = Verdict {
+        allow: false,
+        reason: gatehouse::Reason::NotAllowed,
+    };
+
+    pub fn is_allow(&self) -> bool {
+        self.allow
+    }
+}
+
+impl From<Decision> for Verdict {
+    fn from(d: Decision) -> Self {
+        Verdict {
+            allow: d.is_allow(),
+            reason: d.reason,
+        }
+    }
+}
+
 /// The decisions of one request.
 pub struct Request<'a> {
     set: Arc<PolicySet>,
@@ -167,19 +203,23 @@ pub struct Request<'a> {
 impl Request<'_> {
     /// Decides and logs `q`; a set without the chosen policy (impossible
     /// after `load`) is a deny.
-    pub fn decide(&mut self, q: QueryRef<'_>) -> Decision {
+    pub fn decide(&mut self, q: QueryRef<'_>) -> Verdict {
         if self.policies.bypass {
-            return gatehouse::Decision::allow(gatehouse::Reason::Unrestricted, None);
+            return self
+                .policies
+                .unrestricted
+                .single()
+                .map_or(Verdict::REFUSED, |p| p.decide_ref(q).into());
         }
         let Ok(p) = pick(&self.set, self.policies.name.as_deref()) else {
-            return Decision::deny(gatehouse::Reason::NotAllowed, None);
+            return Verdict::REFUSED;
         };
         let d = self
             .set
             .decide_ref_logged(p, q, self.policies.sink.as_ref());
         self.decisions += 1;
         self.policies.metrics.decision(d.is_allow(), d.reason);
-        d
+        d.into()
     }
 
     pub fn revision(&self) -> &str {
