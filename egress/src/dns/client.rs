@@ -49,6 +49,9 @@ pub struct Upstream {
 /// remembered once the policy has accepted them).
 pub struct Resolution {
     pub addrs: Vec<IpAddr>,
+    /// The host was an IP literal: its address is itself, and no answer
+    /// needs the `resolved` check.
+    pub literal: bool,
     fresh: Vec<(RecordType, Vec<IpAddr>, Duration)>,
 }
 
@@ -231,6 +234,7 @@ impl Upstream {
         );
         let mut out = Resolution {
             addrs: Vec::new(),
+            literal: false,
             fresh: Vec::new(),
         };
         for (kind, r) in [(RecordType::A, a?), (RecordType::AAAA, aaaa?)] {
@@ -249,13 +253,17 @@ impl Upstream {
         let bare = host.trim_start_matches('[').trim_end_matches(']');
         let fixed = |addrs| Resolution {
             addrs,
+            literal: false,
             fresh: Vec::new(),
         };
         if let Ok(ip) = bare.parse::<IpAddr>() {
             // Dial what was decided: a mapped or compatible IPv6 literal
             // (`[::ffff:a.b.c.d]`, `[::a.b.c.d]`) is decided as its IPv4
             // address, so it is dialled as that address too.
-            return Ok(fixed(vec![gatehouse::normalize::canonical_ip(ip)]));
+            return Ok(Resolution {
+                literal: true,
+                ..fixed(vec![gatehouse::normalize::canonical_ip(ip)])
+            });
         }
         // `localhost` and its subdomains are loopback without asking anyone
         // (RFC 6761 §6.3), as every stub resolver does; the policy still

@@ -15,7 +15,7 @@ use gatehouse::query::Via;
 use crate::authority::{is_literal, same_host, split_authority};
 use crate::http::conn::Conn;
 use crate::http::head::{self, Head, is_tchar};
-use crate::http::{Ctx, Exchange, exchange, host_agrees, open, refuse, respond};
+use crate::http::{Ctx, Exchange, Next, exchange, host_agrees, next_head, open, refuse, respond};
 use crate::policy::Request;
 use crate::tls::{Hello, client_hello};
 
@@ -133,18 +133,10 @@ async fn http_tunnel(
             }
             _ => return,
         }
-        if client.buffered().is_empty() {
-            match tokio::time::timeout(ctx.timeouts.keepalive_idle, client.fill()).await {
-                Ok(Ok(n)) if n > 0 => {}
-                _ => return,
-            }
-        }
-        let raw = tokio::time::timeout(ctx.timeouts.first_bytes, head::read_raw(&mut client)).await;
-        let Some(next) = (match raw {
-            Ok(Ok(Some(raw))) => head::parse_request(raw),
-            _ => None,
-        }) else {
-            return refuse(ctx, req, &mut client.io, what, "bad_request").await;
+        let next = match next_head(ctx, &mut client, false).await {
+            Next::Closed => return,
+            Next::Bad => return refuse(ctx, req, &mut client.io, what, "bad_request").await,
+            Next::Head(h) => h,
         };
         if !tunnel_target_ok(&next, host, port) {
             return refuse(ctx, req, &mut client.io, what, "target_outside_tunnel").await;

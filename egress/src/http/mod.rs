@@ -123,7 +123,7 @@ pub async fn vet(
         .addresses_for(host)
         .await
         .map_err(|_| "lookup_failed".to_string())?;
-    if !crate::authority::is_literal(host) {
+    if !found.literal {
         let d = req.decide(QueryRef::Resolved {
             host,
             addrs: &found.addrs,
@@ -190,22 +190,10 @@ async fn handle(ctx: &Ctx, s: TcpStream) {
     let mut client = Conn::new(s, ctx.timeouts.tunnel_idle);
     let mut first = true;
     loop {
-        // Between requests a kept-alive connection may idle for
-        // `keepalive_idle`; once a head starts, all of it must arrive
-        // within `first_bytes` (no slow-loris holding).
-        if !first && client.buffered().is_empty() {
-            match tokio::time::timeout(ctx.timeouts.keepalive_idle, client.fill()).await {
-                Ok(Ok(n)) if n > 0 => {}
-                _ => return,
-            }
-        }
-        let raw = tokio::time::timeout(ctx.timeouts.first_bytes, head::read_raw(&mut client)).await;
-        let head = match raw {
-            Ok(Ok(Some(raw))) => head::parse_request(raw),
-            // Closed before a byte: nothing was asked (a port probe, or the
-            // end of a kept-alive connection).
-            Ok(Ok(None)) => return,
-            _ => None,
+        let head = match next_head(ctx, &mut client, first).await {
+            Next::Closed => return,
+            Next::Bad => None,
+            Next::Head(h) => Some(h),
         };
         let mut req = ctx.policies.request();
         let Some(head) = head else {
@@ -224,6 +212,35 @@ async fn handle(ctx: &Ctx, s: TcpStream) {
             return;
         }
         first = false;
+    }
+}
+
+/// What comes next on a client connection.
+pub(crate) enum Next {
+    /// Closed (or idle too long) before a byte of another request.
+    Closed,
+    /// A head that is malformed, too large, or too slow to arrive.
+    Bad,
+    Head(Head),
+}
+
+/// The next request head on a client connection. Between requests a
+/// kept-alive connection may idle for `keepalive_idle` (the `first` request
+/// is not waited for); once a head starts, all of it must arrive within
+/// `first_bytes` (no slow-loris holding).
+pub(crate) async fn next_head(ctx: &Ctx, client: &mut Conn<TcpStream>, first: bool) -> Next {
+    if !first && client.buffered().is_empty() {
+        match tokio::time::timeout(ctx.timeouts.keepalive_idle, client.fill()).await {
+            Ok(Ok(n)) if n > 0 => {}
+            _ => return Next::Closed,
+        }
+    }
+    match tokio::time::timeout(ctx.timeouts.first_bytes, head::read_raw(client)).await {
+        Ok(Ok(Some(raw))) => head::parse_request(raw).map_or(Next::Bad, Next::Head),
+        // Closed before a byte: nothing was asked (a port probe, or the end
+        // of a kept-alive connection).
+        Ok(Ok(None)) => Next::Closed,
+        _ => Next::Bad,
     }
 }
 
