@@ -521,8 +521,11 @@ const REQUIREMENTS: &[&str] = &[
 /// policy) and the queries to put to it.
 #[derive(Clone, Debug)]
 pub struct Case {
+    /// The text of a file holding one `policy p`.
     pub policy: String,
+    /// `requirements` blocks to append after it, or nothing.
     pub requirements: String,
+    /// The queries to put to it.
     pub queries: Vec<Query>,
 }
 

@@ -19,7 +19,9 @@ use sha2::{Digest, Sha256};
 
 use crate::compile::PolicySet;
 
+/// The first eight bytes of every artifact.
 pub const MAGIC: &[u8; 8] = b"GATEHSE\0";
+/// The artifact format this build writes and reads.
 pub const FORMAT_VERSION: u32 = 2;
 const HEADER: usize = 8 + 4 + 8 + 32;
 
@@ -27,20 +29,37 @@ const HEADER: usize = 8 + 4 + 8 + 32;
 #[derive(Clone, Debug, Eq, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ArtifactError {
+    /// The bytes do not start with [`MAGIC`].
     #[error("not a gatehouse artifact (no `GATEHSE` header)")]
     NotAnArtifact,
+    /// A newer gatehouse wrote it.
     #[error(
         "the artifact was written by a newer gatehouse (format {found}); this one reads format {supported}"
     )]
-    NewerFormat { found: u32, supported: u32 },
+    NewerFormat {
+        /// The artifact's format.
+        found: u32,
+        /// The format this build reads.
+        supported: u32,
+    },
+    /// A format this build does not know.
     #[error("unknown artifact format {0}")]
     UnknownFormat(u32),
+    /// Fewer bytes than the header promises.
     #[error("the artifact is truncated: {found} of {expected} bytes")]
-    Truncated { expected: u64, found: u64 },
+    Truncated {
+        /// The length the header gives.
+        expected: u64,
+        /// The bytes there are.
+        found: u64,
+    },
+    /// More bytes than the header promises.
     #[error("the artifact has {0} bytes after its end")]
     TrailingBytes(u64),
+    /// The checksum does not match the content.
     #[error("the artifact is corrupted: its checksum does not match")]
     Checksum,
+    /// The content does not decode.
     #[error("the artifact's content is invalid: {0}")]
     Invalid(String),
     /// The content decoded, but its tables are inconsistent.
@@ -117,8 +136,8 @@ impl PolicySet {
         if Sha256::digest(payload).as_slice() != sum {
             return Err(ArtifactError::Checksum);
         }
-        let set: PolicySet =
-            serde_json::from_slice(payload).map_err(|e| ArtifactError::Invalid(e.to_string()))?;
+        let set =
+            PolicySet::from_payload(payload).map_err(|e| ArtifactError::Invalid(e.to_string()))?;
         set.validate().map_err(ArtifactError::Inconsistent)?;
         Ok(set)
     }

@@ -7,12 +7,28 @@ use crate::source::SourceMap;
 use crate::syntax::ast::File;
 use crate::syntax::parse_file_with;
 
-/// Everything the pipeline produced for a set of sources.
+/// Everything the pipeline produced for a set of sources: the sources,
+/// every diagnostic, and the compiled set when there was no error. Unlike
+/// [`PolicySet::from_sources`], which refuses a set with errors, a build
+/// keeps them all, for `policyc check`, an editor or a binding to show.
+///
+/// ```
+/// use gatehouse::{SourceMap, build};
+///
+/// let mut sources = SourceMap::new();
+/// sources.add("a.policy", "policy a {\n  network {\n    allow domian github.com\n  }\n}\n");
+/// let b = build(sources);
+/// assert!(b.has_errors() && b.set.is_none());
+/// assert_eq!(b.diagnostics[0].code, "syntax_error");
+/// assert_eq!(b.diagnostics[0].help.as_deref(), Some("did you mean `domain`?"));
+/// assert!(b.render().contains("a.policy:3:11"));
+/// ```
 #[derive(Debug)]
 pub struct Build {
+    /// The sources it was built from, to render the diagnostics against.
     pub sources: SourceMap,
     /// One AST per source file, in order.
-    pub files: Vec<File>,
+    pub(crate) files: Vec<File>,
     /// Every error and warning of every phase, sorted by position.
     pub diagnostics: Vec<Diagnostic>,
     /// The compiled set, when there was no error.
@@ -20,6 +36,8 @@ pub struct Build {
 }
 
 impl Build {
+    /// Whether any diagnostic is an error (a set with errors is not
+    /// compiled).
     pub fn has_errors(&self) -> bool {
         self.diagnostics.iter().any(Diagnostic::is_error)
     }
@@ -100,9 +118,12 @@ pub enum Error {
     /// The sources have errors; `rendered` shows them as `policyc check` does.
     #[error("the policy set has errors:\n{rendered}")]
     Invalid {
+        /// Every error and warning, sorted by position.
         diagnostics: Vec<Diagnostic>,
+        /// The diagnostics rendered for a terminal.
         rendered: String,
     },
+    /// The compiler found itself inconsistent (a bug): the set is refused.
     #[error(transparent)]
     Compile(#[from] CompileError),
 }

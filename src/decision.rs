@@ -6,25 +6,36 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, Eq, PartialEq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
+    /// Let it happen.
     Allow,
+    /// Refuse it.
     Deny,
     /// Ask the user (agent actions).
     Ask,
     /// Send to the auto-reviewer (agent actions).
     Review,
-    /// Guardian verdicts.
+    /// A guardian verdict: the reviewed action may run.
     Approved,
+    /// A guardian verdict: the reviewed action may not run.
     Denied,
+    /// A guardian verdict: the review ran out of time, so the action is
+    /// refused.
     TimedOut,
+    /// A guardian verdict: the review failed or was cancelled, so the
+    /// action is refused.
     Aborted,
-    /// Web search modes.
+    /// A web search mode: results from a cache only.
     Cached,
+    /// A web search mode: no web search.
     Disabled,
+    /// A web search mode: live results.
     Live,
+    /// A web search mode: an index of the web, no live fetch.
     Indexed,
 }
 
 impl Outcome {
+    /// The outcome's word, as `policyc` prints it and `expect` writes it.
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Allow => "allow",
@@ -49,11 +60,12 @@ macro_rules! reasons {
         /// language reference in `docs/language.md` lists every one).
         #[derive(Clone, Copy, Debug, Eq, PartialEq, Hash, Serialize, Deserialize)]
         #[serde(rename_all = "snake_case")]
-        pub enum Reason { $($(#[$m])* $variant,)+ }
+        pub enum Reason { $(#[doc = concat!("`", $text, "`.")] $(#[$m])* $variant,)+ }
 
         impl Reason {
             /// Every reason code, in declaration order.
             pub const ALL: &'static [Reason] = &[$(Reason::$variant,)+];
+            /// The stable snake_case code.
             pub fn as_str(self) -> &'static str {
                 match self { $(Reason::$variant => $text,)+ }
             }
@@ -131,14 +143,20 @@ reasons! {
 #[derive(Clone, Copy, Debug, Eq, PartialEq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Escalation {
+    /// A person may approve it.
     Ask,
+    /// The auto-reviewer may approve it.
     Review,
+    /// Nobody may: the deny stands.
     None,
 }
 
 /// Index of a rule in its [`crate::PolicySet`]'s rule table.
 #[derive(Clone, Copy, Debug, Eq, PartialEq, Hash, Ord, PartialOrd, Serialize, Deserialize)]
-pub struct RuleId(pub u32);
+pub struct RuleId(
+    /// The index.
+    pub u32,
+);
 
 /// A decision. `Copy` and heap-free: the deciding rule is an index, resolved
 /// to file, line, column and text by [`crate::PolicySet::rule`].
@@ -149,8 +167,11 @@ pub struct RuleId(pub u32);
 #[derive(Clone, Copy, Debug, Eq, PartialEq, Hash)]
 #[non_exhaustive]
 pub struct Decision {
+    /// What was decided.
     pub outcome: Outcome,
+    /// Why: the stable reason code.
     pub reason: Reason,
+    /// The deciding rule, when a rule decided (not a default).
     pub rule: Option<RuleId>,
     /// Only on `not_allowed` connect decisions.
     pub escalation: Option<Escalation>,
@@ -158,6 +179,7 @@ pub struct Decision {
     pub status: Option<u16>,
     /// Review verdicts: the final risk and category.
     pub risk: Option<crate::vocab::RiskLevel>,
+    /// Review verdicts: the final category.
     pub category: Option<crate::vocab::RiskCategory>,
 }
 
@@ -189,8 +211,11 @@ impl Decision {
 /// ([`crate::PolicySet::rule`]).
 #[derive(Clone, Copy, Debug, Eq, PartialEq, Serialize)]
 pub struct RuleRef<'a> {
+    /// The source's name.
     pub file: &'a str,
+    /// The line, from 1.
     pub line: usize,
+    /// The column, from 1, in characters.
     pub column: usize,
     /// The statement's text, whitespace folded.
     pub source: &'a str,

@@ -14,9 +14,25 @@ use std::net::SocketAddr;
 
 use ipnet::IpNet;
 
+use crate::build::Build;
 use crate::syntax::ast::{
-    Block, Effect, File, Item, NetStmt, NetTarget, Network, PortRange, SectionKind,
+    Block, Effect, Item, NetStmt, NetTarget, Network, PortRange, SectionKind,
 };
+
+/// Why a policy cannot be exported.
+#[derive(Clone, Debug, Eq, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExportError {
+    /// No policy of that name in the set.
+    #[error("no policy `{0}`")]
+    UnknownPolicy(String),
+    /// No name was given and the set holds several policies (or none).
+    #[error("several policies: pick one with `--policy NAME`")]
+    Ambiguous,
+    /// The sources have errors; `policyc check` shows them.
+    #[error("the policy set has errors")]
+    Invalid,
+}
 
 /// The exits the sandbox keeps besides the policy's address rules.
 #[derive(Clone, Debug)]
@@ -27,9 +43,24 @@ pub struct Exits {
     pub resolver: Option<SocketAddr>,
 }
 
-/// The policy named `name` (or the only one) of checked files, composed
-/// with the set's requirements, as an nftables ruleset.
-pub fn nftables(files: &[File], name: Option<&str>, exits: &Exits) -> Result<String, String> {
+/// The policy named `name` (or the only one) of a build without errors,
+/// composed with the set's requirements, as an nftables ruleset.
+///
+/// ```
+/// use gatehouse::export::{Exits, nftables};
+/// use gatehouse::{SourceMap, build};
+///
+/// let mut sources = SourceMap::new();
+/// sources.add("p.policy", "policy p {\n  network {\n    deny cidr 10.0.0.0/8\n  }\n}\n");
+/// let ruleset = nftables(&build(sources), None, &Exits { proxy: None, resolver: None })?;
+/// assert!(ruleset.contains("ip daddr 10.0.0.0/8 drop"));
+/// # Ok::<(), gatehouse::export::ExportError>(())
+/// ```
+pub fn nftables(build: &Build, name: Option<&str>, exits: &Exits) -> Result<String, ExportError> {
+    if build.has_errors() {
+        return Err(ExportError::Invalid);
+    }
+    let files = build.files.as_slice();
     let policies: Vec<&Block> = files
         .iter()
         .flat_map(|f| &f.items)
@@ -42,10 +73,10 @@ pub fn nftables(files: &[File], name: Option<&str>, exits: &Exits) -> Result<Str
         Some(n) => policies
             .iter()
             .find(|b| b.name.node == n)
-            .ok_or_else(|| format!("no policy `{n}`"))?,
+            .ok_or_else(|| ExportError::UnknownPolicy(n.to_string()))?,
         None => match policies.as_slice() {
             [one] => one,
-            _ => return Err("several policies: pick one with `--policy NAME`".into()),
+            _ => return Err(ExportError::Ambiguous),
         },
     };
     let requirements = crate::syntax::ast::requirements_of(files);

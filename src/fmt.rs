@@ -67,7 +67,7 @@ pub fn format_source(id: FileId, src: &SourceFile) -> Result<String, FormatError
 
 /// Formats one parsed file. `src` must be the text `file` was parsed from.
 /// This is the printer alone; [`format_source`] also checks its output.
-pub fn format_file(file: &File, src: &SourceFile) -> String {
+pub(crate) fn format_file(file: &File, src: &SourceFile) -> String {
     let mut p = Printer {
         src,
         comments: &file.comments,

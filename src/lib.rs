@@ -1,19 +1,31 @@
 //! gatehouse: an embedded policy-evaluation engine for the sandboxes that
 //! run AI agents.
 //!
-//! The pipeline, one module per stage:
+//! Inside, a pipeline of private stages: source text → parse (a pest
+//! grammar, an AST with spans) → check (every diagnostic in one run) →
+//! compile (an immutable [`PolicySet`]: a domain label automaton, address
+//! intervals, exact-match tables) → evaluate (the hot path) → a
+//! [`PolicyStore`] for live updates. What an embedder sees is a small
+//! facade:
 //!
-//! source text → [`syntax`] (pest grammar, AST with spans) → [`check`]
-//! (diagnostics) → [`compile`] (an immutable [`PolicySet`]: a domain label
-//! automaton, address intervals, exact-match tables) → [`eval`] (the hot path)
-//! → [`store`] (an arc-swap handle for live updates). [`normalize`] is shared by
-//! all of them; [`fmt`] prints the canonical layout; [`build()`] runs the
-//! whole pipeline.
+//! | for | use |
+//! |---|---|
+//! | building from sources | [`PolicySet::from_source`], [`PolicySet::from_sources`], or [`build()`] to keep the [`Build`]'s diagnostics; [`Limits`] bounds the input |
+//! | building from artifacts | [`PolicySet::to_artifact`], [`PolicySet::from_artifact`] ([`artifact`]) |
+//! | deciding | [`Policy`]'s typed methods (`connect`, `dns`, `exec`, `write`, ...) or a [`Query`] / [`QueryRef`]; a [`Decision`] with its [`Outcome`], [`Reason`] and [`RuleId`] |
+//! | diagnostics | [`diag::Diagnostic`], rendered by [`diag::render_human`] and [`diag::render_json`] |
+//! | live updates | [`PolicyStore`] |
+//! | decision logs | [`log::DecisionSink`], [`log::JsonLinesSink`], [`log::BackgroundSink`] |
+//! | policy tests | [`Build::tests`] and [`TestCase`] |
+//! | the formatter, the importers, the nftables export | [`fmt`], [`import`], [`export`] |
+//! | hostile input, normalised as the engine does | [`normalize`] |
+//!
+//! `gatehouse::testing` is doc-hidden: it is what this repository's own
+//! tests, benchmarks and fuzz targets share with the engine (the AST for
+//! the reference evaluator, the stages one by one), not an API.
 //!
 //! ```
-//! use gatehouse::query::Via;
-//! use gatehouse::store::PolicyStore;
-//! use gatehouse::{Outcome, PolicySet, Reason};
+//! use gatehouse::{Outcome, PolicySet, PolicyStore, Reason, SourceMap, Via};
 //!
 //! let set = PolicySet::from_source(
 //!     "agent.policy",
@@ -34,7 +46,7 @@
 //! // Live updates: readers load lock-free; a policy that does not compile
 //! // is refused and the old one stays in force.
 //! let store = PolicyStore::new(set);
-//! let mut bad = gatehouse::source::SourceMap::new();
+//! let mut bad = SourceMap::new();
 //! bad.add("agent.policy", "policy agent { network { allow domian github.com } }");
 //! assert!(store.update(bad).is_err());
 //! let current = store.load();
@@ -42,16 +54,27 @@
 //! # Ok::<(), gatehouse::Error>(())
 //! ```
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+// The stages of the pipeline, bottom first (`tests/layers.rs` keeps every
+// import pointing down). They are private: what an embedder needs of them
+// is re-exported below, and the rest may change freely.
+mod build;
+mod check;
+mod compile;
+mod decision;
+mod digest;
+mod eval;
+pub(crate) mod regexes;
+mod samples;
+mod suite;
+mod syntax;
+
+// The public modules: each is a part of the facade.
 #[cfg(feature = "arbitrary")]
 pub mod arbitrary;
 pub mod artifact;
-pub mod build;
-pub mod check;
-pub mod compile;
-pub mod decision;
 pub mod diag;
-pub mod digest;
-pub mod eval;
 pub mod export;
 pub mod fmt;
 #[cfg(feature = "import")]
@@ -60,26 +83,40 @@ pub mod limits;
 pub mod log;
 pub mod normalize;
 pub mod query;
-pub(crate) mod regexes;
-#[doc(hidden)]
-pub mod samples;
 pub mod source;
 pub mod store;
-pub mod syntax;
 pub mod vocab;
 
 pub use build::{Build, Error, build, build_with};
+pub use compile::{CompileError, Inconsistency, Policy, PolicySet};
+pub use decision::{Decision, Escalation, Outcome, Reason, RuleId, RuleRef};
+pub use eval::{DecisionReport, Workspace};
+pub use limits::{Limits, QueryLimits};
+pub use query::{Query, QueryParseError, QueryRef, Via};
+pub use source::SourceMap;
+pub use store::PolicyStore;
+pub use suite::{Expected, TestCase};
 
-/// What the naive reference evaluator in `tests/` shares with the engine —
-/// the shell splitter, the known-safe tables, the guardian's path globs —
-/// so that the two differ only where they mean to. Not part of the API: it
-/// changes without notice.
+/// What the tests, benchmarks and fuzz targets of this repository share
+/// with the engine: the stages one by one (to time or fuzz each), the AST
+/// (for the naive reference evaluator, which must read the same policies),
+/// the shell splitter, the known-safe tables and the guardian's path globs
+/// (so that the reference and the engine differ only where they mean to).
+///
+/// Not part of the API: it changes without notice, and `cargo doc` does
+/// not show it. An embedder builds with [`build()`] or [`PolicySet`].
 #[doc(hidden)]
 pub mod testing {
+    pub use crate::check::check;
+    pub use crate::compile::compile;
     pub use crate::compile::guardian::Glob;
     pub use crate::eval::known_safe::{basename, is_known_safe, trusted_name};
     pub use crate::eval::shell::{Script, loose_words, split};
+    /// The formatter over a parsed file (what `fmt::format_source` runs
+    /// after parsing), for the round-trip tests.
+    pub fn format_file(file: &ast::File, src: &crate::source::SourceFile) -> String {
+        crate::fmt::format_file(file, src)
+    }
+    pub use crate::samples::{CIDRS, IPS, NAMES};
+    pub use crate::syntax::{ast, parse_file};
 }
-pub use compile::{Policy, PolicySet};
-pub use eval::{Decision, Outcome, Reason};
-pub use limits::Limits;

@@ -12,7 +12,8 @@ use std::sync::Mutex;
 use serde::Serialize;
 
 use crate::compile::{Policy, PolicySet};
-use crate::eval::{Decision, Outcome, RuleRef, Workspace};
+use crate::decision::{Decision, Outcome, RuleRef};
+use crate::eval::Workspace;
 use crate::query::{Query, QueryRef};
 use crate::syntax::ast::LogField;
 
@@ -23,13 +24,17 @@ const MASK: &str = "***";
 pub struct DecisionEvent<'a> {
     /// RFC 3339, UTC.
     pub time: String,
+    /// The policy that decided.
     pub policy: &'a str,
     /// The compiled set's revision ([`PolicySet::revision`]).
     pub revision: &'a str,
     /// The query, with masked fields.
     pub query: serde_json::Value,
+    /// The outcome's word.
     pub decision: &'static str,
+    /// The reason code.
     pub reason: &'static str,
+    /// The deciding rule, or `null` for a default.
     pub rule: Option<RuleRef<'a>>,
     /// For agent actions, what the seed's `tool_decision` telemetry names.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -39,6 +44,7 @@ pub struct DecisionEvent<'a> {
 /// `approved`/`denied`/`pending`, and who decided.
 #[derive(Clone, Copy, Debug, Eq, PartialEq, Serialize)]
 pub struct ToolDecision {
+    /// `approved`, `denied` or `pending`.
     pub decision: &'static str,
     /// `configuration` (the policy decided), `user` or `auto_review` (a
     /// prompt went to them).
@@ -47,6 +53,8 @@ pub struct ToolDecision {
 
 /// Where decisions go.
 pub trait DecisionSink: Send + Sync {
+    /// Records one decision. Called on the deciding thread: keep it short
+    /// (see [`BackgroundSink`]).
     fn record(&self, event: &DecisionEvent<'_>);
 
     /// Whether the sink records anything. A sink that drops everything
@@ -68,11 +76,13 @@ pub struct JsonLinesSink<W: Write + Send> {
 }
 
 impl<W: Write + Send> JsonLinesSink<W> {
+    /// A sink writing to `out`, one line a decision.
     pub fn new(out: W) -> Self {
         JsonLinesSink {
             out: Mutex::new(out),
         }
     }
+    /// The writer back.
     pub fn into_inner(self) -> W {
         match self.out.into_inner() {
             Ok(w) => w,
@@ -231,7 +241,7 @@ fn tool_decision(q: &Query, d: &Decision) -> Option<ToolDecision> {
 }
 
 /// The query as JSON with the masked fields replaced, shape kept.
-pub fn masked(q: &Query, masks: &[LogField]) -> serde_json::Value {
+pub(crate) fn masked(q: &Query, masks: &[LogField]) -> serde_json::Value {
     let on = |f: LogField| masks.contains(&f);
     let mut q = q.clone();
     mask_query(&mut q, &on, false);

@@ -17,8 +17,11 @@ pub struct FileId(pub u32);
 /// the location itself matters.
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
 pub struct Span {
+    /// The file it is in.
     pub file: FileId,
+    /// The first byte.
     pub start: u32,
+    /// One past the last byte.
     pub end: u32,
 }
 
@@ -33,6 +36,7 @@ impl std::hash::Hash for Span {
 }
 
 impl Span {
+    /// The bytes `start..end` of a file (clamped to `u32`).
     pub fn new(file: FileId, start: usize, end: usize) -> Self {
         Span {
             file,
@@ -61,7 +65,9 @@ fn clamp(n: usize) -> u32 {
 /// One loaded source file with its line index.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SourceFile {
+    /// The name diagnostics show (usually the path).
     pub name: String,
+    /// The text.
     pub text: String,
     line_starts: Vec<usize>,
 }
@@ -69,11 +75,14 @@ pub struct SourceFile {
 /// A resolved position: 1-based line and column (columns count characters).
 #[derive(Clone, Copy, Debug, Default, Eq, PartialEq, Serialize, Deserialize)]
 pub struct LineCol {
+    /// The line, from 1.
     pub line: usize,
+    /// The column, from 1, in characters.
     pub column: usize,
 }
 
 impl SourceFile {
+    /// A file and its line index.
     pub fn new(name: impl Into<String>, text: impl Into<String>) -> Self {
         let text = text.into();
         let mut line_starts = vec![0];
@@ -130,23 +139,39 @@ impl SourceFile {
     }
 }
 
-/// All files of one policy set.
+/// All files of one policy set: what [`build()`](crate::build()) and
+/// [`PolicySet::from_sources`](crate::PolicySet::from_sources) read, and
+/// what diagnostics are rendered against.
+///
+/// ```
+/// use gatehouse::SourceMap;
+///
+/// let mut sources = SourceMap::new();
+/// let id = sources.add("net.policy", "policy p {\n  network {\n    allow domain github.com\n  }\n}\n");
+/// let file = sources.get(id).expect("added");
+/// assert_eq!(file.line_text(3), "    allow domain github.com");
+/// assert_eq!(file.line_col(27).line, 3);
+/// ```
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct SourceMap {
     files: Vec<SourceFile>,
 }
 
 impl SourceMap {
+    /// No files yet.
     pub fn new() -> Self {
         Self::default()
     }
+    /// Adds a file; its id is its position.
     pub fn add(&mut self, name: impl Into<String>, text: impl Into<String>) -> FileId {
         self.files.push(SourceFile::new(name, text));
         FileId(clamp(self.files.len() - 1))
     }
+    /// The file with this id.
     pub fn get(&self, id: FileId) -> Option<&SourceFile> {
         self.files.get(id.0 as usize)
     }
+    /// Every file with its id, in order.
     pub fn files(&self) -> impl Iterator<Item = (FileId, &SourceFile)> {
         self.files
             .iter()

@@ -20,6 +20,7 @@ pub struct PolicyStore {
 }
 
 impl PolicyStore {
+    /// A store whose first policy set is `set`.
     pub fn new(set: PolicySet) -> Self {
         PolicyStore {
             current: ArcSwap::from_pointee(set),

@@ -13,7 +13,7 @@ mod reference;
 use gatehouse::PolicySet;
 use gatehouse::query::{Annotations, Assessment, Query, ReviewOutcome, ReviewStatus, Via};
 use gatehouse::source::SourceMap;
-use gatehouse::syntax::ast::{AuthLevel, Item, PromptCategory, RiskCategory, RiskLevel};
+use gatehouse::testing::ast::{AuthLevel, Item, PromptCategory, RiskCategory, RiskLevel};
 use proptest::prelude::*;
 
 const COMMAND_RULES: &[&str] = &[
@@ -356,11 +356,11 @@ fn query() -> impl Strategy<Value = Query> {
     prop_oneof![4 => exec, 2 => write, 2 => mcp, 1 => prompt, 3 => review]
 }
 
-fn build(text: &str) -> (PolicySet, SourceMap, gatehouse::syntax::ast::File) {
+fn build(text: &str) -> (PolicySet, SourceMap, gatehouse::testing::ast::File) {
     let mut sources = SourceMap::new();
     let id = sources.add("gen.policy", text);
     let set = PolicySet::from_sources(sources.clone()).unwrap_or_else(|e| panic!("{e}\n{text}"));
-    let (file, _) = gatehouse::syntax::parse_file(id, text);
+    let (file, _) = gatehouse::testing::parse_file(id, text);
     (set, sources, file)
 }
 
@@ -510,7 +510,7 @@ proptest! {
         let mut sources = SourceMap::new();
         let id = sources.add("gen.policy", text.as_str());
         let built = gatehouse::build(sources.clone());
-        let (file, _) = gatehouse::syntax::parse_file(id, &text);
+        let (file, _) = gatehouse::testing::parse_file(id, &text);
         let Item::Policy(block) = &file.items[0] else { panic!() };
         let reqs: Vec<_> = file.items.iter().filter_map(|i| match i {
             Item::Requirements(b) => Some(b),

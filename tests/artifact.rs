@@ -65,7 +65,7 @@ fn a_loaded_artifact_decides_exactly_as_the_source() {
     for p in set.policies() {
         let q = back.policy(p.name()).unwrap();
         for text in QUERIES {
-            let query: Query = gatehouse::syntax::parse_query(text).unwrap();
+            let query: Query = gatehouse::Query::parse(text).unwrap();
             let (a, b) = (p.decide(&query), q.decide(&query));
             assert_eq!(a, b, "{} {text}", p.name());
             assert_eq!(

@@ -163,7 +163,7 @@ fn spec_rows_hold_in_the_text_form() {
 #[test]
 fn spec_rows_hold_in_the_json_form() {
     for (policy, text, decision, reason) in ROWS {
-        let q = gatehouse::syntax::parse_query(text).unwrap();
+        let q = gatehouse::Query::parse(text).unwrap();
         let json = serde_json::to_string(&q).unwrap();
         let o = eval_valid(&["--policy", policy, "--query", &json]);
         let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
@@ -376,7 +376,7 @@ fn invalid_policies_fail_with_the_right_codes() {
 /// a file or a directory (requirements apply across its files).
 #[test]
 fn every_expectation_holds_through_eval_in_both_query_forms() {
-    use gatehouse::syntax::ast::{Item, TestStmt};
+    use gatehouse::testing::ast::{Item, TestStmt};
     let mut sets = valid();
     for extra in [
         "tests/data/spec.policy",
@@ -403,7 +403,7 @@ fn every_expectation_holds_through_eval_in_both_query_forms() {
         let asts: Vec<_> = files
             .iter()
             .map(|f| {
-                let (file, diags) = gatehouse::syntax::parse_file(
+                let (file, diags) = gatehouse::testing::parse_file(
                     gatehouse::source::FileId(0),
                     &std::fs::read_to_string(f).unwrap(),
                 );
@@ -499,7 +499,7 @@ fn every_expectation_holds_through_eval_in_both_query_forms() {
 /// The table of `docs/presets.md` is exactly what the preset tests check.
 #[test]
 fn the_presets_table_in_the_docs_matches_the_shipped_tests() {
-    use gatehouse::syntax::ast::{Item, TestStmt};
+    use gatehouse::testing::ast::{Item, TestStmt};
     let doc =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/presets.md")).unwrap();
     let rows: Vec<Vec<String>> = doc
@@ -525,7 +525,7 @@ fn the_presets_table_in_the_docs_matches_the_shipped_tests() {
         "/policies/zerocode-presets.policy"
     ))
     .unwrap();
-    let (file, _) = gatehouse::syntax::parse_file(gatehouse::source::FileId(0), &text);
+    let (file, _) = gatehouse::testing::parse_file(gatehouse::source::FileId(0), &text);
     let mut compared = 0;
     for item in &file.items {
         let Item::Test(t) = item else { continue };

@@ -11,11 +11,11 @@
 mod reference;
 
 use gatehouse::PolicySet;
-use gatehouse::normalize::host::{OwnedHost, normalize_host_owned};
+use gatehouse::normalize::{OwnedHost, normalize_host_owned};
 use gatehouse::query::{Query, Via};
-use gatehouse::samples::{CIDRS, IPS, NAMES};
 use gatehouse::source::SourceMap;
-use gatehouse::syntax::ast::Item;
+use gatehouse::testing::ast::Item;
+use gatehouse::testing::{CIDRS, IPS, NAMES};
 use proptest::prelude::*;
 
 const PORTS: &[&str] = &["", " port 443", " port 80,443", " port 8000-8999"];
@@ -242,14 +242,14 @@ fn query() -> impl Strategy<Value = Query> {
 struct Both {
     set: PolicySet,
     sources: SourceMap,
-    file: gatehouse::syntax::ast::File,
+    file: gatehouse::testing::ast::File,
 }
 
 fn build(text: &str) -> Option<Both> {
     let mut sources = SourceMap::new();
     let id = sources.add("gen.policy", text);
     let set = PolicySet::from_sources(sources.clone()).ok()?;
-    let (file, _) = gatehouse::syntax::parse_file(id, text);
+    let (file, _) = gatehouse::testing::parse_file(id, text);
     Some(Both { set, sources, file })
 }
 
@@ -408,7 +408,7 @@ proptest! {
     fn query_text_round_trips(q in query(), addr in prop_oneof![Just("127.0.0.1:3128"), Just("[::1]:80"), Just("0.0.0.0:1")]) {
         for q in [q, Query::Listen { addr: addr.to_string() }] {
             let text = q.to_string();
-            let back = gatehouse::syntax::parse_query(&text);
+            let back = gatehouse::Query::parse(&text);
             prop_assert_eq!(back.as_ref().ok(), Some(&q), "`{}` read back as {:?}", text, back);
             let json = serde_json::to_string(&q).unwrap();
             prop_assert_eq!(Query::from_json(&json).ok(), Some(q.clone()), "{}", json);

@@ -72,7 +72,7 @@ fn an_unknown_query_kind_or_malformed_query_is_never_a_decision() {
         "connect a.example:443 via carrier-pigeon",
         "",
     ] {
-        assert!(gatehouse::syntax::parse_query(line).is_err(), "{line}");
+        assert!(gatehouse::Query::parse(line).is_err(), "{line}");
     }
     // Through the CLI: an error line, exit code 3, and no decision printed
     // for it (in particular no allow).
@@ -172,7 +172,7 @@ fn a_blocking_log_writer_never_holds_up_or_changes_a_decision() {
     let sink = BackgroundSink::new(Stuck(wait, written.clone()), 8).unwrap();
     let queries: Vec<Query> = ["connect a.example:443", "connect b.example:443", "exec ls"]
         .iter()
-        .map(|t| gatehouse::syntax::parse_query(t).unwrap())
+        .map(|t| gatehouse::Query::parse(t).unwrap())
         .collect();
     let start = Instant::now();
     for i in 0..1_000 {
@@ -215,7 +215,7 @@ fn a_sink_blocking_one_caller_does_not_block_others() {
         let (set, barrier) = (set.clone(), barrier.clone());
         std::thread::spawn(move || {
             let p = set.single().unwrap();
-            let q = gatehouse::syntax::parse_query("connect a.example:443").unwrap();
+            let q = gatehouse::Query::parse("connect a.example:443").unwrap();
             set.decide_logged(p, &q, None, &Blocks(barrier)).outcome
         })
     };
@@ -250,7 +250,7 @@ fn a_panicking_sink_is_contained() {
         "connect b.example:443",
         "connect 10.0.0.1:443",
     ] {
-        let q = gatehouse::syntax::parse_query(text).unwrap();
+        let q = gatehouse::Query::parse(text).unwrap();
         assert_eq!(
             set.decide_logged(p, &q, None, &Panics),
             p.decide(&q),

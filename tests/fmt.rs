@@ -9,13 +9,13 @@
 )]
 
 use gatehouse::source::{FileId, SourceFile};
-use gatehouse::syntax::parse_file;
+use gatehouse::testing::parse_file;
 use proptest::prelude::*;
 
 fn fmt(text: &str) -> String {
     let (ast, diags) = parse_file(FileId(0), text);
     assert!(diags.is_empty(), "{diags:?}\n{text}");
-    gatehouse::fmt::format_file(&ast, &SourceFile::new("x", text))
+    gatehouse::testing::format_file(&ast, &SourceFile::new("x", text))
 }
 
 fn assert_faithful(text: &str) -> String {
@@ -24,7 +24,7 @@ fn assert_faithful(text: &str) -> String {
     let (b, d) = parse_file(FileId(0), &out);
     assert!(d.is_empty(), "formatted text has errors: {d:?}\n{out}");
     assert_eq!(a, b, "formatting changed the AST:\n{out}");
-    let texts = |f: &gatehouse::syntax::ast::File| {
+    let texts = |f: &gatehouse::testing::ast::File| {
         f.comments
             .iter()
             .map(|c| c.text.trim().to_string())

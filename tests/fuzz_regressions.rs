@@ -5,10 +5,10 @@
 
 fn replay_query(bytes: &[u8]) {
     let line = std::str::from_utf8(bytes).unwrap();
-    if let Ok(q) = gatehouse::syntax::parse_query(line) {
+    if let Ok(q) = gatehouse::Query::parse(line) {
         let text = q.to_string();
         assert_eq!(
-            gatehouse::syntax::parse_query(&text).ok(),
+            gatehouse::Query::parse(&text).ok(),
             Some(q),
             "`{text}` does not read back"
         );
@@ -78,7 +78,7 @@ fn a_guardian_host_rule_decides_a_reviewed_dns_lookup() {
         "review dns PASTE.pastebin.com. with category=security_weakening",
         "review connect paste.pastebin.com:443",
     ] {
-        let q = gatehouse::syntax::parse_query(text).unwrap();
+        let q = gatehouse::Query::parse(text).unwrap();
         let d = p.decide(&q);
         let rule = d.rule.and_then(|r| set.rule(r)).map(|r| (r.line, r.column));
         assert_eq!(

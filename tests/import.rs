@@ -39,7 +39,7 @@ fn holds(import: Import, name: &str, rows: &[(&str, &str, &str)]) {
     );
     let p = set.policies().next().unwrap();
     for (query, decision, reason) in rows {
-        let q = gatehouse::syntax::parse_query(query).unwrap();
+        let q = gatehouse::Query::parse(query).unwrap();
         let d = p.decide(&q);
         assert_eq!(
             (d.outcome.as_str(), d.reason.as_str()),

@@ -32,15 +32,10 @@ const STAGES: &[&[&str]] = &[
     // Compiled policies to decisions.
     &["eval"],
     // What is built on a whole engine.
-    &[
-        "artifact",
-        "log",
-        "build",
-        "export",
-        "fmt",
-        "import",
-        "arbitrary",
-    ],
+    &["artifact", "log", "build", "fmt"],
+    // What reads a whole build: its tests, exports, and the importers and
+    // generators that write sources for it.
+    &["suite", "export", "import", "arbitrary"],
     // Live updates of built sets.
     &["store"],
 ];

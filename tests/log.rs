@@ -33,7 +33,7 @@ fn a_panicking_sink_changes_nothing() {
     .unwrap();
     let p = set.single().unwrap();
     for text in ["connect a.example:443", "connect b.example:443", "exec ls"] {
-        let q: Query = gatehouse::syntax::parse_query(text).unwrap();
+        let q: Query = gatehouse::Query::parse(text).unwrap();
         assert_eq!(
             set.decide_logged(p, &q, None, &Panics),
             p.decide(&q),
@@ -41,7 +41,7 @@ fn a_panicking_sink_changes_nothing() {
         );
     }
     let counts = Counts::default();
-    let q: Query = gatehouse::syntax::parse_query("connect a.example:443").unwrap();
+    let q: Query = gatehouse::Query::parse("connect a.example:443").unwrap();
     set.decide_logged(p, &q, None, &counts);
     assert_eq!(counts.0.load(Ordering::SeqCst), 1);
 }

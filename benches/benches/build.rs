@@ -12,18 +12,18 @@ fn stages(c: &mut Criterion) {
     g.sample_size(10);
     for &n in &[1_000usize, 100_000] {
         let text = mixed_policy(n);
-        let (ast, _) = gatehouse::syntax::parse_file(FileId(0), &text);
+        let (ast, _) = gatehouse::testing::parse_file(FileId(0), &text);
         let files = vec![ast];
         let mut sources = SourceMap::new();
         sources.add("bench.policy", text.as_str());
         g.bench_with_input(BenchmarkId::new("parse", 2 * n), &n, |b, _| {
-            b.iter(|| gatehouse::syntax::parse_file(FileId(0), black_box(&text)))
+            b.iter(|| gatehouse::testing::parse_file(FileId(0), black_box(&text)))
         });
         g.bench_with_input(BenchmarkId::new("check", 2 * n), &n, |b, _| {
-            b.iter(|| gatehouse::check::check(black_box(&files)))
+            b.iter(|| gatehouse::testing::check(black_box(&files)))
         });
         g.bench_with_input(BenchmarkId::new("compile", 2 * n), &n, |b, _| {
-            b.iter(|| gatehouse::compile::compile(&sources, black_box(&files)))
+            b.iter(|| gatehouse::testing::compile(&sources, black_box(&files)))
         });
     }
     g.finish();

@@ -32,12 +32,12 @@ static GLOBAL: Counting = Counting;
 fn main() {
     for n in [10_000usize, 100_000] {
         let text = mixed_policy(n);
-        let (ast, _) = gatehouse::syntax::parse_file(FileId(0), &text);
+        let (ast, _) = gatehouse::testing::parse_file(FileId(0), &text);
         let files = vec![ast];
         let mut sources = SourceMap::new();
         sources.add("bench.policy", text.as_str());
         let before = LIVE.load(Ordering::Relaxed);
-        let set = gatehouse::compile::compile(&sources, &files).expect("compiles");
+        let set = gatehouse::testing::compile(&sources, &files).expect("compiles");
         let after = LIVE.load(Ordering::Relaxed);
         let per_rule = (after - before) as f64 / (2 * n) as f64;
         println!(

@@ -10,7 +10,7 @@ mod reference;
 use gatehouse::PolicySet;
 use gatehouse::arbitrary::Case;
 use gatehouse::source::{FileId, SourceMap};
-use gatehouse::syntax::ast::Item;
+use gatehouse::testing::ast::Item;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|case: Case| {
@@ -26,7 +26,7 @@ fuzz_target!(|case: Case| {
     let mut sources = SourceMap::new();
     let id = sources.add("gen.policy", &text);
     let built = gatehouse::build(sources.clone());
-    let (file, _) = gatehouse::syntax::parse_file(id, &text);
+    let (file, _) = gatehouse::testing::parse_file(id, &text);
     let Some(Item::Policy(block)) = file.items.first() else { panic!("no policy in\n{text}") };
     let reqs: Vec<_> = file
         .items

@@ -2,7 +2,7 @@
 //! host or path changes nothing. (Whether a normalised input is ever allowed
 //! where the reference denies it is the `differential` target's question.)
 #![no_main]
-use gatehouse::normalize::host::{OwnedHost, normalize_host_owned};
+use gatehouse::normalize::{OwnedHost, normalize_host_owned};
 use gatehouse::normalize::{is_normal_absolute_path, normalize_absolute_path};
 use libfuzzer_sys::fuzz_target;
 

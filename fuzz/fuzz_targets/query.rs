@@ -30,12 +30,12 @@ fuzz_target!(|data: &[u8]| {
     let parsed = if line.trim_start().starts_with('{') {
         gatehouse::query::Query::from_json(line).ok()
     } else {
-        gatehouse::syntax::parse_query(line).ok()
+        gatehouse::Query::parse(line).ok()
     };
     if let Some(q) = parsed {
         let Some(p) = set().single() else { return };
         let _ = p.decide(&q);
         let text = q.to_string();
-        assert_eq!(gatehouse::syntax::parse_query(&text).ok().as_ref(), Some(&q), "`{text}` does not read back");
+        assert_eq!(gatehouse::Query::parse(&text).ok().as_ref(), Some(&q), "`{text}` does not read back");
     }
 });

@@ -7,8 +7,6 @@
 mod network;
 mod requirements;
 
-pub use requirements::RequirementError;
-
 use std::collections::HashMap;
 
 use crate::diag::{Diagnostic, did_you_mean};
@@ -41,8 +39,6 @@ pub enum CheckError {
     GranularBlockUnexpected,
     #[error("`approvals granular` must set `{0}`")]
     GranularMissing(&'static str),
-    #[error("`{0}` is set more than once in this block")]
-    GranularDuplicate(&'static str),
     #[error("a `because` text must not be blank")]
     BlankBecause,
     #[error("`allow {0}` is not allowed in a guardian")]
@@ -72,9 +68,7 @@ impl CheckError {
         match self {
             CheckError::DuplicatePolicy(_) => "duplicate_policy",
             CheckError::DuplicateSection(_) => "duplicate_section",
-            CheckError::DuplicateSetting(_) | CheckError::GranularDuplicate(_) => {
-                "duplicate_setting"
-            }
+            CheckError::DuplicateSetting(_) => "duplicate_setting",
             CheckError::DenyDomainStar => "deny_domain_star",
             CheckError::DenySocketStar => "deny_socket_star",
             CheckError::Pattern(crate::normalize::pattern::PatternError::BadWildcard {
@@ -108,7 +102,7 @@ impl CheckError {
         Some(match self {
             CheckError::DuplicatePolicy(_) => "policy names are unique across every file of the set".into(),
             CheckError::DuplicateSection(_) => "merge the two sections into one".into(),
-            CheckError::DuplicateSetting(s) | CheckError::GranularDuplicate(s) => format!("keep one `{s}` statement"),
+            CheckError::DuplicateSetting(s) => format!("keep one `{s}` statement"),
             CheckError::DenyDomainStar => {
                 "`default deny` already denies what no rule allows; deny specific domains instead".into()
             }

@@ -122,6 +122,7 @@ pub struct Glob {
 }
 
 impl Glob {
+    /// A glob over `/`-separated segments (`*` within one, `**` across).
     pub fn new(pattern: &str) -> Glob {
         Glob {
             segments: pattern.split('/').map(String::from).collect(),

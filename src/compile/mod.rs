@@ -53,8 +53,15 @@ pub enum Inconsistency {
 #[derive(Clone, Debug, Eq, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CompileError {
+    /// The compiler found its own tables inconsistent.
     #[error("internal error while compiling policy `{policy}`: {what}")]
-    Internal { policy: String, what: Inconsistency },
+    Internal {
+        /// The policy being compiled.
+        policy: String,
+        /// What was inconsistent.
+        what: Inconsistency,
+    },
+    /// More rules than a rule id can count.
     #[error("too many rules: {0} (at most {max})", max = u32::MAX - 1)]
     TooManyRules(usize),
 }
@@ -158,8 +165,42 @@ pub(crate) struct Agent {
     pub guardian: guardian::Guardian,
 }
 
-/// One compiled policy. Decide with the methods in [`crate::eval`].
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// One compiled policy: every question is a method, and every answer a
+/// [`Decision`](crate::Decision).
+///
+/// The typed methods take borrowed input and do not allocate on the common
+/// path: `connect`, `connect_addr`, `dns`, `resolved`, `resolved_addrs`,
+/// `socket`, `listen`, `listen_on`, `upstream`, `web_search`, `tool`,
+/// `app`, `exec`, `write`, `mcp`, `prompt` and `review`. [`Policy::decide`]
+/// takes an owned [`Query`](crate::Query) (the JSON and text forms) and
+/// [`Policy::decide_ref`] a borrowed one. None of them panics: whatever the
+/// input, the answer is a decision, and an internal failure is a deny with
+/// reason `internal_error`.
+///
+/// ```
+/// use gatehouse::{Outcome, PolicySet, Reason, Via, Workspace};
+///
+/// let set = PolicySet::from_source(
+///     "agent.policy",
+///     "policy agent {\n  network {\n    allow domain *.github.com\n  }\n  \
+///      sandbox workspace-write\n  approvals on-request\n}\n",
+/// )?;
+/// let agent = set.policy("agent").expect("compiled");
+///
+/// assert!(agent.connect("api.github.com", 443, Via::Https).is_allow());
+/// assert_eq!(agent.dns("exfil.attacker.example").reason, Reason::NotAllowed);
+///
+/// let ws = Workspace::new("/work");
+/// assert!(agent.write("/work/src/main.rs", &ws).is_allow());
+/// assert_eq!(agent.write("/work/.git/hooks/pre-commit", &ws).outcome, Outcome::Ask);
+/// // `..` is resolved before deciding: this write leaves the workspace.
+/// assert_eq!(agent.write("/work/../etc/passwd", &ws).reason, Reason::OutsideWritableRoots);
+/// # Ok::<(), gatehouse::Error>(())
+/// ```
+///
+/// A `Policy` cannot be built or deserialised outside this crate: it comes
+/// from the compiler, or from an artifact whose tables were checked.
+#[derive(Clone, Debug)]
 pub struct Policy {
     pub(crate) name: String,
     /// Fields masked in decision logs.
@@ -170,11 +211,74 @@ pub struct Policy {
     pub(crate) apps: Apps,
     pub(crate) agent: Agent,
     /// What a query may hold ([`crate::limits::QueryLimits`]).
-    #[serde(default)]
     pub(crate) limits: crate::limits::QueryLimits,
 }
 
+/// How a [`Policy`] is written in an artifact. Kept apart from the public
+/// type so that serde's impls do not let a caller forge one.
+mod policy_wire {
+    use super::*;
+
+    #[derive(Serialize)]
+    struct Out<'a> {
+        name: &'a String,
+        log_masks: &'a Vec<LogField>,
+        net: &'a Net,
+        proxy: &'a Proxy,
+        perms: &'a Perms,
+        apps: &'a Apps,
+        agent: &'a Agent,
+        limits: &'a crate::limits::QueryLimits,
+    }
+
+    #[derive(Deserialize)]
+    struct In {
+        name: String,
+        log_masks: Vec<LogField>,
+        net: Net,
+        proxy: Proxy,
+        perms: Perms,
+        apps: Apps,
+        agent: Agent,
+        #[serde(default)]
+        limits: crate::limits::QueryLimits,
+    }
+
+    pub(super) fn serialize<S: serde::Serializer>(ps: &[Policy], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(ps.iter().map(|p| Out {
+            name: &p.name,
+            log_masks: &p.log_masks,
+            net: &p.net,
+            proxy: &p.proxy,
+            perms: &p.perms,
+            apps: &p.apps,
+            agent: &p.agent,
+            limits: &p.limits,
+        }))
+    }
+
+    pub(super) fn deserialize<'de, D: serde::Deserializer<'de>>(
+        d: D,
+    ) -> Result<Vec<Policy>, D::Error> {
+        let ins = Vec::<In>::deserialize(d)?;
+        Ok(ins
+            .into_iter()
+            .map(|p| Policy {
+                name: p.name,
+                log_masks: p.log_masks,
+                net: p.net,
+                proxy: p.proxy,
+                perms: p.perms,
+                apps: p.apps,
+                agent: p.agent,
+                limits: p.limits,
+            })
+            .collect())
+    }
+}
+
 impl Policy {
+    /// The policy's name, as written after `policy`.
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -182,6 +286,7 @@ impl Policy {
 
 #[derive(Debug, Serialize, Deserialize)]
 struct SetInner {
+    #[serde(with = "policy_wire")]
     policies: Vec<Policy>,
     rules: RuleTable,
     /// The revision (a hash of the serialised set), computed once on demand.
@@ -190,9 +295,46 @@ struct SetInner {
 }
 
 /// An immutable, compiled set of policies. Cheap to clone; `Send + Sync`.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+///
+/// Built from sources ([`PolicySet::from_source`],
+/// [`PolicySet::from_sources`], or [`build()`](crate::build()) to keep the
+/// diagnostics) or loaded from a compiled artifact
+/// ([`PolicySet::from_artifact`], whose tables are checked on load). There
+/// is no other way to make one.
+///
+/// ```
+/// use gatehouse::{PolicySet, Via};
+///
+/// let set = PolicySet::from_source(
+///     "fleet.policy",
+///     "policy ci {\n  network {\n    allow domain github.com\n  }\n}\n\
+///      policy offline {\n  network off\n}\n",
+/// )?;
+/// assert_eq!(set.policies().map(|p| p.name()).collect::<Vec<_>>(), ["ci", "offline"]);
+/// let d = set.policy("ci").expect("compiled").connect("github.com", 443, Via::Https);
+/// let rule = set.rule(d.rule.expect("a rule decided")).expect("known");
+/// assert_eq!((rule.file, rule.line), ("fleet.policy", 3));
+///
+/// // Compiled once, shipped as bytes, loaded without the compiler's work.
+/// let bytes = set.to_artifact().expect("serialises");
+/// let loaded = PolicySet::from_artifact(&bytes).expect("valid");
+/// assert_eq!(loaded.revision(), set.revision());
+/// # Ok::<(), gatehouse::Error>(())
+/// ```
+#[derive(Clone, Debug)]
 pub struct PolicySet {
     inner: Arc<SetInner>,
+}
+
+/// How a [`PolicySet`] is written in an artifact (`{"inner": ...}`).
+#[derive(Serialize)]
+struct SetOut<'a> {
+    inner: &'a SetInner,
+}
+
+#[derive(Deserialize)]
+struct SetIn {
+    inner: SetInner,
 }
 
 impl PolicySet {
@@ -242,7 +384,16 @@ impl PolicySet {
     /// The set serialised canonically: maps in key order (through
     /// `serde_json::Value`), so the same set always gives the same bytes.
     pub(crate) fn canonical_bytes(&self) -> Result<Vec<u8>, serde_json::Error> {
-        serde_json::to_value(self).and_then(|v| serde_json::to_vec(&v))
+        serde_json::to_value(SetOut { inner: &self.inner }).and_then(|v| serde_json::to_vec(&v))
+    }
+
+    /// The set an artifact's payload holds, unchecked: call
+    /// [`PolicySet::validate`] before using it.
+    pub(crate) fn from_payload(payload: &[u8]) -> Result<PolicySet, serde_json::Error> {
+        let set: SetIn = serde_json::from_slice(payload)?;
+        Ok(PolicySet {
+            inner: Arc::new(set.inner),
+        })
     }
 
     /// Checks every internal index (a set loaded from an artifact).

@@ -13,14 +13,19 @@ pub use render::{JsonDiagnostic, render_human, render_json, to_json_records};
 
 use crate::source::Span;
 
+/// How bad a diagnostic is: an error refuses the set, a warning does not.
 #[derive(Clone, Copy, Debug, Eq, PartialEq, Ord, PartialOrd, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Severity {
+    /// Worth a look; the set still compiles.
     Warning,
+    /// The set is refused.
     Error,
 }
 
 impl Severity {
+    /// `error` or `warning`.
     pub fn as_str(self) -> &'static str {
         match self {
             Severity::Error => "error",
@@ -35,7 +40,9 @@ impl Severity {
 /// so that it stays out of AST equality).
 #[derive(Clone, Debug)]
 pub struct Label {
+    /// Where.
     pub span: Span,
+    /// What is there.
     pub message: String,
 }
 
@@ -48,14 +55,37 @@ impl Eq for Label {}
 
 /// One error or warning, with its location. Two diagnostics are equal only
 /// when they say the same thing at the same place.
+///
+/// Messages are lowercase, quote the user's input in backticks, and come
+/// with a help line where there is something to suggest; `render_human`
+/// prints them as `policyc check` does, with the file, line, column and a
+/// caret under the span.
+///
+/// ```
+/// use gatehouse::diag::{Severity, render_human};
+/// use gatehouse::{SourceMap, build};
+///
+/// let mut sources = SourceMap::new();
+/// sources.add("a.policy", "policy a {\n  network {\n    allow domain github.com:443\n  }\n}\n");
+/// let b = build(sources);
+/// let d = &b.diagnostics[0];
+/// assert_eq!((d.severity, d.code), (Severity::Error, "invalid_pattern"));
+/// assert!(d.help.is_some());
+/// assert!(render_human(&b.diagnostics, &b.sources).contains("a.policy:3:"));
+/// ```
 #[derive(Clone, Debug)]
 pub struct Diagnostic {
+    /// Error or warning.
     pub severity: Severity,
     /// A stable snake_case code (`unknown_statement`, `covered_rule`, ...).
     pub code: &'static str,
+    /// What is wrong, in one line.
     pub message: String,
+    /// Where: the caret goes under it.
     pub span: Span,
+    /// What to do about it, or a did-you-mean.
     pub help: Option<String>,
+    /// Other places that explain it.
     pub labels: Vec<Label>,
 }
 
@@ -80,6 +110,7 @@ impl PartialEq for Diagnostic {
 impl Eq for Diagnostic {}
 
 impl Diagnostic {
+    /// An error.
     pub fn error(code: &'static str, message: impl Into<String>, span: Span) -> Self {
         Diagnostic {
             severity: Severity::Error,
@@ -90,6 +121,7 @@ impl Diagnostic {
             labels: Vec::new(),
         }
     }
+    /// A warning.
     pub fn warning(code: &'static str, message: impl Into<String>, span: Span) -> Self {
         Diagnostic {
             severity: Severity::Warning,
@@ -100,10 +132,12 @@ impl Diagnostic {
             labels: Vec::new(),
         }
     }
+    /// The same, with a help line.
     pub fn with_help(mut self, help: Option<String>) -> Self {
         self.help = help;
         self
     }
+    /// The same, with one more labelled place.
     pub fn with_label(mut self, span: Span, message: impl Into<String>) -> Self {
         self.labels.push(Label {
             span,
@@ -111,6 +145,7 @@ impl Diagnostic {
         });
         self
     }
+    /// Whether it is an error.
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error
     }
@@ -118,7 +153,7 @@ impl Diagnostic {
 
 /// Sorts diagnostics by file and position, errors first at the same place.
 /// Stable: diagnostics at the same place keep their order.
-pub fn sort(diags: &mut Vec<Diagnostic>) {
+pub(crate) fn sort(diags: &mut Vec<Diagnostic>) {
     // One packed key per diagnostic (file, start, errors first, then the
     // original index for stability), sorted with the plain `u128` sort the
     // engine already has: the browser build carries one sort less.
@@ -154,7 +189,10 @@ pub fn did_you_mean<'a>(
 
 /// The candidate closest to `found` by edit distance, if it is close enough
 /// to be a plausible typo.
-pub fn suggest<'a>(found: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub(crate) fn suggest<'a>(
+    found: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
     let lower = found.to_ascii_lowercase();
     let limit = (found.chars().count() / 3).max(1) + usize::from(found.len() > 6);
     candidates
@@ -166,7 +204,7 @@ pub fn suggest<'a>(found: &str, candidates: impl IntoIterator<Item = &'a str>) -
 }
 
 /// Levenshtein distance with adjacent transpositions counted as one edit.
-pub fn edit_distance(a: &str, b: &str) -> usize {
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
     // rows[i][j]: distance between a[..i] and b[..j], kept for two rows back.
@@ -193,7 +231,7 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
 }
 
 /// "`a`, `b` or `c`".
-pub fn one_of(items: &[&str]) -> String {
+pub(crate) fn one_of(items: &[&str]) -> String {
     let quoted: Vec<String> = items.iter().map(|s| format!("`{s}`")).collect();
     match quoted.split_last() {
         None => String::new(),

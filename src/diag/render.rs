@@ -131,14 +131,23 @@ fn snippet(
 /// The JSON form of one diagnostic (README, `policyc`).
 #[derive(Clone, Debug, Serialize)]
 pub struct JsonDiagnostic {
+    /// `error` or `warning`.
     pub severity: Severity,
+    /// The stable code.
     pub code: &'static str,
+    /// What is wrong.
     pub message: String,
+    /// The source's name.
     pub file: String,
+    /// Where the span starts: the line, from 1.
     pub line: usize,
+    /// Where the span starts: the column, from 1, in characters.
     pub column: usize,
+    /// Where the span ends: the line.
     pub end_line: usize,
+    /// Where the span ends: the column, one past its last character.
     pub end_column: usize,
+    /// What to do about it.
     pub help: Option<String>,
     /// Secondary locations (for example the requirement a policy violates).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -148,14 +157,20 @@ pub struct JsonDiagnostic {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// One past the span's last byte (see `start`).
     pub end: Option<u32>,
 }
 
+/// A secondary location of a [`JsonDiagnostic`].
 #[derive(Clone, Debug, Serialize)]
 pub struct JsonRelated {
+    /// What is there.
     pub message: String,
+    /// The source's name.
     pub file: String,
+    /// The line, from 1.
     pub line: usize,
+    /// The column, from 1, in characters.
     pub column: usize,
 }
 

@@ -4,10 +4,10 @@
 use std::borrow::Cow;
 use std::path::Path;
 
-use super::decision::{Decision, Outcome, Reason, RuleId};
 use super::known_safe::{basename, is_dangerous, is_known_safe, trusted_name};
 use super::shell::{self, Script};
 use crate::compile::Policy;
+use crate::decision::{Decision, Outcome, Reason, RuleId};
 use crate::normalize::normalize_absolute_path;
 use crate::query::Annotations;
 use crate::syntax::ast::{
@@ -19,6 +19,7 @@ use crate::syntax::ast::{
 /// deciding never does.
 #[derive(Clone, Debug, Eq, PartialEq)]
 pub struct Workspace {
+    /// The workspace's root, an absolute normal path.
     pub root: String,
     /// The resolved `gitdir:` of a `.git` pointer file (protected too).
     pub gitdir: Option<String>,

@@ -6,9 +6,6 @@
 //! failure is a deny with reason `internal_error`.
 
 mod agent;
-/// Decisions and reason codes, defined below the compiler (which records
-/// rule ids) and re-exported here.
-pub use crate::decision;
 pub(crate) mod known_safe;
 mod network;
 mod review;
@@ -17,8 +14,8 @@ mod tools;
 
 use serde::Serialize;
 
+use crate::decision::{Decision, Escalation, Reason, RuleRef};
 pub use agent::Workspace;
-pub use decision::{Decision, Escalation, Outcome, Reason, RuleId, RuleRef};
 
 use crate::compile::{Policy, PolicySet};
 use crate::query::{Query, QueryRef};
@@ -112,21 +109,45 @@ impl Policy {
     }
 }
 
-/// A decision as reported in JSON (README, `policyc`).
+/// A decision as reported in JSON (README, `policyc eval`, the WASM
+/// build): the outcome and reason as words, the deciding rule resolved.
+///
+/// ```
+/// use gatehouse::{PolicySet, Query};
+///
+/// let set = PolicySet::from_source("p.policy", "policy p {\n  network {\n    allow domain github.com\n  }\n}\n")?;
+/// let p = set.policy("p").expect("compiled");
+/// let d = p.decide(&Query::parse("connect github.com:443")?);
+/// let json = serde_json::to_string(&set.report(p, &d)).expect("serialises");
+/// assert_eq!(
+///     json,
+///     r#"{"decision":"allow","reason":"allowed_by_rule","policy":"p","rule":{"file":"p.policy","line":3,"column":5,"source":"allow domain github.com"}}"#
+/// );
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, Serialize)]
+#[non_exhaustive]
 pub struct DecisionReport<'a> {
+    /// The outcome's word.
     pub decision: &'static str,
+    /// The reason code.
     pub reason: &'static str,
+    /// The policy that decided.
     pub policy: &'a str,
+    /// The deciding rule, or `null` for a default.
     pub rule: Option<RuleRef<'a>>,
+    /// Who may approve a `not_allowed` connect.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub escalation: Option<Escalation>,
+    /// The HTTP-style status of a denied tool call.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
+    /// A review verdict's final risk.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub risk: Option<crate::syntax::ast::RiskLevel>,
+    pub risk: Option<crate::vocab::RiskLevel>,
+    /// A review verdict's final category.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub category: Option<crate::syntax::ast::RiskCategory>,
+    pub category: Option<crate::vocab::RiskCategory>,
     /// The deciding rule's `because` text.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub because: Option<&'a str>,

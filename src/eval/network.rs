@@ -6,10 +6,10 @@
 
 use std::net::IpAddr;
 
-use super::decision::{Decision, Escalation, Outcome, Reason, RuleId};
 use crate::compile::ports::PortQ;
 use crate::compile::prefixes::widen;
 use crate::compile::{NetMode, Policy};
+use crate::decision::{Decision, Escalation, Outcome, Reason, RuleId};
 use crate::normalize::{
     Host, HostBuf, HostError, is_loopback, is_non_public, is_normal_absolute_path, normalize_host,
 };

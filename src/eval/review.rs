@@ -4,12 +4,13 @@
 
 use std::borrow::Cow;
 
-use super::decision::{Decision, Outcome, Reason, RuleId};
 use super::known_safe::trusted_name;
 use super::shell::{self, Script};
 use crate::compile::Policy;
 use crate::compile::guardian::GMatcher;
-use crate::normalize::{Host, HostBuf, lexical_path, normalize_host};
+use crate::decision::{Decision, Outcome, Reason, RuleId};
+use crate::normalize::path::lexical_path;
+use crate::normalize::{Host, HostBuf, normalize_host};
 use crate::query::{Assessment, Query, ReviewOutcome, ReviewStatus};
 use crate::syntax::ast::{AuthLevel, RiskCategory, RiskLevel};
 

@@ -12,6 +12,7 @@
 pub enum Script {
     /// The commands, each an argv, in order.
     Plain(Vec<Vec<String>>),
+    /// Not a script the splitter can read word for word.
     Unknown,
 }
 

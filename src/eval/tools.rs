@@ -1,7 +1,7 @@
 //! Tool permissions (docs/language.md#permissions) and app policy (docs/language.md#apps).
 
-use super::decision::{Decision, Reason};
 use crate::compile::Policy;
+use crate::decision::{Decision, Reason};
 use crate::syntax::ast::Permission;
 
 const FORBIDDEN: u16 = 403;
@@ -43,7 +43,7 @@ impl Policy {
         let mut first = None;
         for component in program.split(['/', '\\']) {
             if let Some(r) = self.app_component(component) {
-                first = Some(first.map_or(r, |f: super::decision::RuleId| f.min(r)));
+                first = Some(first.map_or(r, |f: crate::decision::RuleId| f.min(r)));
             }
         }
         match first {
@@ -52,7 +52,7 @@ impl Policy {
         }
     }
 
-    fn app_component(&self, component: &str) -> Option<super::decision::RuleId> {
+    fn app_component(&self, component: &str) -> Option<crate::decision::RuleId> {
         if component.is_empty()
             || component.len() > self.apps.max_len + 4
             || self.apps.denied.is_empty()

@@ -75,6 +75,7 @@ fn call_line(text: &str, n: usize) -> usize {
     1
 }
 
+/// Imports a Zoo policy document (JSON).
 pub fn import(text: &str) -> Import {
     let mut notes = Vec::new();
     let doc: Doc = match serde_json::from_str(text) {

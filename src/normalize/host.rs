@@ -38,7 +38,9 @@ impl HostError {
 /// address (IPv4-mapped and -compatible IPv6 already turned into IPv4).
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]
 pub enum Host<'a> {
+    /// A name: lowercase ASCII (A-labels for IDN), no trailing dot.
     Name(&'a str),
+    /// An address, canonical.
     Ip(IpAddr),
 }
 
@@ -52,6 +54,7 @@ pub struct HostBuf {
 }
 
 impl HostBuf {
+    /// Empty scratch space.
     pub fn new() -> Self {
         Self::default()
     }
@@ -249,7 +252,9 @@ pub fn normalize_host_owned(input: &str) -> Result<OwnedHost, HostError> {
 /// An owned [`Host`].
 #[derive(Clone, Debug, Eq, PartialEq, Hash)]
 pub enum OwnedHost {
+    /// A name, normalised as in [`Host::Name`].
     Name(String),
+    /// An address, canonical.
     Ip(IpAddr),
 }
 

@@ -22,15 +22,30 @@ pub enum DomainPattern {
 #[derive(Clone, Debug, Eq, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PatternError {
+    /// A `*` anywhere but a whole first label.
     #[error("`{pattern}` has a wildcard where none is allowed")]
     BadWildcard {
+        /// The pattern as written.
         pattern: String,
+        /// The pattern that was probably meant.
         suggestion: Option<String>,
     },
+    /// Not a host name.
     #[error("`{pattern}` is not a valid domain pattern")]
-    Invalid { pattern: String, why: HostError },
+    Invalid {
+        /// The pattern as written.
+        pattern: String,
+        /// Why the name is not one.
+        why: HostError,
+    },
+    /// An address or a CIDR where a domain belongs.
     #[error("`{pattern}` is an address, not a domain")]
-    Address { pattern: String, cidr: bool },
+    Address {
+        /// The pattern as written.
+        pattern: String,
+        /// Whether it is a CIDR rather than one address.
+        cidr: bool,
+    },
 }
 
 impl DomainPattern {

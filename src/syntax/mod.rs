@@ -3,15 +3,14 @@
 //! The pest grammar (`grammar/policy.pest`) is the one syntax definition; its
 //! types never leave this module. [`parse_file`] returns the AST together with
 //! every syntax diagnostic of the file (parsing recovers at statement level),
-//! and [`parse_query`] reads the text form of a query.
+//! and `parse_query` reads the text form of a query (as `Query::parse`).
 
 pub mod ast;
 mod error;
 mod parse;
 mod scan;
 
-pub use error::SyntaxError;
-pub use parse::{parse_file, parse_file_with, parse_query};
+pub use parse::{parse_file, parse_file_with};
 
 #[derive(pest_derive::Parser)]
 #[grammar = "../grammar/policy.pest"]

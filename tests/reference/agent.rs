@@ -8,7 +8,7 @@
 //! annotations, the verdict).
 
 use gatehouse::query::{Annotations, Assessment, Query, ReviewOutcome, ReviewStatus};
-use gatehouse::syntax::ast::*;
+use gatehouse::testing::ast::*;
 use gatehouse::testing::{Script, loose_words, split};
 use gatehouse::testing::{basename, is_known_safe, trusted_name};
 

@@ -21,7 +21,7 @@ pub mod requirements;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use gatehouse::query::{Query, Via};
-use gatehouse::syntax::ast::*;
+use gatehouse::testing::ast::*;
 use ipnet::IpNet;
 
 /// A decision as the oracle sees it: outcome, reason, 0-based index of the

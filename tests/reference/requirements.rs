@@ -3,7 +3,7 @@
 //! What a composed policy decides is answered by `RefPolicy`'s accessors,
 //! which consult the requirements where the spec says they apply.
 
-use gatehouse::syntax::ast::*;
+use gatehouse::testing::ast::*;
 
 use super::{H, normalize};
 

@@ -104,7 +104,7 @@ pub fn format(source: &str) -> String {
 #[derive(Serialize)]
 #[serde(untagged)]
 enum Answer<'a> {
-    Decision(gatehouse::eval::DecisionReport<'a>),
+    Decision(gatehouse::DecisionReport<'a>),
     Error { error: String },
 }
 
@@ -154,7 +154,7 @@ impl Handle {
             let query = if line.starts_with('{') {
                 Query::from_json(line).map_err(|e| format!("invalid JSON query: {e}"))
             } else {
-                gatehouse::syntax::parse_query(line).map_err(|e| e.to_string())
+                gatehouse::Query::parse(line).map_err(|e| e.to_string())
             };
             match query {
                 Ok(q) => out.push(Answer::Decision(self.set.report(p, &p.decide(&q)))),

@@ -154,7 +154,7 @@ fn answer(
     let query = if line.starts_with('{') {
         Query::from_json(line).map_err(|e| format!("invalid JSON query: {e}"))?
     } else {
-        gatehouse::syntax::parse_query(line).map_err(|e| e.to_string())?
+        gatehouse::Query::parse(line).map_err(|e| e.to_string())?
     };
     let ws = Some(workspaces.for_query(&query));
     let d = match sink {

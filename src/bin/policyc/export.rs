@@ -39,11 +39,11 @@ pub fn run(args: &[String]) -> Exit {
         Ok(x) => x,
         Err(e) => return e,
     };
-    match gatehouse::export::nftables(&build.files, a.value("--policy"), &exits) {
+    match gatehouse::export::nftables(&build, a.value("--policy"), &exits) {
         Ok(text) => {
             out!("{text}");
             Exit::Ok
         }
-        Err(e) => Exit::Usage(e),
+        Err(e) => Exit::Usage(e.to_string()),
     }
 }

@@ -74,7 +74,7 @@ pub fn compiled(sources: SourceMap) -> Result<(gatehouse::Build, gatehouse::Poli
 /// pointer read once).
 pub struct Workspaces {
     default: String,
-    bound: std::collections::HashMap<String, gatehouse::eval::Workspace>,
+    bound: std::collections::HashMap<String, gatehouse::Workspace>,
 }
 
 impl Workspaces {
@@ -91,7 +91,7 @@ impl Workspaces {
         }
     }
 
-    pub fn for_query(&mut self, q: &gatehouse::query::Query) -> &gatehouse::eval::Workspace {
+    pub fn for_query(&mut self, q: &gatehouse::query::Query) -> &gatehouse::Workspace {
         let root = match q {
             gatehouse::query::Query::Write {
                 workspace: Some(w), ..
@@ -100,6 +100,6 @@ impl Workspaces {
         };
         self.bound
             .entry(root.clone())
-            .or_insert_with(|| gatehouse::eval::Workspace::bind(Path::new(&root)))
+            .or_insert_with(|| gatehouse::Workspace::bind(Path::new(&root)))
     }
 }

@@ -1,7 +1,6 @@
 //! `policyc test`: run every `test` block.
 
-use gatehouse::syntax::ast::{Item, TestStmt};
-use gatehouse::{Policy, PolicySet};
+use gatehouse::{Policy, PolicySet, TestCase};
 
 use crate::Exit;
 
@@ -17,41 +16,33 @@ pub fn run(args: &[String]) -> Exit {
     let set = &set;
     let (mut passed, mut failed) = (0usize, 0usize);
     let mut workspaces = crate::load::Workspaces::new(None);
-    for (file, (_, src)) in b.files.iter().zip(b.sources.files()) {
-        for item in &file.items {
-            let Item::Test(t) = item else { continue };
-            let mut policy: Option<&Policy> = set.single();
-            for s in &t.stmts {
-                match s {
-                    TestStmt::Policy(n) => policy = set.policy(&n.node),
-                    TestStmt::Expect(e) => {
-                        let at = src.line_col(e.span.start);
-                        let Some(p) = policy else { continue };
-                        match outcome(set, p, e, &mut workspaces) {
-                            Ok(()) => passed += 1,
-                            Err(why) => {
-                                failed += 1;
-                                outln!(
-                                    "FAIL {}:{}:{} in test \"{}\"",
-                                    src.name,
-                                    at.line,
-                                    at.column,
-                                    t.description.value
-                                );
-                                outln!(
-                                    "  expected: {} {}{}",
-                                    e.decision.node,
-                                    e.query_text,
-                                    e.because
-                                        .as_ref()
-                                        .map(|b| format!(" because {}", b.node))
-                                        .unwrap_or_default()
-                                );
-                                outln!("  {why}\n");
-                            }
-                        }
-                    }
-                }
+    for case in b.tests() {
+        // `check` has refused a case without a policy already.
+        let Some(p) = case.policy_in(set) else {
+            continue;
+        };
+        match outcome(set, p, &case, &mut workspaces) {
+            Ok(()) => passed += 1,
+            Err(why) => {
+                failed += 1;
+                outln!(
+                    "FAIL {}:{}:{} in test \"{}\"",
+                    case.file,
+                    case.line,
+                    case.column,
+                    case.test
+                );
+                outln!(
+                    "  expected: {} {}{}",
+                    case.expected.outcome,
+                    case.query_text,
+                    case.expected
+                        .because
+                        .as_ref()
+                        .map(|b| format!(" because {b}"))
+                        .unwrap_or_default()
+                );
+                outln!("  {why}\n");
             }
         }
     }
@@ -62,16 +53,11 @@ pub fn run(args: &[String]) -> Exit {
 fn outcome(
     set: &PolicySet,
     p: &Policy,
-    e: &gatehouse::syntax::ast::Expectation,
+    case: &TestCase,
     workspaces: &mut crate::load::Workspaces,
 ) -> Result<(), String> {
-    let d = p.decide_in(&e.query, Some(workspaces.for_query(&e.query)));
-    let decision_ok = d.outcome.as_str() == e.decision.node;
-    let reason_ok = e
-        .because
-        .as_ref()
-        .is_none_or(|b| b.node == d.reason.as_str());
-    if decision_ok && reason_ok {
+    let d = p.decide_in(&case.query, Some(workspaces.for_query(&case.query)));
+    if case.passes(&d) {
         return Ok(());
     }
     let rule = match d.rule.and_then(|r| set.rule(r)) {

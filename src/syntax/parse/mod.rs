@@ -28,7 +28,9 @@ use super::error::SyntaxError;
 use super::{PolicyParser, Rule, scan};
 use crate::Limits;
 use crate::diag::{Diagnostic, one_of};
-use crate::query::{Annotations, Assessment, Query, ReviewOutcome, ReviewStatus, Via};
+use crate::query::{
+    Annotations, Assessment, Query, QueryParseError, ReviewOutcome, ReviewStatus, Via,
+};
 use crate::source::{FileId, Span};
 pub(crate) use lex::parse_port_range;
 use lex::{unescape, widen};
@@ -93,6 +95,23 @@ pub fn parse_file_with(file: FileId, text: &str, limits: &Limits) -> (File, Vec<
         }
     };
     (File { items, comments }, b.diags)
+}
+
+impl Query {
+    /// Reads one query in the text form of
+    /// docs/language.md#tests-and-queries, as `test` blocks and
+    /// `policyc eval` write it: `connect api.github.com:443 via https`,
+    /// `exec git push origin main`, `write .git/hooks/pre-commit in /work`.
+    pub fn parse(text: &str) -> Result<Query, QueryParseError> {
+        parse_query(text).map_err(|e| QueryParseError::new(e.code(), e.to_string(), e.help()))
+    }
+}
+
+impl std::str::FromStr for Query {
+    type Err = QueryParseError;
+    fn from_str(text: &str) -> Result<Query, QueryParseError> {
+        Query::parse(text)
+    }
 }
 
 /// Parses one query in the text form (docs/language.md#tests-and-queries).

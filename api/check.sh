@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The public API of the `gatehouse` crate, as cargo-public-api lists it, must
+# match the checked-in listing `api/gatehouse.txt`: a change to the facade is
+# a deliberate, reviewed change to that file, never a side effect.
+#
+#   api/check.sh           compare (CI)
+#   api/check.sh --bless   rewrite the listing after an intended change
+#
+# Needs a nightly toolchain (rustdoc's JSON output) and cargo-public-api,
+# installed here when missing. Auto-trait and blanket impls are left out
+# (`-ss`): they follow from the types, and their spelling changes between
+# nightlies.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! cargo public-api --version >/dev/null 2>&1; then
+  cargo install --locked cargo-public-api --version 0.52.0
+fi
+if ! rustup toolchain list | grep -q nightly; then
+  rustup toolchain install nightly --profile minimal
+fi
+now=$(mktemp)
+trap 'rm -f "$now"' EXIT
+cargo public-api -p gatehouse -ss 2>/dev/null > "$now"
+if [ "${1:-}" = "--bless" ]; then
+  cp "$now" api/gatehouse.txt
+  echo "api/gatehouse.txt: $(wc -l < api/gatehouse.txt) lines"
+  exit 0
+fi
+if ! diff -u api/gatehouse.txt "$now"; then
+  echo >&2
+  echo "the public API of gatehouse changed (above: - the listing, + now)." >&2
+  echo "if that is intended, run api/check.sh --bless and commit api/gatehouse.txt" >&2
+  exit 1
+fi
+echo "public API unchanged: $(wc -l < api/gatehouse.txt) lines"
