@@ -12,13 +12,27 @@ pub const NFA_SIZE_LIMIT: usize = 2 * 1024 * 1024;
 /// The lazy DFA's cache of each automaton.
 pub const CACHE_CAPACITY: usize = 2 * 1024 * 1024;
 
+/// Why the guardian's patterns do not build.
+#[derive(Clone, Debug, Eq, PartialEq, thiserror::Error)]
+pub enum RegexError {
+    /// A `\p{..}` class, which no build supports.
+    #[error(
+        "`{0}` uses a Unicode property class (`\\p{{...}}` or `\\P{{...}}`), which guardian \
+         patterns do not support; write the class out, for example `[a-zA-Z]`"
+    )]
+    PropertyClass(String),
+    /// Over the automaton's size limit (bytes).
+    #[error("too big: the automaton may use at most {} KiB", .0 / 1024)]
+    TooBig(usize),
+    /// Not a regular expression: regex-syntax's own words.
+    #[error("{0}")]
+    Syntax(String),
+}
+
 /// Builds the automaton for a list of patterns, with the limits above.
-pub fn build_regex(patterns: &[String], size_limit: usize) -> Result<Regex, String> {
+pub fn build_regex(patterns: &[String], size_limit: usize) -> Result<Regex, RegexError> {
     if let Some(p) = patterns.iter().find(|p| has_property_class(p)) {
-        return Err(format!(
-            "`{p}` uses a Unicode property class (`\\p{{...}}` or `\\P{{...}}`), which guardian \
-             patterns do not support; write the class out, for example `[a-zA-Z]`"
-        ));
+        return Err(RegexError::PropertyClass(p.clone()));
     }
     Regex::builder()
         .configure(
@@ -30,20 +44,19 @@ pub fn build_regex(patterns: &[String], size_limit: usize) -> Result<Regex, Stri
         .build_many(patterns)
         .map_err(|e| {
             if let Some(limit) = e.size_limit() {
-                format!(
-                    "too big: the automaton may use at most {} KiB",
-                    limit / 1024
-                )
+                RegexError::TooBig(limit)
             } else if let Some(se) = e.syntax_error() {
                 // The last line of regex-syntax's report says what is wrong.
                 let text = se.to_string();
-                text.lines()
-                    .rev()
-                    .find_map(|l| l.strip_prefix("error: "))
-                    .unwrap_or(&text)
-                    .to_string()
+                RegexError::Syntax(
+                    text.lines()
+                        .rev()
+                        .find_map(|l| l.strip_prefix("error: "))
+                        .unwrap_or(&text)
+                        .to_string(),
+                )
             } else {
-                e.to_string()
+                RegexError::Syntax(e.to_string())
             }
         })
 }

@@ -48,7 +48,7 @@ pub enum CheckError {
     #[error("`{0}` is not a single file name")]
     ProtectName(String),
     #[error("invalid regular expression: {0}")]
-    Regex(String),
+    Regex(crate::regexes::RegexError),
     #[error("the guardian's regular expressions together exceed the automaton size limit")]
     RegexTooBig,
     #[error("only `high` risk takes an authorization level")]
@@ -88,6 +88,7 @@ impl CheckError {
             CheckError::GuardianAllowLevel(_) => "guardian_allow_level",
             CheckError::WritablePath(_) => "invalid_writable_root",
             CheckError::ProtectName(_) => "invalid_protected_name",
+            CheckError::Regex(crate::regexes::RegexError::TooBig(_)) => "regex_too_big",
             CheckError::Regex(_) => "invalid_regex",
             CheckError::RegexTooBig => "regex_too_big",
             CheckError::AuthorizeLevel => "authorize_level",
@@ -130,6 +131,9 @@ impl CheckError {
             }
             CheckError::WritablePath(_) => "write an absolute path such as \"/var/cache/build\"".into(),
             CheckError::ProtectName(_) => "protect a name directly under every writable root, such as \".secrets\"".into(),
+            CheckError::Regex(crate::regexes::RegexError::TooBig(_)) => {
+                "split or simplify the expression, or raise the build's `regex_bytes` limit".into()
+            }
             CheckError::Regex(_) => "regular expressions use the syntax of the Rust `regex` crate; write them as r\"...\"".into(),
             CheckError::RegexTooBig => format!(
                 "the automaton may use at most the build's `regex_bytes` limit ({} KiB by default); split or simplify the expressions",

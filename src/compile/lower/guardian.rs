@@ -78,7 +78,7 @@ impl Compiler<'_> {
             }
         }
         guardian::build_regex(&patterns, self.limits.regex_bytes())
-            .map_err(Inconsistency::Regex)?;
+            .map_err(|e| Inconsistency::Regex(e.to_string()))?;
         g.regex = guardian::RegexSet::from(patterns);
         Ok(g)
     }
