@@ -164,6 +164,30 @@ pub struct RuleId(
 /// Only the engine makes decisions: the type cannot be built outside this
 /// crate (no public constructor, `#[non_exhaustive]`), so a value of it in
 /// an embedder's hands came from a policy. Its fields are there to be read.
+///
+/// ```
+/// use gatehouse::{Outcome, PolicySet, Reason};
+///
+/// let set = PolicySet::from_source(
+///     "p.policy",
+///     "policy p {\n  commands {\n    forbid rm -rf\n    prompt git push because \"pushes leave the sandbox\"\n  }\n}\n",
+/// )?;
+/// let p = set.policy("p").expect("compiled");
+/// let argv = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+///
+/// let d = p.exec(&argv("git push origin main"), false);
+/// assert_eq!(d.outcome, Outcome::Ask);
+/// let rule = set.rule(d.rule.expect("a rule decided")).expect("known");
+/// assert_eq!((rule.line, rule.because), (4, Some("pushes leave the sandbox")));
+///
+/// // `bash -c` is looked into: the forbidden command inside is found.
+/// let script = ["bash", "-c", "cd /tmp && rm -rf /"].map(String::from);
+/// let d = p.exec(&script, false);
+/// assert_eq!(d.outcome, Outcome::Deny);
+/// assert!(!d.is_allow());
+/// # let _ = Reason::ALL;
+/// # Ok::<(), gatehouse::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, Eq, PartialEq, Hash)]
 #[non_exhaustive]
 pub struct Decision {

@@ -52,6 +52,20 @@ pub struct ToolDecision {
 }
 
 /// Where decisions go.
+///
+/// ```
+/// use gatehouse::log::JsonLinesSink;
+/// use gatehouse::{PolicySet, Query};
+///
+/// let set = PolicySet::from_source("p.policy", "policy p {\n  network {\n    allow domain github.com\n  }\n}\n")?;
+/// let p = set.policy("p").expect("compiled");
+/// let sink = JsonLinesSink::new(Vec::new());
+/// let q = Query::parse("connect github.com:443").expect("parses");
+/// assert!(set.decide_logged(p, &q, None, &sink).is_allow());
+/// let line = String::from_utf8(sink.into_inner()).expect("utf-8");
+/// assert!(line.contains(r#""decision":"allow""#) && line.contains(r#""revision":""#));
+/// # Ok::<(), gatehouse::Error>(())
+/// ```
 pub trait DecisionSink: Send + Sync {
     /// Records one decision. Called on the deciding thread: keep it short
     /// (see [`BackgroundSink`]).

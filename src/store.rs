@@ -13,7 +13,28 @@ use crate::build::Error;
 use crate::compile::PolicySet;
 use crate::source::SourceMap;
 
-/// The live policy of a running program.
+/// The live policy of a running program: readers load the current set
+/// without a lock; an update that does not compile is refused, and the old
+/// set stays in force (fail closed, never empty).
+///
+/// ```
+/// use gatehouse::{PolicySet, PolicyStore, SourceMap, Via};
+///
+/// let store = PolicyStore::new(PolicySet::from_source("p.policy", "policy p {\n  network off\n}\n")?);
+/// let allowed = |s: &PolicyStore| s.load().single().expect("one policy").connect("github.com", 443, Via::Https).is_allow();
+/// assert!(!allowed(&store));
+///
+/// let mut next = SourceMap::new();
+/// next.add("p.policy", "policy p {\n  network {\n    allow domain github.com\n  }\n}\n");
+/// store.update(next)?;
+/// assert!(allowed(&store));
+///
+/// let mut broken = SourceMap::new();
+/// broken.add("p.policy", "policy p {\n  network {\n    allow domain\n");
+/// assert!(store.update(broken).is_err());
+/// assert!(allowed(&store)); // the last good set still decides
+/// # Ok::<(), gatehouse::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct PolicyStore {
     current: ArcSwap<PolicySet>,

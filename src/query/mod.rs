@@ -158,6 +158,18 @@ pub struct Assessment {
 
 /// One question to a policy.
 ///
+/// ```
+/// use gatehouse::{PolicySet, Query};
+///
+/// let set = PolicySet::from_source("p.policy", "policy p {\n  network {\n    allow domain github.com\n  }\n}\n")?;
+/// let p = set.single().expect("one policy");
+/// let text = Query::parse("connect github.com:443")?;
+/// let json = Query::from_json(r#"{"kind":"connect","host":"github.com","port":443}"#)?;
+/// assert_eq!(text, json);
+/// assert!(p.decide(&json).is_allow());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
 /// Ports are kept as written (`i64`) so that an out-of-range port is a
 /// decision (`invalid_port`), not a malformed query.
 ///
