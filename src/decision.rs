@@ -118,6 +118,8 @@ reasons! {
     CategoryRejected = "category_rejected",
     // mcp and prompt
     ApprovalMode = "approval_mode",
+    /// An MCP server or tool turned `off`: the call is refused.
+    ToolDisabled = "tool_disabled",
     DestructiveTool = "destructive_tool",
     ReadOnlyTool = "read_only_tool",
     ClosedWorldTool = "closed_world_tool",

@@ -91,7 +91,7 @@ keyword_enum!(
 );
 keyword_enum!(
     /// MCP tool approval modes.
-    McpMode { Auto = "auto", Prompt = "prompt", Approve = "approve" }
+    McpMode { Auto = "auto", Prompt = "prompt", Approve = "approve", Off = "off" }
 );
 keyword_enum!(
     /// Effects of `commands` rules, least to most strict.

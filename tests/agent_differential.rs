@@ -36,6 +36,8 @@ const MCP_RULES: &[&str] = &[
     "server slack approve",
     "tool github/delete_repo prompt",
     "tool slack/post approve",
+    "server slack off",
+    "tool github/delete_repo off",
 ];
 const GUARDIAN: &[&str] = &[
     "risk critical exfiltration command ~ r\"curl\\s.*(-d|--data)\\b\"",

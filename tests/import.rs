@@ -188,9 +188,18 @@ fn zerocode_profile_files() {
 fn zerocode_settings_that_decide_nothing_are_skipped_by_name() {
     for f in ["zc-otel.toml", "zc-otel-exporter.toml", "zc-otel-grpc.toml"] {
         let i = gatehouse::import::zerocode::import(&data(f), None, None, None);
-        assert!(i.notes.is_empty(), "{f}: {:?}", i.notes);
+        // The one note announces the defaults assumed for what is not set.
+        assert_eq!(i.notes.len(), 1, "{f}: {:?}", i.notes);
         assert!(
-            i.text.contains("# Skipped (they decide nothing): otel"),
+            i.notes[0]
+                .message
+                .starts_with("not set, so assumed: `sandbox_mode` = workspace-write"),
+            "{f}: {:?}",
+            i.notes
+        );
+        assert!(
+            i.text
+                .contains("# Skipped (known keys that decide nothing): otel"),
             "{}",
             i.text
         );
@@ -286,17 +295,21 @@ fn bad_input_gets_errors_and_warnings_with_their_lines() {
     let lines: Vec<(Severity, usize)> = i.notes.iter().map(|n| (n.severity, n.line)).collect();
     assert_eq!(
         lines,
-        [(Severity::Warning, 1), (Severity::Error, 2)],
+        [
+            (Severity::Warning, 0),
+            (Severity::Warning, 1),
+            (Severity::Error, 2)
+        ],
         "{:?}",
         i.notes
     );
     assert!(
-        i.notes[0].message.contains("did you mean `model`"),
+        i.notes[1].message.contains("did you mean `model`"),
         "{:?}",
         i.notes
     );
     assert!(
-        i.notes[1].message.contains("did you mean `live`"),
+        i.notes[2].message.contains("did you mean `live`"),
         "{:?}",
         i.notes
     );

@@ -395,6 +395,7 @@ impl Policy {
         let destructive = ann.destructive_hint == Some(true);
         let prompt = |reason| self.prompt_for(PromptCategory::McpElicitations, reason, rule);
         match mode {
+            McpMode::Off => Decision::deny(Reason::ToolDisabled, rule),
             McpMode::Prompt => prompt(Reason::ApprovalMode),
             _ if destructive => prompt(Reason::DestructiveTool),
             McpMode::Approve => Decision::allow(Reason::ApprovalMode, rule),

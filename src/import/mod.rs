@@ -1,9 +1,13 @@
-//! Importers: the seed systems' own formats as gatehouse policy text.
+//! Importers: other systems' own formats as gatehouse policy text.
 //!
-//! Each importer writes `.policy` text that `policyc check` accepts, with
-//! comments naming the source keys, and that decides every query as the
-//! source system would (see `docs/importing.md` for the mapping tables).
+//! Each importer writes `.policy` text, with comments naming the source keys
+//! and lines, that decides every query as the source system would (see
+//! `docs/importing.md` for the mapping tables). Before it answers, it runs
+//! the checker over its own output ([`validated`]): text that `policyc
+//! check` would refuse is never returned as a success, and each such error
+//! is reported at the source line the output line came from.
 
+pub mod srt;
 pub mod zerocode;
 pub mod zoo;
 
@@ -17,15 +21,41 @@ pub enum Severity {
     Error,
 }
 
+/// Which input a note is about: an import may read several files.
+#[derive(Clone, Copy, Debug, Eq, PartialEq, Ord, PartialOrd)]
+#[non_exhaustive]
+pub enum Input {
+    /// The main input (the config, the document, the settings file).
+    Config,
+    /// A profile file layered over the config (`--profile FILE`).
+    Profile,
+    /// The managed requirements (`--requirements FILE`).
+    Requirements,
+}
+
 /// A warning or error about the input, with its line.
 #[derive(Clone, Debug, Eq, PartialEq)]
+#[non_exhaustive]
 pub struct Note {
     /// How serious.
     pub severity: Severity,
+    /// The file it is about.
+    pub input: Input,
     /// The input's line, from 1 (0 when it is about the whole input).
     pub line: usize,
     /// What happened.
     pub message: String,
+}
+
+impl Note {
+    pub(crate) fn new(severity: Severity, input: Input, line: usize, message: String) -> Note {
+        Note {
+            severity,
+            input,
+            line,
+            message,
+        }
+    }
 }
 
 /// An import's result.
@@ -33,7 +63,7 @@ pub struct Note {
 pub struct Import {
     /// The policy text written.
     pub text: String,
-    /// Every warning and error about the input.
+    /// Every warning and error about the input, sorted by input and line.
     pub notes: Vec<Note>,
 }
 
@@ -42,4 +72,74 @@ impl Import {
     pub fn has_errors(&self) -> bool {
         self.notes.iter().any(|n| n.severity == Severity::Error)
     }
+}
+
+/// Checks an importer's output as `policyc check` would and returns the
+/// import with the checker's findings added as notes: errors refuse the
+/// import. An output line that names its source as `(line N)` in its
+/// comment (and `requirements` when it came from the requirements file)
+/// sends the note to that line; otherwise it is about the whole input.
+pub(crate) fn validated(text: String, mut notes: Vec<Note>) -> Import {
+    if !notes.iter().any(|n| n.severity == Severity::Error) {
+        let mut sources = crate::source::SourceMap::new();
+        let id = sources.add("imported.policy", text.as_str());
+        let b = crate::build::build(sources);
+        if let Some(src) = b.sources.get(id) {
+            for d in &b.diagnostics {
+                let at = src.line_col(d.span.start);
+                let out_line = src.line_text(at.line);
+                let (input, line) = source_of(out_line);
+                let severity = if d.is_error() {
+                    Severity::Error
+                } else {
+                    Severity::Warning
+                };
+                let help = d
+                    .help
+                    .as_ref()
+                    .map(|h| format!(" (help: {h})"))
+                    .unwrap_or_default();
+                let why = if d.is_error() {
+                    "cannot be expressed"
+                } else {
+                    "imported with a warning"
+                };
+                notes.push(Note::new(
+                    severity,
+                    input,
+                    line,
+                    format!(
+                        "{why}: `{}` → {}: {}{help}",
+                        out_line.trim().split("  #").next().unwrap_or("").trim(),
+                        d.code,
+                        d.message
+                    ),
+                ));
+            }
+        }
+    }
+    notes.sort_by_key(|n| (n.input, n.line));
+    notes.dedup();
+    Import { text, notes }
+}
+
+/// The input and line an output line names in its comment: `(line N)`, in
+/// the requirements file when the comment says `requirements`.
+fn source_of(out_line: &str) -> (Input, usize) {
+    let Some((_, comment)) = out_line.split_once('#') else {
+        return (Input::Config, 0);
+    };
+    let input = if comment.contains("requirements") {
+        Input::Requirements
+    } else if comment.contains("profile file") {
+        Input::Profile
+    } else {
+        Input::Config
+    };
+    let line = comment
+        .rsplit_once("(line ")
+        .and_then(|(_, rest)| rest.split(')').next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0);
+    (input, line)
 }

@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 
 use serde::Deserialize;
 
-use super::{Import, Note, Severity};
+use super::{Import, Input, Note, Severity};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -81,11 +81,12 @@ pub fn import(text: &str) -> Import {
     let doc: Doc = match serde_json::from_str(text) {
         Ok(d) => d,
         Err(e) => {
-            notes.push(Note {
-                severity: Severity::Error,
-                line: e.line(),
-                message: format!("not a Zoo policy document: {e}"),
-            });
+            notes.push(Note::new(
+                Severity::Error,
+                Input::Config,
+                e.line(),
+                format!("not a Zoo policy document: {e}"),
+            ));
             return Import {
                 text: String::new(),
                 notes,
@@ -97,15 +98,11 @@ pub fn import(text: &str) -> Import {
     let mut rules: Vec<String> = Vec::new();
     let mut perms: Vec<String> = Vec::new();
     let mut apps: Vec<String> = Vec::new();
+    let mut deny_all_names: Option<usize> = None;
     for (i, call) in doc.calls.iter().enumerate() {
         let line = call_line(text, i);
-        let mut error = |message: String| {
-            notes.push(Note {
-                severity: Severity::Error,
-                line,
-                message,
-            })
-        };
+        let mut error =
+            |message: String| notes.push(Note::new(Severity::Error, Input::Config, line, message));
         match call {
             Call::SetNetwork { default, allow_dns } => match default.as_str() {
                 "allow" | "deny" => network = Some((default.clone(), *allow_dns, line)),
@@ -123,6 +120,11 @@ pub fn import(text: &str) -> Import {
                     error(format!(
                         "add_rule: effect \"{effect}\" is not \"allow\" or \"deny\""
                     ));
+                    continue;
+                }
+                if kind == "domain" && value == "*" && effect == "deny" {
+                    // Deny wins: no name can be allowed any more.
+                    deny_all_names = Some(line);
                     continue;
                 }
                 let target = match kind.as_str() {
@@ -163,6 +165,20 @@ pub fn import(text: &str) -> Import {
             }
         }
     }
+    if let Some(at) = deny_all_names {
+        rules.retain(|r| !r.trim_start().starts_with("allow domain"));
+        rules.push(format!(
+            "    # add_rule (line {at}): deny domain \"*\" denies every name; no name is allowed"
+        ));
+        if network.as_ref().is_some_and(|(d, _, _)| d == "allow") {
+            notes.push(Note::new(
+                Severity::Error,
+                Input::Config,
+                at,
+                "deny domain \"*\" under set_network default allow cannot be expressed (every name denied, addresses allowed); use set_network default deny".into(),
+            ));
+        }
+    }
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -184,11 +200,12 @@ pub fn import(text: &str) -> Import {
             let _ = writeln!(out, "  }}");
         }
         None if !rules.is_empty() => {
-            notes.push(Note {
-                severity: Severity::Warning,
-                line: 1,
-                message: "rules without set_network: gatehouse denies what no rule allows".into(),
-            });
+            notes.push(Note::new(
+                Severity::Warning,
+                Input::Config,
+                1,
+                "rules without set_network: gatehouse denies what no rule allows".into(),
+            ));
             let _ = writeln!(out, "  network {{\n    default deny  # no set_network call");
             for r in &rules {
                 let _ = writeln!(out, "{r}");
@@ -208,5 +225,5 @@ pub fn import(text: &str) -> Import {
         );
     }
     let _ = writeln!(out, "}}");
-    Import { text: out, notes }
+    super::validated(out, notes)
 }

@@ -422,6 +422,9 @@ impl RefPolicy<'_> {
             .or(server_mode)
             .map_or((McpMode::Auto, None), |(m, s)| (m, Some(s)));
         let p = |reason| self.prompt(PromptCategory::McpElicitations, reason, at);
+        if mode == McpMode::Off {
+            return d("deny", "tool_disabled", at);
+        }
         if mode == McpMode::Prompt {
             return p("approval_mode");
         }

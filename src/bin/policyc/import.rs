@@ -1,14 +1,14 @@
-//! `policyc import zerocode|zoo`: the seeds' own formats as policy text on
-//! stdout; warnings and errors, each with its line, on stderr.
+//! `policyc import zerocode|zoo|srt`: other systems' formats as policy text
+//! on stdout; warnings and errors, each with its file and line, on stderr.
 
-use gatehouse::import::{Import, Severity};
+use gatehouse::import::{Import, Input, Severity};
 
 use crate::Exit;
 use crate::args::Args;
 
 pub fn run(args: &[String]) -> Exit {
     let Some((format, rest)) = args.split_first() else {
-        return Exit::Usage("`import` takes `zerocode` or `zoo`".into());
+        return Exit::Usage("`import` takes `zerocode`, `zoo` or `srt`".into());
     };
     let a = match Args::parse(rest, &[], &["--requirements", "--profile"]) {
         Ok(a) => a,
@@ -56,24 +56,38 @@ pub fn run(args: &[String]) -> Exit {
             )
         }
         "zoo" => gatehouse::import::zoo::import(&text),
+        "srt" => gatehouse::import::srt::import(&text),
         other => {
-            let hint = gatehouse::diag::did_you_mean(other, ["zerocode", "zoo"])
+            let hint = gatehouse::diag::did_you_mean(other, ["zerocode", "zoo", "srt"])
                 .map(|h| format!(" ({h})"))
                 .unwrap_or_default();
             return Exit::Usage(format!("unknown import format `{other}`{hint}"));
         }
     };
-    report(path, &import)
+    let requirements = a.value("--requirements").unwrap_or("requirements");
+    let profile = a.value("--profile").unwrap_or("profile");
+    report([path.as_str(), profile, requirements], &import)
 }
 
-fn report(path: &str, import: &Import) -> Exit {
+/// Notes on stderr, each as `kind: FILE:LINE: message` (`FILE:` alone when
+/// it is about the whole file), in file and line order.
+fn report([config, profile, requirements]: [&str; 3], import: &Import) -> Exit {
     for n in &import.notes {
         let kind = if n.severity == Severity::Error {
             "error"
         } else {
             "warning"
         };
-        errln!("{kind}: {path}:{}: {}", n.line, n.message);
+        let file = match n.input {
+            Input::Requirements => requirements,
+            Input::Profile => profile,
+            _ => config,
+        };
+        if n.line == 0 {
+            errln!("{kind}: {file}: {}", n.message);
+        } else {
+            errln!("{kind}: {file}:{}: {}", n.line, n.message);
+        }
     }
     if import.has_errors() {
         return Exit::Failed;

@@ -1,0 +1,409 @@
+//! `policyc import srt`: sandbox-runtime settings (`~/.srt-settings.json`,
+//! npm package `@anthropic-ai/sandbox-runtime`) as gatehouse policy text.
+//!
+//! What maps (docs/importing.md has the table): `network.allowedDomains`
+//! and `deniedDomains` (names, `*.x` subdomains, `:PORT` suffixes, IP
+//! literals), `deniedResolvedAddresses`, `allowUnixSockets`,
+//! `allowAllUnixSockets`, `allowLocalBinding`, and the write side of
+//! `filesystem` (`allowWrite`, `denyWrite`). Reads are not decided by
+//! gatehouse; the other keys configure the sandbox itself and are listed as
+//! skipped. sandbox-runtime has no approvals: what it does not allow fails,
+//! so the policy says `approvals never`.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use super::{Import, Input, Note, Severity};
+
+/// Top-level keys that decide nothing here.
+const SKIPPED: &[&str] = &[
+    "ignoreViolations",
+    "enableWeakerNestedSandbox",
+    "enableWeakerNetworkIsolation",
+    "allowAppleEvents",
+    "mandatoryDenySearchDepth",
+    "allowPty",
+    "ripgrep",
+    "windows",
+    "seccomp",
+    "credentials",
+    "javaAgentJarPath",
+];
+
+const NETWORK: &[&str] = &[
+    "allowedDomains",
+    "deniedDomains",
+    "deniedDomainReasons",
+    "deniedResolvedAddresses",
+    "allowUnixSockets",
+    "allowAllUnixSockets",
+    "allowLocalBinding",
+    "httpProxyPort",
+    "socksProxyPort",
+    "parentProxy",
+    "mitmProxy",
+    "tlsTerminate",
+    "filterRequest",
+];
+
+const FILESYSTEM: &[&str] = &["denyRead", "allowRead", "allowWrite", "denyWrite"];
+
+struct Doc<'t> {
+    text: &'t str,
+    notes: Vec<Note>,
+}
+
+impl Doc<'_> {
+    /// The line of the first `"needle"` at or after line `from` (best
+    /// effort: JSON values keep no positions).
+    fn line_of(&self, needle: &str, from: usize) -> usize {
+        let quoted = serde_json::to_string(needle).unwrap_or_default();
+        self.text
+            .lines()
+            .enumerate()
+            .skip(from.saturating_sub(1))
+            .find(|(_, l)| l.contains(&quoted))
+            .map_or(from, |(i, _)| i + 1)
+    }
+    fn note(&mut self, severity: Severity, line: usize, message: String) {
+        self.notes
+            .push(Note::new(severity, Input::Config, line, message));
+    }
+    fn strings(&mut self, v: Option<&Value>, key: &str, from: usize) -> Vec<(String, usize)> {
+        match v {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => {
+                let mut out = Vec::new();
+                let mut at = from;
+                for i in items {
+                    match i {
+                        Value::String(s) => {
+                            at = self.line_of(s, at);
+                            out.push((s.clone(), at));
+                        }
+                        _ => self.note(
+                            Severity::Error,
+                            at,
+                            format!("`{key}` entries must be strings"),
+                        ),
+                    }
+                }
+                out
+            }
+            Some(_) => {
+                self.note(
+                    Severity::Error,
+                    from,
+                    format!("`{key}` must be a list of strings"),
+                );
+                Vec::new()
+            }
+        }
+    }
+    fn boolean(&mut self, v: Option<&Value>, key: &str, line: usize) -> bool {
+        match v {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => {
+                self.note(
+                    Severity::Error,
+                    line,
+                    format!("`{key}` must be true or false"),
+                );
+                false
+            }
+        }
+    }
+    fn unknown(&mut self, key: &str, line: usize, known: &[&str]) {
+        let last = key.rsplit('.').next().unwrap_or(key);
+        let hint = crate::diag::did_you_mean(last, known.iter().copied())
+            .map(|h| format!(" ({h})"))
+            .unwrap_or_default();
+        self.note(
+            Severity::Warning,
+            line,
+            format!("unknown key `{key}` ignored{hint}"),
+        );
+    }
+}
+
+/// Imports sandbox-runtime settings (JSON).
+pub fn import(text: &str) -> Import {
+    let mut doc = Doc {
+        text,
+        notes: Vec::new(),
+    };
+    let root: serde_json::Map<String, Value> = match serde_json::from_str(text) {
+        Ok(Value::Object(m)) => m,
+        Ok(_) => {
+            doc.note(
+                Severity::Error,
+                1,
+                "not sandbox-runtime settings: expected a JSON object".into(),
+            );
+            return Import {
+                text: String::new(),
+                notes: doc.notes,
+            };
+        }
+        Err(e) => {
+            doc.note(Severity::Error, e.line(), format!("not valid JSON: {e}"));
+            return Import {
+                text: String::new(),
+                notes: doc.notes,
+            };
+        }
+    };
+    let mut skipped = Vec::new();
+    let empty = serde_json::Map::new();
+    let section = |doc: &mut Doc<'_>, key: &str| -> (&serde_json::Map<String, Value>, usize) {
+        let line = doc.line_of(key, 1);
+        match root.get(key) {
+            Some(Value::Object(m)) => (m, line),
+            None | Some(Value::Null) => (&empty, line),
+            Some(_) => {
+                doc.note(Severity::Error, line, format!("`{key}` must be an object"));
+                (&empty, line)
+            }
+        }
+    };
+    let (net, net_line) = section(&mut doc, "network");
+    let (fs, fs_line) = section(&mut doc, "filesystem");
+    for k in root.keys() {
+        let line = doc.line_of(k, 1);
+        match k.as_str() {
+            "network" | "filesystem" => {}
+            k if SKIPPED.contains(&k) => skipped.push(k.to_string()),
+            other => {
+                let known: Vec<&str> = ["network", "filesystem"]
+                    .iter()
+                    .chain(SKIPPED)
+                    .copied()
+                    .collect();
+                doc.unknown(other, line, &known);
+            }
+        }
+    }
+    for k in net.keys() {
+        if !NETWORK.contains(&k.as_str()) {
+            let line = doc.line_of(k, net_line);
+            doc.unknown(&format!("network.{k}"), line, NETWORK);
+        } else if !matches!(
+            k.as_str(),
+            "allowedDomains"
+                | "deniedDomains"
+                | "deniedResolvedAddresses"
+                | "allowUnixSockets"
+                | "allowAllUnixSockets"
+                | "allowLocalBinding"
+        ) {
+            skipped.push(format!("network.{k}"));
+        }
+    }
+    for k in fs.keys() {
+        let line = doc.line_of(k, fs_line);
+        match k.as_str() {
+            "allowWrite" | "denyWrite" => {}
+            "denyRead" | "allowRead" => skipped.push(format!(
+                "filesystem.{k} (gatehouse decides writes, not reads)"
+            )),
+            other => doc.unknown(&format!("filesystem.{other}"), line, FILESYSTEM),
+        }
+    }
+
+    let line = |doc: &Doc<'_>, k: &str, from: usize| doc.line_of(k, from);
+    let l = line(&doc, "allowedDomains", net_line);
+    let allowed = doc.strings(net.get("allowedDomains"), "network.allowedDomains", l);
+    let l = line(&doc, "deniedDomains", net_line);
+    let denied = doc.strings(net.get("deniedDomains"), "network.deniedDomains", l);
+    let l = line(&doc, "deniedResolvedAddresses", net_line);
+    let resolved_denied = doc.strings(
+        net.get("deniedResolvedAddresses"),
+        "network.deniedResolvedAddresses",
+        l,
+    );
+    let l = line(&doc, "allowUnixSockets", net_line);
+    let sockets = doc.strings(net.get("allowUnixSockets"), "network.allowUnixSockets", l);
+    let l = line(&doc, "allowAllUnixSockets", net_line);
+    let all_sockets = doc
+        .boolean(
+            net.get("allowAllUnixSockets"),
+            "network.allowAllUnixSockets",
+            l,
+        )
+        .then_some(l);
+    let l = line(&doc, "allowLocalBinding", net_line);
+    let local = doc
+        .boolean(net.get("allowLocalBinding"), "network.allowLocalBinding", l)
+        .then_some(l);
+    let l = line(&doc, "allowWrite", fs_line);
+    let allow_write = doc.strings(fs.get("allowWrite"), "filesystem.allowWrite", l);
+    let l = line(&doc, "denyWrite", fs_line);
+    let deny_write = doc.strings(fs.get("denyWrite"), "filesystem.denyWrite", l);
+
+    let mut out = String::new();
+    out.push_str("# Imported from sandbox-runtime settings by `policyc import srt`.\n");
+    if !skipped.is_empty() {
+        let _ = writeln!(
+            out,
+            "# Skipped (they decide nothing here): {}.",
+            skipped.join(", ")
+        );
+    }
+    out.push_str("policy srt {\n");
+    write_sandbox(&mut doc, &mut out, &allow_write, &deny_write);
+    out.push_str(
+        "  approvals never  # sandbox-runtime has no approvals: what it does not allow fails\n",
+    );
+    let deny_all = denied.iter().find(|(d, _)| d == "*").map(|(_, l)| *l);
+    if let Some((d, l)) = denied.iter().find(|(d, _)| d.starts_with("*:")) {
+        doc.note(
+            Severity::Error,
+            *l,
+            format!("`network.deniedDomains` entry \"{d}\" (every host on one port) cannot be expressed: gatehouse denies names on a port only one pattern at a time"),
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  network {{  # network (line {net_line}): allow-only, everything else denied"
+    );
+    out.push_str("    default deny\n");
+    match local {
+        Some(l) => {
+            let _ = writeln!(out, "    local allow  # network.allowLocalBinding (line {l})");
+        }
+        None => out.push_str("    local deny  # loopback, link-local and the like need an exact `allow ip` (allowLocalBinding is false)\n"),
+    }
+    for (d, l) in &denied {
+        if d == "*" || d.starts_with("*:") {
+            continue;
+        }
+        if let Some(rule) = super::zerocode::domain_rule(d, false) {
+            let _ = writeln!(out, "    {rule}  # network.deniedDomains (line {l})");
+        }
+    }
+    for (a, l) in &resolved_denied {
+        let target = if a.contains('/') { "cidr" } else { "ip" };
+        let _ = writeln!(
+            out,
+            "    deny {target} {a}  # network.deniedResolvedAddresses (line {l})"
+        );
+    }
+    for (d, l) in &allowed {
+        if let Some(at) = deny_all {
+            doc.note(
+                Severity::Warning,
+                *l,
+                format!("`network.allowedDomains` entry \"{d}\" is left out: \"*\" in deniedDomains (line {at}) denies every host"),
+            );
+            continue;
+        }
+        if let Some(rule) = super::zerocode::domain_rule(d, true) {
+            let _ = writeln!(out, "    {rule}  # network.allowedDomains (line {l})");
+        }
+    }
+    for (s, l) in &sockets {
+        let _ = writeln!(
+            out,
+            "    allow socket {}  # network.allowUnixSockets (line {l})",
+            crate::query::quote_string(s)
+        );
+    }
+    if let Some(l) = all_sockets {
+        let _ = writeln!(
+            out,
+            "    allow socket *  # network.allowAllUnixSockets (line {l})"
+        );
+    }
+    out.push_str("  }\n}\n");
+    super::validated(out, doc.notes)
+}
+
+/// `sandbox ...` from the write lists. The workspace is the directory the
+/// command runs in (`.`); relative entries below it are already writable.
+fn write_sandbox(
+    doc: &mut Doc<'_>,
+    out: &mut String,
+    allow: &[(String, usize)],
+    deny: &[(String, usize)],
+) {
+    let clean = |p: &str| -> String {
+        let p = p.strip_suffix("/**").unwrap_or(p);
+        let p = p.trim_end_matches('/');
+        if p.is_empty() {
+            "/".into()
+        } else {
+            p.to_string()
+        }
+    };
+    let workspace = allow
+        .iter()
+        .any(|(p, _)| matches!(p.as_str(), "." | "./" | "./**"));
+    let mut writable = Vec::new();
+    let mut relative = Vec::new();
+    let mut tmp = false;
+    for (p, l) in allow {
+        let p2 = clean(p);
+        if matches!(p.as_str(), "." | "./" | "./**") {
+            continue;
+        }
+        if p2 == "/tmp" {
+            tmp = true;
+        } else if p2.starts_with('/') {
+            writable.push(format!(
+                "    writable {}  # filesystem.allowWrite (line {l})",
+                crate::query::quote_string(&p2)
+            ));
+        } else if p2.starts_with('~') {
+            doc.note(Severity::Warning, *l, format!("`filesystem.allowWrite` entry \"{p}\": a home path cannot be a writable root here; writes there are denied"));
+        } else if !workspace {
+            relative.push((p.clone(), p2, *l));
+        }
+    }
+    if !workspace && writable.is_empty() {
+        for (p, _, l) in &relative {
+            doc.note(Severity::Warning, *l, format!("`filesystem.allowWrite` entry \"{p}\" without \".\": gatehouse cannot make part of the workspace writable; writes there are denied"));
+        }
+        out.push_str(
+            "  sandbox read-only  # filesystem.allowWrite: the workspace is not writable\n",
+        );
+        return;
+    }
+    for (p, p2, l) in &relative {
+        doc.note(Severity::Warning, *l, format!("`filesystem.allowWrite` entry \"{p}\" without \".\": gatehouse makes the whole workspace writable, not only `{p2}`"));
+    }
+    if !tmp {
+        doc.note(
+            Severity::Warning,
+            0,
+            "`filesystem.allowWrite` does not list \"/tmp\", but gatehouse's workspace-write keeps /tmp writable (sandbox-runtime allows only /tmp/claude there)".into(),
+        );
+    }
+    out.push_str("  sandbox workspace-write {  # filesystem.allowWrite\n");
+    for w in writable {
+        let _ = writeln!(out, "{w}");
+    }
+    for (p, l) in deny {
+        let p2 = clean(p);
+        let name = p2.strip_prefix("./").unwrap_or(&p2);
+        if !name.is_empty()
+            && !name.contains(['/', '*', '?', '[', '~'])
+            && name != "."
+            && name != ".."
+        {
+            let _ = writeln!(
+                out,
+                "    protect {}  # filesystem.denyWrite (line {l}): asked instead of refused, as the sandbox's own protected names are",
+                crate::query::quote_string(name)
+            );
+        } else {
+            doc.note(
+                Severity::Warning,
+                *l,
+                format!("`filesystem.denyWrite` entry \"{p}\" cannot be expressed: gatehouse protects single names directly under a root, so writes to it are decided by the root around it"),
+            );
+        }
+    }
+    out.push_str("  }\n");
+}

@@ -1,0 +1,106 @@
+//! MCP servers: each server's and tool's approval mode, and what is off.
+
+use std::fmt::Write as _;
+
+use super::config::{Config, Server};
+use super::{Writer, requirements, tool_word};
+use crate::import::Input;
+
+impl Writer {
+    /// `mcp { ... }`: a tool's own approval mode, else its server's default,
+    /// else `auto`; a disabled server, a tool left out of `enabled_tools`
+    /// or listed in `disabled_tools`, and a server the requirements do not
+    /// list, are `off`.
+    pub(super) fn mcp(&mut self, c: &Config, req: Option<&requirements::Requirements>) {
+        if c.mcp.is_empty() {
+            return;
+        }
+        let allowed = req.and_then(|q| q.mcp_allowed.as_ref());
+        self.line("  mcp {");
+        for (name, s) in &c.mcp {
+            let server = tool_word(name);
+            if allowed.is_some_and(|a| !a.contains(name)) {
+                let _ = writeln!(
+                    self.out,
+                    "    server {server} off  # mcp_servers.{name} (line {}): not among the servers the requirements allow",
+                    s.line
+                );
+                continue;
+            }
+            if let Some(e) = s.enabled.as_ref().filter(|e| !e.value) {
+                let _ = writeln!(
+                    self.out,
+                    "    server {server} off{}",
+                    e.comment(Input::Config)
+                );
+                continue;
+            }
+            self.server(name, s);
+        }
+        self.line("  }");
+    }
+
+    fn server(&mut self, name: &str, s: &Server) {
+        let server = tool_word(name);
+        let mode_of = |tool: &str| {
+            s.tools
+                .iter()
+                .rev()
+                .find(|(t, _)| t == tool)
+                .map(|(_, m)| m)
+                .or(s.default_mode.as_ref())
+        };
+        match &s.enabled_tools {
+            Some(list) => {
+                let _ = writeln!(
+                    self.out,
+                    "    server {server} off  # mcp_servers.{name}.enabled_tools (line {}): only the listed tools",
+                    list.first().map_or(s.line, |l| l.line)
+                );
+                for t in list {
+                    if s.disabled_tools.iter().any(|d| d.value == t.value) {
+                        continue;
+                    }
+                    let (mode, why) = match mode_of(&t.value) {
+                        Some(m) => (m.value.as_str(), m.comment(Input::Config)),
+                        None => ("auto", t.comment(Input::Config)),
+                    };
+                    let _ = writeln!(
+                        self.out,
+                        "    tool {server}/{} {mode}{why}",
+                        tool_word(&t.value)
+                    );
+                }
+            }
+            None => {
+                if let Some(m) = &s.default_mode {
+                    let _ = writeln!(
+                        self.out,
+                        "    server {server} {}{}",
+                        m.value,
+                        m.comment(Input::Config)
+                    );
+                }
+                for (t, m) in &s.tools {
+                    if !s.disabled_tools.iter().any(|d| &d.value == t) {
+                        let _ = writeln!(
+                            self.out,
+                            "    tool {server}/{} {}{}",
+                            tool_word(t),
+                            m.value,
+                            m.comment(Input::Config)
+                        );
+                    }
+                }
+            }
+        }
+        for d in &s.disabled_tools {
+            let _ = writeln!(
+                self.out,
+                "    tool {server}/{} off{}",
+                tool_word(&d.value),
+                d.comment(Input::Config)
+            );
+        }
+    }
+}

@@ -1,0 +1,494 @@
+//! `policyc import zerocode`: a ZeroCode `config.toml` (with its profiles,
+//! permission profiles and MCP servers, and optionally its managed
+//! `requirements.toml`) as gatehouse policy text.
+//!
+//! Reading ([`config`], [`requirements`]) is apart from writing (here), and
+//! the output is checked before it is returned (`validated`): an import
+//! never succeeds with text that `policyc check` refuses. docs/importing.md
+//! holds the mapping table.
+
+mod config;
+mod keys;
+mod mcp;
+mod permissions;
+mod read;
+mod requirements;
+
+use std::fmt::Write as _;
+
+use config::{Config, Proxy};
+use read::{At, Reader};
+
+use super::{Import, Input};
+
+pub(super) fn quote(s: &str) -> String {
+    crate::query::quote_string(s)
+}
+
+/// A domain entry as a network rule: an address or a prefix becomes an
+/// `ip` or `cidr` rule, `NAME:PORT` a rule on that port. `None` for
+/// `"*" = "deny"`, which the caller handles.
+pub(super) fn domain_rule(value: &str, allow: bool) -> Option<String> {
+    let effect = if allow { "allow" } else { "deny" };
+    let (host, port) = match value.rsplit_once(':') {
+        Some((h, p))
+            if !p.is_empty()
+                && p.bytes().all(|b| b.is_ascii_digit())
+                && (!h.contains(':') || (h.starts_with('[') && h.ends_with(']'))) =>
+        {
+            (h, Some(p))
+        }
+        _ => (value, None),
+    };
+    let port = port.map(|p| format!(" port {p}")).unwrap_or_default();
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    if host == "*" {
+        return allow.then(|| format!("allow domain *{port}"));
+    }
+    if bare.parse::<std::net::IpAddr>().is_ok() {
+        return Some(format!("{effect} ip {bare}{port}"));
+    }
+    if bare.contains('/') && bare.parse::<ipnet::IpNet>().is_ok() {
+        return Some(format!("{effect} cidr {bare}{port}"));
+    }
+    Some(format!("{effect} domain {}{port}", quote(host)))
+}
+
+/// Imports a config (and its managed requirements).
+///
+/// `profile` names the active `[profiles.NAME]` (else the config's own
+/// `profile` key decides); `profile_file` is a profile's own file, layered
+/// over the config.
+pub fn import(
+    config: &str,
+    requirements: Option<&str>,
+    profile: Option<&str>,
+    profile_file: Option<&str>,
+) -> Import {
+    let mut r = Reader::new(config, Input::Config);
+    let mut c = Config::default();
+    if let Some(t) = r.parse() {
+        config::read_config(&mut r, t.get_ref(), &mut c, true);
+        let active = match (profile, profile_file) {
+            (Some(name), None) => Some(At {
+                value: name.to_string(),
+                line: 1,
+                key: "--profile".into(),
+            }),
+            (None, None) => c.active_profile.clone(),
+            _ => None,
+        };
+        if let Some(name) = active {
+            config::read_profile_overlay(&mut r, t.get_ref(), &mut c, &name);
+        }
+    }
+    let mut notes = std::mem::take(&mut r.notes);
+    if let Some(text) = profile_file {
+        let mut pr = Reader::new(text, Input::Profile);
+        if let Some(t) = pr.parse() {
+            config::read_config(&mut pr, t.get_ref(), &mut c, false);
+        }
+        notes.append(&mut pr.notes);
+    }
+    let req = requirements.map(requirements::read);
+    let mut w = Writer {
+        out: String::new(),
+        notes: Vec::new(),
+        defaults: Vec::new(),
+        managed: req.is_some(),
+    };
+    let name = profile
+        .map(str::to_string)
+        .or_else(|| c.active_profile.as_ref().map(|p| p.value.clone()))
+        .unwrap_or_else(|| "zerocode".into());
+    w.policy(&c, req.as_ref(), &name);
+    notes.append(&mut w.notes);
+    let mut text = w.out;
+    if let Some(mut q) = req {
+        notes.append(&mut q.notes);
+        text.push('\n');
+        text.push_str(&q.text);
+    }
+    super::validated(text, notes)
+}
+
+struct Writer {
+    out: String,
+    notes: Vec<crate::import::Note>,
+    /// Settings the config leaves out, and what was assumed for each.
+    defaults: Vec<&'static str>,
+    /// Requirements are imported too: an open setting is left open, for
+    /// their caps and lists to decide.
+    managed: bool,
+}
+
+impl Writer {
+    fn line(&mut self, text: &str) {
+        self.out.push_str(text);
+        self.out.push('\n');
+    }
+    fn warn(&mut self, input: Input, line: usize, message: String) {
+        self.notes.push(crate::import::Note::new(
+            crate::import::Severity::Warning,
+            input,
+            line,
+            message,
+        ));
+    }
+    fn error(&mut self, input: Input, line: usize, message: String) {
+        self.notes.push(crate::import::Note::new(
+            crate::import::Severity::Error,
+            input,
+            line,
+            message,
+        ));
+    }
+
+    fn policy(&mut self, c: &Config, req: Option<&requirements::Requirements>, name: &str) {
+        self.line("# Imported from a ZeroCode config by `policyc import zerocode`.");
+        if !c.skipped.is_empty() {
+            let _ = writeln!(
+                self.out,
+                "# Skipped (known keys that decide nothing): {}.",
+                c.skipped.join(", ")
+            );
+        }
+        let _ = writeln!(self.out, "policy {} {{", crate::query::quote_word(name));
+        // Legacy settings win over a permission profile when both are set,
+        // as in the real system.
+        let profile = match (&c.default_permissions, &c.sandbox) {
+            (Some(d), Some(s)) => {
+                self.warn(
+                    Input::Config,
+                    d.line,
+                    format!("`default_permissions` is ignored: `sandbox_mode` (line {}) is set, and the older settings take precedence", s.line),
+                );
+                None
+            }
+            (Some(d), None) => self.resolve(c, d, 0),
+            _ => None,
+        };
+        let network = match &profile {
+            Some((p, d)) => {
+                let mut net = self.profile_sandbox(p, d);
+                // A legacy `[experimental_network]` table still configures
+                // the proxy: its rules join the profile's (its denies
+                // would otherwise be lost).
+                if let (Net::Rules(n, _), Some(_)) = (&mut net, &c.proxy.at) {
+                    n.domains.extend(c.proxy.domains.iter().cloned());
+                    n.sockets.extend(c.proxy.sockets.iter().cloned());
+                } else if let Some(at) = &c.proxy.at {
+                    if !c.proxy.domains.is_empty() {
+                        self.warn(Input::Config, at.line, format!("`{}` is left out: the permission profile's network is off or unrestricted, and the profile decides", at.key));
+                    }
+                }
+                net
+            }
+            None => self.legacy_sandbox(c),
+        };
+        self.approvals(c);
+        if let Some(rv) = &c.reviewer {
+            let _ = writeln!(
+                self.out,
+                "  reviewer {}{}",
+                rv.value,
+                rv.comment(Input::Config)
+            );
+        }
+        if let Some(ws) = &c.web_search {
+            let _ = writeln!(
+                self.out,
+                "  web_search {}{}",
+                ws.value,
+                ws.comment(Input::Config)
+            );
+        }
+        if let Some(l) = c.login_shell.as_ref().filter(|l| !l.value) {
+            self.line("  commands {");
+            let _ = writeln!(
+                self.out,
+                "    forbid [bash sh zsh] -lc because \"login shells are disallowed\"{}",
+                l.comment(Input::Config)
+            );
+            self.line("  }");
+        }
+        self.network(network, req);
+        self.mcp(c, req);
+        self.line("}");
+        if !self.defaults.is_empty() {
+            let what = self.defaults.join("; ");
+            self.warn(Input::Config, 0, format!("not set, so assumed: {what}"));
+        }
+    }
+
+    /// `sandbox ...` from `sandbox_mode` and `[sandbox_workspace_write]`;
+    /// returns the network plan (the seed's table: command network access
+    /// × network_proxy).
+    fn legacy_sandbox(&mut self, c: &Config) -> Net {
+        let mode = match &c.sandbox {
+            Some(s) => {
+                let roots = c
+                    .writable_roots
+                    .iter()
+                    .filter(|_| s.value == "workspace-write")
+                    .map(|w| {
+                        format!(
+                            "    writable {}{}",
+                            quote(&w.value),
+                            w.comment(Input::Config)
+                        )
+                    })
+                    .collect::<Vec<_>>();
+                if roots.is_empty() {
+                    let _ = writeln!(
+                        self.out,
+                        "  sandbox {}{}",
+                        s.value,
+                        s.comment(Input::Config)
+                    );
+                } else {
+                    let _ = writeln!(
+                        self.out,
+                        "  sandbox {} {{{}",
+                        s.value,
+                        s.comment(Input::Config)
+                    );
+                    for r in roots {
+                        self.line(&r);
+                    }
+                    self.line("  }");
+                }
+                s.value.clone()
+            }
+            None if self.managed && c.writable_roots.is_empty() => {
+                self.defaults.push("`sandbox_mode` left open (workspace-write, the default, within the requirements' cap)");
+                self.line("  # sandbox_mode is not set: workspace-write, the default, within the requirements' cap");
+                "workspace-write".into()
+            }
+            None => {
+                let note =
+                    "`sandbox_mode` is not set: ZeroCode's default, workspace-write, is assumed";
+                self.defaults
+                    .push("`sandbox_mode` = workspace-write (ZeroCode's default)");
+                if c.writable_roots.is_empty() {
+                    let _ = writeln!(self.out, "  sandbox workspace-write  # default: {note}");
+                } else {
+                    let _ = writeln!(self.out, "  sandbox workspace-write {{  # default: {note}");
+                    for w in &c.writable_roots {
+                        let _ = writeln!(
+                            self.out,
+                            "    writable {}{}",
+                            quote(&w.value),
+                            w.comment(Input::Config)
+                        );
+                    }
+                    self.line("  }");
+                }
+                "workspace-write".into()
+            }
+        };
+        if let Some(x) = c
+            .exclude_slash_tmp
+            .as_ref()
+            .filter(|x| x.value && mode == "workspace-write")
+        {
+            self.warn(Input::Config, x.line, format!("`{}` = true cannot be expressed: gatehouse's workspace-write keeps /tmp writable", x.key));
+        }
+        let access = match mode.as_str() {
+            "danger-full-access" => true,
+            "read-only" => false,
+            _ => c.network_access.as_ref().is_some_and(|a| a.value),
+        };
+        let proxy = c.proxy.enabled.as_ref().is_some_and(|p| p.value);
+        let why = match (&c.network_access, mode.as_str()) {
+            (Some(a), "workspace-write") => format!("{} = {} (line {})", a.key, a.value, a.line),
+            _ => format!("sandbox_mode = {mode}"),
+        };
+        match (access, proxy) {
+            (false, _) => Net::Off(format!("{why}: command network access is off")),
+            (true, false) => Net::Unrestricted(format!("{why}, network_proxy off")),
+            (true, true) => Net::Rules(c.proxy.clone(), format!("{why}, network_proxy on")),
+        }
+    }
+
+    fn approvals(&mut self, c: &Config) {
+        match &c.approval {
+            Some(a) if a.value == "granular" => {
+                let _ = writeln!(
+                    self.out,
+                    "  approvals granular {{{}",
+                    a.comment(Input::Config)
+                );
+                for g in &c.granular {
+                    let _ = writeln!(
+                        self.out,
+                        "    {} {}{}",
+                        g.value.0,
+                        if g.value.1 { "on" } else { "off" },
+                        g.comment(Input::Config)
+                    );
+                }
+                // The three main categories must be written; the real
+                // system's own default for a missing one is on.
+                for required in ["sandbox_approval", "rules", "mcp_elicitations"] {
+                    if !c.granular.iter().any(|g| g.value.0 == required) {
+                        let _ = writeln!(
+                            self.out,
+                            "    {required} on  # default: not set, ZeroCode's default is on (approval_policy, line {})",
+                            a.line
+                        );
+                    }
+                }
+                self.line("  }");
+            }
+            Some(a) if a.value == "on-failure" => {
+                self.warn(Input::Config, a.line, "`approval_policy` = \"on-failure\" is deprecated; decided as \"on-request\", as the real system does for sandbox escalations".into());
+                let _ = writeln!(
+                    self.out,
+                    "  approvals on-request{}: on-failure, deprecated",
+                    a.comment(Input::Config)
+                );
+            }
+            Some(a) => {
+                let _ = writeln!(
+                    self.out,
+                    "  approvals {}{}",
+                    a.value,
+                    a.comment(Input::Config)
+                );
+            }
+            None if self.managed => {
+                self.defaults.push("`approval_policy` left open (the requirements' first allowed policy, or on-request)");
+                self.line("  # approval_policy is not set: the requirements' first allowed policy applies, or on-request");
+            }
+            None => {
+                let note =
+                    "`approval_policy` is not set: ZeroCode's default, on-request, is assumed";
+                self.defaults
+                    .push("`approval_policy` = on-request (ZeroCode's default)");
+                let _ = writeln!(self.out, "  approvals on-request  # default: {note}");
+            }
+        }
+    }
+
+    fn network(&mut self, net: Net, req: Option<&requirements::Requirements>) {
+        let managed: &[(At<String>, bool)] = req.map_or(&[], |q| q.domains.as_slice());
+        let managed_only = req.is_some_and(|q| q.managed_only);
+        let deny_all = req.is_some_and(|q| q.deny_all_names);
+        let (p, why) = match net {
+            Net::Off(why) => {
+                let _ = writeln!(self.out, "  network off  # {why}");
+                return;
+            }
+            Net::Unrestricted(why) if managed.is_empty() => {
+                let _ = writeln!(self.out, "  network unrestricted  # {why}");
+                return;
+            }
+            // Managed networking configures the proxy (as the real system's
+            // managed network requirements do).
+            Net::Unrestricted(why) => (
+                Proxy::default(),
+                format!("{why}; managed network requirements"),
+            ),
+            Net::Rules(p, why) => (p, why),
+        };
+        let _ = writeln!(self.out, "  network {{  # {why}");
+        self.line("    default deny");
+        match p.switches.get("allow_local_binding") {
+            Some(s) => {
+                let _ = writeln!(
+                    self.out,
+                    "    local {}{}",
+                    if s.value { "allow" } else { "deny" },
+                    s.comment(Input::Config)
+                );
+            }
+            None => self.line("    local deny"),
+        }
+        let star_deny = p
+            .domains
+            .iter()
+            .find(|(d, allow)| !allow && d.value == "*")
+            .map(|(d, _)| d.line);
+        for (d, allow) in &p.domains {
+            if *allow && managed_only {
+                self.warn(Input::Config, d.line, format!("`{}` is left out: the requirements allow only their own domains (managed_allowed_domains_only)", d.key));
+                continue;
+            }
+            if *allow && (star_deny.is_some() || deny_all) {
+                self.warn(
+                    Input::Config,
+                    d.line,
+                    format!(
+                        "`{}` is left out: `\"*\" = \"deny\"` denies every name",
+                        d.key
+                    ),
+                );
+                continue;
+            }
+            if let Some(rule) = domain_rule(&d.value, *allow) {
+                let _ = writeln!(self.out, "    {rule}{}", d.comment(Input::Config));
+            }
+        }
+        for (d, _) in managed.iter().filter(|(_, allow)| *allow) {
+            if let Some(rule) = domain_rule(&d.value, true) {
+                let _ = writeln!(self.out, "    {rule}{}", d.comment(Input::Requirements));
+            }
+        }
+        for (s, allow) in &p.sockets {
+            let _ = writeln!(
+                self.out,
+                "    {} socket {}{}",
+                if *allow { "allow" } else { "deny" },
+                quote(&s.value),
+                s.comment(Input::Config)
+            );
+        }
+        if let Some(s) = p
+            .switches
+            .get("dangerously_allow_all_unix_sockets")
+            .filter(|s| s.value)
+        {
+            let _ = writeln!(self.out, "    allow socket *{}", s.comment(Input::Config));
+        }
+        self.line("  }");
+        let lines: Vec<String> = [
+            ("enable_socks5", "socks5", "on", "off"),
+            ("enable_socks5_udp", "socks5_udp", "on", "off"),
+            ("allow_upstream_proxy", "upstream", "on", "off"),
+            (
+                "dangerously_allow_non_loopback_proxy",
+                "listen",
+                "any",
+                "loopback",
+            ),
+        ]
+        .iter()
+        .filter_map(|(key, stmt, yes, no)| {
+            p.switches.get(key).map(|s| {
+                format!(
+                    "    {stmt} {}{}",
+                    if s.value { yes } else { no },
+                    s.comment(Input::Config)
+                )
+            })
+        })
+        .collect();
+        if !lines.is_empty() {
+            let _ = writeln!(self.out, "  proxy {{\n{}\n  }}", lines.join("\n"));
+        }
+    }
+}
+
+/// An MCP server or tool name as the `mcp` section writes it (one bare
+/// word); a name it cannot hold fails the output's check, with its line.
+fn tool_word(name: &str) -> String {
+    name.to_string()
+}
+
+/// What the network section becomes.
+enum Net {
+    Off(String),
+    Unrestricted(String),
+    Rules(Proxy, String),
+}
