@@ -362,3 +362,291 @@ fn imported_text_passes_policyc_check() {
         );
     }
 }
+
+/// As a new user would: `policyc import zerocode CONFIG --requirements REQ`
+/// on a config with MCP per-tool approvals, a permission profile, legacy
+/// network keys and a requirements file exits 0, and its output passes
+/// `policyc check`; `policyc import srt` on the package README's complete
+/// example too. Every other corpus config passes `check` as well.
+#[test]
+fn imports_of_the_corpus_pass_policyc_check_on_the_command_line() {
+    let dir = std::env::temp_dir().join(format!("gatehouse-corpus-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let corpus = "tests/data/import/corpus";
+    let mut runs: Vec<Vec<String>> = vec![vec![
+        "srt".into(),
+        "tests/data/import/srt/complete.json".into(),
+    ]];
+    for e in std::fs::read_dir(format!("{}/{corpus}", env!("CARGO_MANIFEST_DIR"))).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        if !name.ends_with(".toml") || name.ends_with(".requirements.toml") {
+            continue;
+        }
+        let mut args = vec!["zerocode".to_string(), format!("{corpus}/{name}")];
+        let req = format!("{corpus}/{}", name.replace(".toml", ".requirements.toml"));
+        if std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(&req)
+            .exists()
+        {
+            args.extend(["--requirements".to_string(), req]);
+        }
+        runs.push(args);
+    }
+    for (n, args) in runs.iter().enumerate() {
+        let o = Command::new(env!("CARGO_BIN_EXE_policyc"))
+            .arg("import")
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {stderr}");
+        // Notes name the file they are about.
+        for line in stderr.lines() {
+            assert!(
+                line.starts_with("warning: tests/data/import/"),
+                "{args:?}: {line}"
+            );
+        }
+        let out = dir.join(format!("{n}.policy"));
+        std::fs::write(&out, &o.stdout).unwrap();
+        let c = Command::new(env!("CARGO_BIN_EXE_policyc"))
+            .args(["check", out.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_eq!(
+            c.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&c.stdout)
+        );
+    }
+}
+
+/// What cannot be expressed fails the import (exit 1, nothing on stdout),
+/// with an error naming the key and its line; nothing that `check` would
+/// refuse is ever printed as a success.
+#[test]
+fn what_cannot_be_expressed_fails_with_the_key_and_line() {
+    let dir = std::env::temp_dir().join(format!("gatehouse-unexpressible-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cases: &[(&str, &str, &str, &str)] = &[
+        (
+            "zerocode",
+            "bad-domain.toml",
+            "sandbox_mode = \"workspace-write\"\n[sandbox_workspace_write]\nnetwork_access = true\n[features.network_proxy]\nenabled = true\n[features.network_proxy.domains]\n\"exa mple.com\" = \"allow\"\n",
+            ":7: cannot be expressed: `allow domain \"exa mple.com\"`",
+        ),
+        (
+            "zerocode",
+            "bad-root.toml",
+            "sandbox_mode = \"workspace-write\"\n\n[sandbox_workspace_write]\nwritable_roots = [\"relative/dir\"]\n",
+            ":4: cannot be expressed: `writable \"relative/dir\"` → invalid_writable_root",
+        ),
+        (
+            "zoo",
+            "host-bits.json",
+            "{\"calls\": [\n  {\"set_network\": {\"default\": \"deny\"}},\n  {\"add_rule\": {\"kind\": \"cidr\", \"value\": \"10.1.2.3/8\"}}\n]}\n",
+            ":3: cannot be expressed: `allow cidr 10.1.2.3/8` → cidr_host_bits",
+        ),
+        (
+            "zoo",
+            "bad-permission.json",
+            "{\"calls\": [\n  {\"set_permission\": {\"permission\": \"camera\", \"action\": \"use\", \"effect\": \"allow\"}}\n]}\n",
+            ":2: cannot be expressed: `allow camera.use` → unknown_permission",
+        ),
+        (
+            "srt",
+            "deny-port.json",
+            "{\n  \"network\": {\n    \"allowedDomains\": [\"github.com\"],\n    \"deniedDomains\": [\"*:22\"]\n  }\n}\n",
+            ":4: `network.deniedDomains` entry \"*:22\"",
+        ),
+    ];
+    for (format, name, text, expected) in cases {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_policyc"))
+            .args(["import", format, path.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{name}: {stderr}");
+        assert!(
+            o.stdout.is_empty(),
+            "{name}: {}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+        assert!(
+            stderr.contains(&format!("error: {}{expected}", path.display())),
+            "{name}: expected `{expected}` in\n{stderr}"
+        );
+    }
+}
+
+/// The corpus of realistic configs (dotfiles with MCP servers and
+/// projects, enterprise templates with requirements, permission profiles,
+/// legacy keys): each imports with exit 0, passes `check`, and decides the
+/// queries of `expected.txt` as the real system would.
+#[test]
+fn the_corpus_of_real_world_configs_decides_as_expected() {
+    let dir = format!("{}/tests/data/import/corpus", env!("CARGO_MANIFEST_DIR"));
+    let table = std::fs::read_to_string(format!("{dir}/expected.txt")).unwrap();
+    let mut rows: std::collections::BTreeMap<String, Vec<(String, String, String)>> =
+        Default::default();
+    for line in table
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
+        let parts: Vec<&str> = line.split(" | ").map(str::trim).collect();
+        let [file, query, decision, reason] = parts.as_slice() else {
+            panic!("bad row `{line}`")
+        };
+        rows.entry(file.to_string()).or_default().push((
+            query.to_string(),
+            decision.to_string(),
+            reason.to_string(),
+        ));
+    }
+    let mut configs: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".toml") && !n.ends_with(".requirements.toml"))
+        .collect();
+    configs.sort();
+    assert!(configs.len() >= 20, "{configs:?}");
+    for config in &configs {
+        let name = config.trim_end_matches(".toml");
+        let text = std::fs::read_to_string(format!("{dir}/{config}")).unwrap();
+        let req = std::fs::read_to_string(format!("{dir}/{name}.requirements.toml")).ok();
+        let i = gatehouse::import::zerocode::import(&text, req.as_deref(), None, None);
+        assert!(!i.has_errors(), "{name}: {:?}\n{}", i.notes, i.text);
+        let set = PolicySet::from_source(name, &i.text)
+            .unwrap_or_else(|e| panic!("{name} does not check:\n{e}\n{}", i.text));
+        let p = set.policies().next().unwrap();
+        let expected = rows.remove(name).unwrap_or_default();
+        assert!(!expected.is_empty(), "{name} has no expected decisions");
+        for (query, decision, reason) in expected {
+            let d = p.decide(&gatehouse::Query::parse(&query).unwrap());
+            assert_eq!(
+                (d.outcome.as_str(), d.reason.as_str()),
+                (decision.as_str(), reason.as_str()),
+                "{name}: `{query}`\n{}",
+                i.text
+            );
+        }
+    }
+    assert!(
+        rows.is_empty(),
+        "rows for missing configs: {:?}",
+        rows.keys()
+    );
+}
+
+/// `policyc import srt` on the sandbox-runtime README's own examples (and
+/// the port and address forms its reference describes): each imports, passes
+/// `check`, and decides as sandbox-runtime would — allow-only networking,
+/// deny before allow, writes only where `allowWrite` says, and no approvals.
+#[test]
+fn srt_settings_from_the_package_readme_decide_as_sandbox_runtime() {
+    let srt = |file: &str, rows: &[(&str, &str, &str)]| {
+        let i = gatehouse::import::srt::import(&data(&format!("srt/{file}")));
+        assert!(!i.has_errors(), "{file}: {:?}\n{}", i.notes, i.text);
+        let set = PolicySet::from_source(file, &i.text)
+            .unwrap_or_else(|e| panic!("{file} does not check:\n{e}\n{}", i.text));
+        let p = set.policies().next().unwrap();
+        for (query, decision, reason) in rows {
+            let d = p.decide(&gatehouse::Query::parse(query).unwrap());
+            assert_eq!(
+                (d.outcome.as_str(), d.reason.as_str()),
+                (*decision, *reason),
+                "{file}: `{query}`\n{}",
+                i.text
+            );
+        }
+        i
+    };
+    let i = srt(
+        "complete.json",
+        &[
+            ("connect github.com:443", "allow", "allowed_by_rule"),
+            ("connect lfs.github.com:443", "allow", "allowed_by_rule"),
+            ("connect registry.npmjs.org:443", "allow", "allowed_by_rule"),
+            ("connect npmjs.org:443", "allow", "allowed_by_rule"),
+            ("connect malicious.com:443", "deny", "denied_by_rule"),
+            ("connect example.com:443", "deny", "not_allowed"),
+            ("connect 127.0.0.1:8080", "deny", "local_address"),
+            ("socket /var/run/docker.sock", "allow", "allowed_by_rule"),
+            (
+                r#"write "/w/src/main.ts" in "/w""#,
+                "allow",
+                "writable_root",
+            ),
+            (r#"write "/w/.env" in "/w""#, "deny", "approval_never"),
+            (r#"write "/etc/passwd" in "/w""#, "deny", "approval_never"),
+        ],
+    );
+    // What it cannot say is named, with its line.
+    assert!(
+        i.notes
+            .iter()
+            .any(|n| n.line == 19 && n.message.contains("config/production.json")),
+        "{:?}",
+        i.notes
+    );
+    let i = srt(
+        "mcp-server.json",
+        &[
+            ("connect example.com:443", "deny", "not_allowed"),
+            (r#"write "/w/notes.md" in "/w""#, "allow", "writable_root"),
+            (
+                r#"write "/home/me/sensitive-folder/test.txt" in "/w""#,
+                "deny",
+                "approval_never",
+            ),
+        ],
+    );
+    assert!(
+        i.notes
+            .iter()
+            .any(|n| n.message.contains("~/sensitive-folder")),
+        "{:?}",
+        i.notes
+    );
+    srt(
+        "github.json",
+        &[
+            ("connect api.github.com:443", "allow", "allowed_by_rule"),
+            ("connect github.com:22", "allow", "allowed_by_rule"),
+            ("connect gitlab.com:443", "deny", "not_allowed"),
+        ],
+    );
+    srt(
+        "restrict-dirs.json",
+        &[
+            ("connect github.com:443", "deny", "not_allowed"),
+            (r#"write "/w/src/a.ts" in "/w""#, "allow", "writable_root"),
+            (r#"write "/w/secrets/k" in "/w""#, "deny", "approval_never"),
+            (r#"write "/w/.env" in "/w""#, "deny", "approval_never"),
+        ],
+    );
+    srt(
+        "workspace-only.json",
+        &[(r#"write "/w/a" in "/w""#, "allow", "writable_root")],
+    );
+    srt(
+        "ports-and-literals.json",
+        &[
+            ("connect api.example.com:443", "allow", "allowed_by_rule"),
+            ("connect api.example.com:80", "deny", "not_allowed"),
+            ("connect cdn.example.com:8443", "allow", "allowed_by_rule"),
+            ("connect example.com:8443", "deny", "not_allowed"),
+            ("connect github.com:22", "deny", "denied_by_rule"),
+            ("connect github.com:443", "deny", "not_allowed"),
+            ("connect 127.0.0.1:3000", "allow", "allowed_by_rule"),
+            ("connect 127.0.0.1:3001", "deny", "local_address"),
+            ("connect [::1]:8080", "allow", "allowed_by_rule"),
+            ("resolved myapp.test -> 10.1.2.3", "deny", "denied_by_rule"),
+            ("connect 10.0.0.1:443", "deny", "denied_by_rule"),
+        ],
+    );
+}
