@@ -87,6 +87,7 @@ const SANDBOX: &[&str] = &[
     "workspace-write",
     "danger-full-access",
     "workspace-write { writable \"/var/cache/build\"; protect \".secrets\" }",
+    "workspace-write { exclude \"/tmp\"; writable \"/tmp/cache\" }",
 ];
 const APPROVALS: &[&str] = &[
     "untrusted",

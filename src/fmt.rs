@@ -405,6 +405,9 @@ impl Printer<'_> {
                                 SandboxStmt::Protect(v, sp) => {
                                     p.emit(&format!("protect {}", values(v, quote_string)), *sp)
                                 }
+                                SandboxStmt::Exclude(v, sp) => {
+                                    p.emit(&format!("exclude {}", values(v, quote_string)), *sp)
+                                }
                             }
                         }
                     }),

@@ -112,6 +112,7 @@ fn policy() -> impl Strategy<Value = Gen> {
         "workspace-write",
         "danger-full-access",
         "workspace-write { writable \"/var/cache/build\"; protect \".secrets\" }",
+        "workspace-write { exclude \"/tmp\"; writable \"/tmp/cache\" }",
     ]));
     let granular = (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()).prop_map(|(a, b, c, d, e)| {
         let sw = |x: bool| if x { "on" } else { "off" };

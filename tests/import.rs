@@ -583,6 +583,7 @@ fn srt_settings_from_the_package_readme_decide_as_sandbox_runtime() {
             ),
             (r#"write "/w/.env" in "/w""#, "deny", "approval_never"),
             (r#"write "/etc/passwd" in "/w""#, "deny", "approval_never"),
+            (r#"write "/tmp/x" in "/w""#, "allow", "writable_root"),
         ],
     );
     // What it cannot say is named, with its line.
@@ -627,6 +628,9 @@ fn srt_settings_from_the_package_readme_decide_as_sandbox_runtime() {
             (r#"write "/w/src/a.ts" in "/w""#, "allow", "writable_root"),
             (r#"write "/w/secrets/k" in "/w""#, "deny", "approval_never"),
             (r#"write "/w/.env" in "/w""#, "deny", "approval_never"),
+            // `/tmp` is not in allowWrite: only `/tmp/claude` is writable.
+            (r#"write "/tmp/x" in "/w""#, "deny", "approval_never"),
+            (r#"write "/tmp/claude/x" in "/w""#, "allow", "writable_root"),
         ],
     );
     srt(

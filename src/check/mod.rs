@@ -47,6 +47,8 @@ pub enum CheckError {
     WritablePath(String),
     #[error("`{0}` is not a single file name")]
     ProtectName(String),
+    #[error("`{0}` is not a default writable root")]
+    ExcludeRoot(String),
     #[error("invalid regular expression: {0}")]
     Regex(crate::regexes::RegexError),
     #[error("the guardian's regular expressions together exceed the automaton size limit")]
@@ -88,6 +90,7 @@ impl CheckError {
             CheckError::GuardianAllowLevel(_) => "guardian_allow_level",
             CheckError::WritablePath(_) => "invalid_writable_root",
             CheckError::ProtectName(_) => "invalid_protected_name",
+            CheckError::ExcludeRoot(_) => "invalid_exclude",
             CheckError::Regex(crate::regexes::RegexError::TooBig(_)) => "regex_too_big",
             CheckError::Regex(_) => "invalid_regex",
             CheckError::RegexTooBig => "regex_too_big",
@@ -131,6 +134,7 @@ impl CheckError {
             }
             CheckError::WritablePath(_) => "write an absolute path such as \"/var/cache/build\"".into(),
             CheckError::ProtectName(_) => "protect a name directly under every writable root, such as \".secrets\"".into(),
+            CheckError::ExcludeRoot(_) => "`/tmp` is the one default root besides the workspace: write `exclude \"/tmp\"`".into(),
             CheckError::Regex(crate::regexes::RegexError::TooBig(_)) => {
                 "split or simplify the expression, or raise the build's `regex_bytes` limit".into()
             }
@@ -299,6 +303,11 @@ fn block(b: &Block, requirements: bool, regex_bytes: usize, diags: &mut Vec<Diag
                                     || p.node == ".."
                             }) {
                                 diags.push(error(CheckError::ProtectName(p.node.clone()), p.span));
+                            }
+                        }
+                        SandboxStmt::Exclude(v, _) => {
+                            for p in v.iter().filter(|p| p.node != "/tmp") {
+                                diags.push(error(CheckError::ExcludeRoot(p.node.clone()), p.span));
                             }
                         }
                     }

@@ -60,4 +60,7 @@ pub(crate) struct SandboxPaths {
     pub writable: Vec<String>,
     /// Lowercase; always holds `.git`, `.agents`, `.zerocode`.
     pub protect: Vec<String>,
+    /// `exclude "/tmp"`: `/tmp` is not a writable root.
+    #[serde(default)]
+    pub no_tmp: bool,
 }

@@ -624,6 +624,7 @@ impl Compiler<'_> {
                     .iter()
                     .map(|s| s.to_string())
                     .collect(),
+                no_tmp: false,
             },
         };
         for section in &block.sections {

@@ -151,7 +151,7 @@ impl Policy {
     fn workspace_write(&self, path: &str, root: &str, gitdir: Option<&str>) -> Decision {
         let paths = &self.agent.paths;
         let roots = std::iter::once(root)
-            .chain(std::iter::once("/tmp"))
+            .chain(std::iter::once("/tmp").filter(|_| !paths.no_tmp))
             .chain(paths.writable.iter().map(String::as_str));
         let mut within = false;
         for root in roots {

@@ -373,14 +373,13 @@ fn write_sandbox(
     for (p, p2, l) in &relative {
         doc.note(Severity::Warning, *l, format!("`filesystem.allowWrite` entry \"{p}\" without \".\": gatehouse makes the whole workspace writable, not only `{p2}`"));
     }
+    out.push_str("  sandbox workspace-write {  # filesystem.allowWrite\n");
     if !tmp {
-        doc.note(
-            Severity::Warning,
-            0,
-            "`filesystem.allowWrite` does not list \"/tmp\", but gatehouse's workspace-write keeps /tmp writable (sandbox-runtime allows only /tmp/claude there)".into(),
+        out.push_str("    exclude \"/tmp\"  # filesystem.allowWrite does not list /tmp\n");
+        out.push_str(
+            "    writable \"/tmp/claude\"  # writable under sandbox-runtime without being listed\n",
         );
     }
-    out.push_str("  sandbox workspace-write {  # filesystem.allowWrite\n");
     for w in writable {
         let _ = writeln!(out, "{w}");
     }

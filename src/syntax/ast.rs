@@ -312,6 +312,8 @@ pub struct SandboxSection {
 pub enum SandboxStmt {
     Writable(Vec<Spanned<String>>, Span),
     Protect(Vec<Spanned<String>>, Span),
+    /// `exclude "/tmp"`: a default root that is not writable.
+    Exclude(Vec<Spanned<String>>, Span),
 }
 
 #[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]

@@ -132,6 +132,7 @@ impl RefPolicy<'_> {
                     return d("deny", "invalid_path", None);
                 };
                 let mut roots = vec![root, "/tmp".to_string()];
+                let mut no_tmp = false;
                 let mut protect = vec![
                     ".git".to_string(),
                     ".agents".to_string(),
@@ -147,9 +148,16 @@ impl RefPolicy<'_> {
                                 SandboxStmt::Protect(v, _) => {
                                     protect.extend(v.iter().map(|x| x.node.clone()))
                                 }
+                                SandboxStmt::Exclude(v, _) => {
+                                    no_tmp |= v.iter().any(|x| x.node == "/tmp");
+                                }
                             }
                         }
                     }
+                }
+                if no_tmp {
+                    // The second root is the default `/tmp`.
+                    roots.remove(1);
                 }
                 let mut within = false;
                 let mut protected = false;

@@ -2,7 +2,7 @@
 
 use super::super::*;
 
-/// `sandbox MODE { writable ...; protect ... }`.
+/// `sandbox MODE { writable ...; protect ...; exclude "/tmp" }`.
 pub(in crate::compile) fn sandbox(agent: &mut Agent, s: &SandboxSection) {
     if let Some(m) = s.modes.first() {
         agent.sandbox = m.node;
@@ -17,6 +17,9 @@ pub(in crate::compile) fn sandbox(agent: &mut Agent, s: &SandboxSection) {
                 .paths
                 .protect
                 .extend(v.iter().map(|p| p.node.to_ascii_lowercase())),
+            SandboxStmt::Exclude(v, _) => {
+                agent.paths.no_tmp |= v.iter().any(|p| p.node == "/tmp");
+            }
         }
     }
 }

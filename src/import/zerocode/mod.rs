@@ -225,75 +225,51 @@ impl Writer {
     /// returns the network plan (the seed's table: command network access
     /// × network_proxy).
     fn legacy_sandbox(&mut self, c: &Config) -> Net {
-        let mode = match &c.sandbox {
-            Some(s) => {
-                let roots = c
-                    .writable_roots
-                    .iter()
-                    .filter(|_| s.value == "workspace-write")
-                    .map(|w| {
-                        format!(
-                            "    writable {}{}",
-                            quote(&w.value),
-                            w.comment(Input::Config)
-                        )
-                    })
-                    .collect::<Vec<_>>();
-                if roots.is_empty() {
-                    let _ = writeln!(
-                        self.out,
-                        "  sandbox {}{}",
-                        s.value,
-                        s.comment(Input::Config)
-                    );
-                } else {
-                    let _ = writeln!(
-                        self.out,
-                        "  sandbox {} {{{}",
-                        s.value,
-                        s.comment(Input::Config)
-                    );
-                    for r in roots {
-                        self.line(&r);
-                    }
-                    self.line("  }");
-                }
-                s.value.clone()
+        let mode = c.sandbox.as_ref().map(|s| s.value.clone());
+        let workspace_write = mode.as_deref().is_none_or(|m| m == "workspace-write");
+        // The block: writable roots, and `/tmp` taken out when excluded.
+        let mut block: Vec<String> = Vec::new();
+        if workspace_write {
+            for w in &c.writable_roots {
+                block.push(format!(
+                    "    writable {}{}",
+                    quote(&w.value),
+                    w.comment(Input::Config)
+                ));
             }
-            None if self.managed && c.writable_roots.is_empty() => {
+            if let Some(x) = c.exclude_slash_tmp.as_ref().filter(|x| x.value) {
+                block.push(format!("    exclude \"/tmp\"{}", x.comment(Input::Config)));
+            }
+        }
+        let header = match &c.sandbox {
+            Some(s) => format!("  sandbox {}", s.value),
+            None if self.managed && block.is_empty() => {
                 self.defaults.push("`sandbox_mode` left open (workspace-write, the default, within the requirements' cap)");
                 self.line("  # sandbox_mode is not set: workspace-write, the default, within the requirements' cap");
-                "workspace-write".into()
+                String::new()
             }
             None => {
-                let note =
-                    "`sandbox_mode` is not set: ZeroCode's default, workspace-write, is assumed";
                 self.defaults
                     .push("`sandbox_mode` = workspace-write (ZeroCode's default)");
-                if c.writable_roots.is_empty() {
-                    let _ = writeln!(self.out, "  sandbox workspace-write  # default: {note}");
-                } else {
-                    let _ = writeln!(self.out, "  sandbox workspace-write {{  # default: {note}");
-                    for w in &c.writable_roots {
-                        let _ = writeln!(
-                            self.out,
-                            "    writable {}{}",
-                            quote(&w.value),
-                            w.comment(Input::Config)
-                        );
-                    }
-                    self.line("  }");
-                }
-                "workspace-write".into()
+                "  sandbox workspace-write".into()
             }
         };
-        if let Some(x) = c
-            .exclude_slash_tmp
-            .as_ref()
-            .filter(|x| x.value && mode == "workspace-write")
-        {
-            self.warn(Input::Config, x.line, format!("`{}` = true cannot be expressed: gatehouse's workspace-write keeps /tmp writable", x.key));
+        let comment = match &c.sandbox {
+            Some(s) => s.comment(Input::Config),
+            None => "  # default: `sandbox_mode` is not set: ZeroCode's default, workspace-write, is assumed".into(),
+        };
+        if !header.is_empty() {
+            if block.is_empty() {
+                let _ = writeln!(self.out, "{header}{comment}");
+            } else {
+                let _ = writeln!(self.out, "{header} {{{comment}");
+                for l in &block {
+                    self.line(l);
+                }
+                self.line("  }");
+            }
         }
+        let mode = mode.unwrap_or_else(|| "workspace-write".into());
         let access = match mode.as_str() {
             "danger-full-access" => true,
             "read-only" => false,

@@ -174,10 +174,13 @@ impl Writer {
             if !ws {
                 self.warn(Input::Config, p.line, format!("{why}: the workspace itself is not writable in the profile, but gatehouse's workspace-write makes it so"));
             }
-            if !write(":slash_tmp") {
-                self.warn(Input::Config, p.line, format!("{why}: /tmp is not writable in the profile, but gatehouse's workspace-write keeps it writable"));
-            }
             let _ = writeln!(self.out, "  sandbox workspace-write {{  # {why}");
+            if !write(":slash_tmp") {
+                let _ = writeln!(
+                    self.out,
+                    "    exclude \"/tmp\"  # {why}: /tmp is not writable in the profile"
+                );
+            }
             for w in &writable {
                 let _ = writeln!(self.out, "    writable {w}");
             }

@@ -43,7 +43,7 @@ pub(super) const APPS_CTX: Ctx = Ctx {
 };
 pub(super) const SANDBOX_CTX: Ctx = Ctx {
     what: "a `sandbox` block",
-    keywords: &["writable", "protect"],
+    keywords: &["writable", "protect", "exclude"],
     rule: Rule::sandbox_stmt,
 };
 pub(super) const GRANULAR_CTX: Ctx = Ctx {
@@ -265,6 +265,7 @@ pub(super) fn describe(r: Rule) -> &'static str {
         Rule::kw_listen | Rule::q_listen => "`listen`",
         Rule::kw_writable => "`writable`",
         Rule::kw_protect => "`protect`",
+        Rule::kw_exclude => "`exclude`",
         Rule::kw_server => "`server`",
         Rule::kw_tool | Rule::q_tool | Rule::m_tool => "`tool`",
         Rule::kw_because | Rule::because => "`because`",

@@ -301,10 +301,10 @@ impl Builder {
             };
             values.push(Spanned::new(v, s));
         }
-        Some(if kw.as_rule() == Rule::kw_writable {
-            SandboxStmt::Writable(values, span)
-        } else {
-            SandboxStmt::Protect(values, span)
+        Some(match kw.as_rule() {
+            Rule::kw_writable => SandboxStmt::Writable(values, span),
+            Rule::kw_exclude => SandboxStmt::Exclude(values, span),
+            _ => SandboxStmt::Protect(values, span),
         })
     }
 
