@@ -654,3 +654,40 @@ fn srt_settings_from_the_package_readme_decide_as_sandbox_runtime() {
         ],
     );
 }
+
+/// A config that breaks its own requirements is refused at import, with the
+/// config's line and the requirement's (not found only by a later `check`).
+#[test]
+fn conflicts_with_the_requirements_are_found_at_import() {
+    let i = gatehouse::import::zerocode::import(
+        "sandbox_mode = \"danger-full-access\"\napproval_policy = \"never\"\n",
+        Some(
+            "allowed_sandbox_modes = [\"read-only\", \"workspace-write\"]\nallowed_approval_policies = [\"on-request\"]\n",
+        ),
+        None,
+        None,
+    );
+    let errors: Vec<(usize, &str)> = i
+        .notes
+        .iter()
+        .filter(|n| n.severity == Severity::Error)
+        .map(|n| (n.line, n.message.as_str()))
+        .collect();
+    assert_eq!(errors.len(), 2, "{:?}", i.notes);
+    assert_eq!(errors[0].0, 1);
+    assert!(
+        errors[0]
+            .1
+            .starts_with("conflicts with the requirements: `sandbox danger-full-access`"),
+        "{errors:?}"
+    );
+    assert!(
+        errors[0].1.ends_with("(see line 1 of the requirements)"),
+        "{errors:?}"
+    );
+    assert_eq!(errors[1].0, 2);
+    assert!(
+        errors[1].1.ends_with("(see line 2 of the requirements)"),
+        "{errors:?}"
+    );
+}

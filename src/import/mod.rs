@@ -99,17 +99,32 @@ pub(crate) fn validated(text: String, mut notes: Vec<Note>) -> Import {
                     .as_ref()
                     .map(|h| format!(" (help: {h})"))
                     .unwrap_or_default();
-                let why = if d.is_error() {
-                    "cannot be expressed"
-                } else {
-                    "imported with a warning"
+                let why = match (d.is_error(), d.code) {
+                    (true, "requirement_violation") => "conflicts with the requirements",
+                    (true, _) => "cannot be expressed",
+                    (false, _) => "imported with a warning",
                 };
+                // A label points at the other side (the requirement broken).
+                let other = d
+                    .labels
+                    .first()
+                    .map(|l| source_of(src.line_text(src.line_col(l.span.start).line)))
+                    .filter(|(_, line)| *line > 0)
+                    .map(|(input, line)| {
+                        let file = match input {
+                            Input::Requirements => "the requirements",
+                            Input::Profile => "the profile file",
+                            _ => "the config",
+                        };
+                        format!(" (see line {line} of {file})")
+                    })
+                    .unwrap_or_default();
                 notes.push(Note::new(
                     severity,
                     input,
                     line,
                     format!(
-                        "{why}: `{}` → {}: {}{help}",
+                        "{why}: `{}` → {}: {}{help}{other}",
                         out_line.trim().split("  #").next().unwrap_or("").trim(),
                         d.code,
                         d.message
