@@ -1,0 +1,396 @@
+"""gatehouse: the policy engine for AI-agent sandboxes, in Python.
+
+Build a policy set from the gatehouse language, pick a policy, and ask it
+questions: may this sandbox connect to ``api.github.com:443``? may the agent
+run ``git push``, write ``.git/hooks/pre-commit``, call a destructive MCP
+tool? Every answer is a :class:`Decision`; nothing raises on a hostile
+query, and any internal surprise is a deny::
+
+    import gatehouse
+
+    policies = gatehouse.PolicySet.from_source("agent.policy", TEXT)
+    agent = policies["agent"]
+    agent.connect("api.github.com", 443).allowed        # True
+    agent.exec(["git", "push"]).outcome                  # "ask"
+    agent.decide("write .git/hooks/pre-commit in /work") # the text form
+    agent.decide({"kind": "dns", "name": "exfil.example"})  # the JSON form
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+
+from . import _gatehouse
+
+__all__ = [
+    "Decision",
+    "Diagnostic",
+    "Policy",
+    "PolicyError",
+    "PolicySet",
+    "PolicyStore",
+    "Rule",
+    "TestCase",
+    "check",
+    "fmt",
+    "policy_tests",
+    "__version__",
+]
+
+__version__: str = _gatehouse.version()
+
+#: A query: the text form (``"connect github.com:443"``) or the JSON form as
+#: a mapping (``{"kind": "connect", "host": "github.com", "port": 443}``).
+Query = Union[str, Mapping[str, Any]]
+
+_Raw = Tuple[str, str, Optional[int], Optional[str], Optional[int], Optional[str], Optional[str]]
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One error or warning of ``check``, with where it is."""
+
+    code: str
+    severity: str
+    message: str
+    file: str
+    line: int
+    column: int
+    help: Optional[str] = None
+
+    def __str__(self) -> str:
+        out = f"{self.severity}[{self.code}]: {self.message}\n  --> {self.file}:{self.line}:{self.column}"
+        if self.help:
+            out += f"\n  = help: {self.help}"
+        return out
+
+
+def _diagnostics(records: str) -> List[Diagnostic]:
+    return [
+        Diagnostic(
+            code=r["code"],
+            severity=r["severity"],
+            message=r["message"],
+            file=r["file"],
+            line=r["line"],
+            column=r["column"],
+            help=r.get("help"),
+        )
+        for r in json.loads(records)
+    ]
+
+
+class PolicyError(Exception):
+    """A policy set that does not build, with every diagnostic attached.
+
+    ``str(error)`` is the rendered form that ``policyc check`` prints;
+    ``error.diagnostics`` holds them one by one.
+    """
+
+    def __init__(self, message: str, diagnostics: Sequence[Diagnostic] = ()) -> None:
+        super().__init__(message)
+        self.diagnostics: List[Diagnostic] = list(diagnostics)
+
+
+def _raise(e: Exception) -> PolicyError:
+    message, records = e.args if len(e.args) == 2 else (str(e), "[]")
+    return PolicyError(str(message), _diagnostics(str(records)))
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Where the deciding rule was written."""
+
+    file: str
+    line: int
+    column: int
+    source: str
+    because: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Decision:
+    """An answer: immutable, hashable, and cheap (the rule is resolved on
+    demand from the set that decided)."""
+
+    outcome: str
+    reason: str
+    policy: str
+    rule: Optional[Rule] = None
+    escalation: Optional[str] = None
+    status: Optional[int] = None
+    risk: Optional[str] = None
+    category: Optional[str] = None
+
+    @property
+    def allowed(self) -> bool:
+        """Whether the outcome is ``allow``."""
+        return self.outcome == "allow"
+
+    def __bool__(self) -> bool:
+        return self.allowed
+
+    def __repr__(self) -> str:
+        where = f", rule={self.rule.file}:{self.rule.line} `{self.rule.source}`" if self.rule else ""
+        return f"Decision({self.outcome} because {self.reason}, policy={self.policy!r}{where})"
+
+
+class Policy:
+    """One compiled policy of a :class:`PolicySet`. Obtain it with
+    ``policies["name"]``; it keeps its set alive."""
+
+    __slots__ = ("_set", "_index", "name")
+
+    def __init__(self, set_: "PolicySet", index: int, name: str) -> None:
+        self._set = set_
+        self._index = index
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"Policy({self.name!r})"
+
+    def _decision(self, raw: _Raw) -> Decision:
+        outcome, reason, rule, escalation, status, risk, category = raw
+        return Decision(
+            outcome=outcome,
+            reason=reason,
+            policy=self.name,
+            rule=self._set._rule(rule),
+            escalation=escalation,
+            status=status,
+            risk=risk,
+            category=category,
+        )
+
+    def decide(self, query: Query, workspace: Optional[str] = None) -> Decision:
+        """Decides a query in the text form or the JSON form (a mapping).
+
+        A malformed query raises ``ValueError``; any well-formed query,
+        however hostile, is decided.
+        """
+        inner = self._set._inner
+        if isinstance(query, str):
+            return self._decision(inner.decide_text(self._index, query, workspace))
+        return self._decision(inner.decide_json(self._index, json.dumps(dict(query)), workspace))
+
+    def connect(self, host: str, port: int, via: str = "https") -> Decision:
+        """May the sandbox open a connection to ``host:port``? ``via`` is how
+        it reaches the proxy: ``https`` (a CONNECT tunnel), ``http``,
+        ``socks5`` or ``socks5_udp``."""
+        return self._decision(self._set._inner.connect(self._index, host, port, via))
+
+    def dns(self, name: str) -> Decision:
+        """May the resolver answer ``name``?"""
+        return self._decision(self._set._inner.dns(self._index, name))
+
+    def resolved(self, name: str, addrs: Iterable[str], port: Optional[int] = None) -> Decision:
+        """May the sandbox use the addresses ``name`` resolved to?"""
+        return self._decision(self._set._inner.resolved(self._index, name, list(addrs), port))
+
+    def tool(self, permission: str) -> Decision:
+        """Is a tool permission (``shell.exec``, ``files.write``, ...) granted?"""
+        return self._decision(self._set._inner.tool(self._index, permission))
+
+    def app(self, program: str) -> Decision:
+        """May the sandbox run this app?"""
+        return self._decision(self._set._inner.app(self._index, program))
+
+    def exec(self, argv: Sequence[str], escalate: bool = False, workspace: Optional[str] = None) -> Decision:
+        """May the agent run this command (an argv, not a shell string)?
+        ``escalate`` asks to run it outside the sandbox."""
+        if isinstance(argv, str):
+            raise TypeError("exec takes an argv (a list of words), not a shell string")
+        if workspace is not None:
+            return self.decide({"kind": "exec", "argv": list(argv), "escalate": escalate}, workspace)
+        return self._decision(self._set._inner.exec(self._index, list(argv), escalate))
+
+    def write(self, path: str, workspace: str) -> Decision:
+        """May the agent write ``path`` (absolute) while working in
+        ``workspace``? The workspace's ``.git`` pointer file is read once."""
+        return self._decision(self._set._inner.write(self._index, path, workspace))
+
+    def mcp(
+        self,
+        server: str,
+        tool: str,
+        *,
+        destructive: Optional[bool] = None,
+        read_only: Optional[bool] = None,
+        open_world: Optional[bool] = None,
+    ) -> Decision:
+        """May the agent call MCP tool ``server/tool``, given the tool's
+        annotations (a missing hint is ``None``)?"""
+        return self._decision(
+            self._set._inner.mcp(self._index, server, tool, destructive, read_only, open_world)
+        )
+
+    def review(self, action: Query, assessment: Mapping[str, Any]) -> Decision:
+        """What becomes of ``action`` after the auto-reviewer's
+        ``assessment`` (``risk``, ``category``, ``user_authorization``,
+        ``outcome``, ``status``)?"""
+        if isinstance(action, str):
+            raise TypeError("review takes the action in the JSON form (a mapping)")
+        return self.decide({"kind": "review", "action": dict(action), "assessment": dict(assessment)})
+
+
+class PolicySet:
+    """An immutable, compiled set of policies; safe to share between threads."""
+
+    __slots__ = ("_inner", "_names", "_rules")
+
+    def __init__(self, inner: _gatehouse._PolicySet) -> None:
+        self._inner = inner
+        self._names: List[str] = inner.names()
+        self._rules: Dict[int, Optional[Rule]] = {}
+
+    @classmethod
+    def from_source(cls, name: str, text: str) -> "PolicySet":
+        """Compiles one source text (``name`` is what diagnostics show)."""
+        return cls.from_sources([(name, text)])
+
+    @classmethod
+    def from_sources(cls, sources: Iterable[Tuple[str, str]]) -> "PolicySet":
+        """Compiles (name, text) pairs as one set; raises :class:`PolicyError`
+        with every diagnostic if any has an error."""
+        try:
+            return cls(_gatehouse._PolicySet.from_sources(list(sources)))
+        except _gatehouse.GatehouseError as e:
+            raise _raise(e) from None
+
+    @classmethod
+    def from_files(cls, paths: Iterable[Union[str, "os.PathLike[str]"]]) -> "PolicySet":
+        """Compiles policy files as one set."""
+        sources = []
+        for p in paths:
+            with open(p, encoding="utf-8") as f:
+                sources.append((os.fspath(p), f.read()))
+        return cls.from_sources(sources)
+
+    @classmethod
+    def from_artifact(cls, data: bytes) -> "PolicySet":
+        """Loads a compiled artifact (``policyc compile``); its tables are
+        checked before use."""
+        try:
+            return cls(_gatehouse._PolicySet.from_artifact(bytes(data)))
+        except _gatehouse.GatehouseError as e:
+            raise _raise(e) from None
+
+    def to_artifact(self) -> bytes:
+        """The set as a checksummed artifact."""
+        return self._inner.to_artifact()
+
+    @property
+    def names(self) -> List[str]:
+        """The policies' names, in source order."""
+        return list(self._names)
+
+    @property
+    def revision(self) -> str:
+        """A digest of the compiled set, for logs and live updates."""
+        return self._inner.revision()
+
+    def __getitem__(self, name: str) -> Policy:
+        try:
+            return Policy(self, self._names.index(name), name)
+        except ValueError:
+            raise KeyError(name) from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names
+
+    def __iter__(self) -> Iterator[Policy]:
+        return (Policy(self, i, n) for i, n in enumerate(self._names))
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __repr__(self) -> str:
+        return f"PolicySet({self._names!r}, revision={self.revision!r})"
+
+    def _rule(self, rule_id: Optional[int]) -> Optional[Rule]:
+        if rule_id is None:
+            return None
+        if rule_id not in self._rules:
+            r = self._inner.rule(rule_id)
+            self._rules[rule_id] = Rule(*r) if r is not None else None
+        return self._rules[rule_id]
+
+
+class PolicyStore:
+    """The live policy set of a running program. ``load()`` is lock-free
+    and safe from many threads; ``update()`` compiles new sources and
+    swaps them in, or raises :class:`PolicyError` and keeps the old set."""
+
+    __slots__ = ("_inner",)
+
+    def __init__(self, policies: PolicySet) -> None:
+        self._inner = _gatehouse._PolicyStore(policies._inner)
+
+    def load(self) -> PolicySet:
+        """The set in force now."""
+        return PolicySet(self._inner.load())
+
+    def update(self, sources: Iterable[Tuple[str, str]]) -> None:
+        """Replaces the set with one compiled from ``sources``; on any error
+        the old set stays in force."""
+        try:
+            self._inner.update(list(sources))
+        except _gatehouse.GatehouseError as e:
+            raise _raise(e) from None
+
+    def replace(self, policies: PolicySet) -> None:
+        """Replaces the set with an already compiled one."""
+        self._inner.replace(policies._inner)
+
+
+def check(sources: Iterable[Tuple[str, str]]) -> List[Diagnostic]:
+    """Every error and warning of a set of (name, text) sources, as
+    ``policyc check`` reports them. An empty list means a clean set."""
+    records, _rendered = _gatehouse.check(list(sources))
+    return _diagnostics(records)
+
+
+def fmt(text: str) -> str:
+    """The canonical layout of one policy file; raises :class:`PolicyError`
+    if it does not parse."""
+    try:
+        return _gatehouse.fmt(text)
+    except _gatehouse.GatehouseError as e:
+        raise _raise(e) from None
+
+
+@dataclass(frozen=True)
+class TestCase:
+    """One ``expect`` line of a ``test`` block."""
+
+    file: str
+    line: int
+    column: int
+    test: str
+    policy: Optional[str]
+    query: str
+    query_json: Dict[str, Any]
+    outcome: str
+    because: Optional[str]
+
+    def passes(self, decision: Decision) -> bool:
+        """Whether ``decision`` is what the line expects."""
+        return decision.outcome == self.outcome and (
+            self.because is None or decision.reason == self.because
+        )
+
+
+def policy_tests(sources: Iterable[Tuple[str, str]]) -> List[TestCase]:
+    """Every ``expect`` of the ``test`` blocks of a set of (name, text)
+    sources, in source order, to run with :meth:`Policy.decide`."""
+    try:
+        cases = _gatehouse.tests(list(sources))
+    except _gatehouse.GatehouseError as e:
+        raise _raise(e) from None
+    return [
+        TestCase(f, line, col, test, policy, text, json.loads(js), outcome, because)
+        for (f, line, col, test, policy, text, js, outcome, because) in cases
+    ]
