@@ -29,4 +29,9 @@ cp "$here"/test/*.test.mjs "$user/"
 node --test "$user"/*.test.mjs
 cp "$here/examples/quickstart.ts" "$here/examples/tsconfig.json" "$user/"
 npx --no-install tsc -p "$user/tsconfig.json"
+# The comparison with cedar-wasm runs (a short stream; BENCHMARKS.md has the
+# full run), and the two engines agree on every query first.
+npm install --no-audit --no-fund --silent @cedar-policy/cedar-wasm@4
+cp "$here/bench/compare_cedar.mjs" "$user/"
+node "$user/compare_cedar.mjs" --quick
 echo "npm package: ok"

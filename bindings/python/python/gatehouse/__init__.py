@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import _gatehouse
 
@@ -111,10 +111,9 @@ class Rule:
     because: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class Decision:
-    """An answer: immutable, hashable, and cheap (the rule is resolved on
-    demand from the set that decided)."""
+class Decision(NamedTuple):
+    """An answer: immutable, hashable, and cheap to make (a tuple; the rule
+    is resolved once per rule and shared)."""
 
     outcome: str
     reason: str
@@ -131,7 +130,7 @@ class Decision:
         return self.outcome == "allow"
 
     def __bool__(self) -> bool:
-        return self.allowed
+        return self.outcome == "allow"
 
     def __repr__(self) -> str:
         where = f", rule={self.rule.file}:{self.rule.line} `{self.rule.source}`" if self.rule else ""
@@ -155,14 +154,14 @@ class Policy:
     def _decision(self, raw: _Raw) -> Decision:
         outcome, reason, rule, escalation, status, risk, category = raw
         return Decision(
-            outcome=outcome,
-            reason=reason,
-            policy=self.name,
-            rule=self._set._rule(rule),
-            escalation=escalation,
-            status=status,
-            risk=risk,
-            category=category,
+            outcome,
+            reason,
+            self.name,
+            None if rule is None else self._set._rule(rule),
+            escalation,
+            status,
+            risk,
+            category,
         )
 
     def decide(self, query: Query, workspace: Optional[str] = None) -> Decision:
@@ -310,13 +309,13 @@ class PolicySet:
     def __repr__(self) -> str:
         return f"PolicySet({self._names!r}, revision={self.revision!r})"
 
-    def _rule(self, rule_id: Optional[int]) -> Optional[Rule]:
-        if rule_id is None:
-            return None
-        if rule_id not in self._rules:
+    def _rule(self, rule_id: int) -> Optional[Rule]:
+        try:
+            return self._rules[rule_id]
+        except KeyError:
             r = self._inner.rule(rule_id)
-            self._rules[rule_id] = Rule(*r) if r is not None else None
-        return self._rules[rule_id]
+            rule = self._rules[rule_id] = Rule(*r) if r is not None else None
+            return rule
 
 
 class PolicyStore:
