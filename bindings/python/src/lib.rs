@@ -28,36 +28,122 @@ create_exception!(
     "A policy set that does not build: args are (message, diagnostics as JSON)."
 );
 
-/// A decision across the boundary: outcome, reason, rule id, escalation,
-/// status, risk, category.
-type Dec = (
-    &'static str,
-    &'static str,
-    Option<u32>,
-    Option<&'static str>,
-    Option<u16>,
-    Option<&'static str>,
-    Option<&'static str>,
-);
-
-fn dec(d: Decision) -> Dec {
-    (
-        d.outcome.as_str(),
-        d.reason.as_str(),
-        d.rule.map(|r| r.0),
-        d.escalation.map(|e| match e {
-            gatehouse::Escalation::Ask => "ask",
-            gatehouse::Escalation::Review => "review",
-            _ => "none",
-        }),
-        d.status,
-        d.risk.map(|r| r.as_str()),
-        d.category.map(|c| c.as_str()),
-    )
+/// Where the deciding rule was written.
+#[pyclass(frozen, get_all, name = "Rule", module = "gatehouse")]
+struct PyRule {
+    file: String,
+    line: usize,
+    column: usize,
+    source: String,
+    because: Option<String>,
 }
 
-/// Fail closed: what an unknown policy index decides.
-const INTERNAL: Dec = ("deny", "internal_error", None, None, None, None, None);
+#[pymethods]
+impl PyRule {
+    fn __repr__(&self) -> String {
+        format!("Rule({}:{}:{} `{}`)", self.file, self.line, self.column, self.source)
+    }
+}
+
+/// An answer: immutable and hashable. Made in Rust with nothing converted
+/// until a field is read (the fields are static strings and small numbers;
+/// the rule is looked up only when asked for).
+#[pyclass(frozen, name = "Decision", module = "gatehouse")]
+struct PyDecision {
+    d: Decision,
+    set: PolicySet,
+    policy: usize,
+}
+
+fn escalation(e: gatehouse::Escalation) -> &'static str {
+    match e {
+        gatehouse::Escalation::Ask => "ask",
+        gatehouse::Escalation::Review => "review",
+        _ => "none",
+    }
+}
+
+#[pymethods]
+impl PyDecision {
+    /// `allow`, `deny`, `ask`, `review`, ... (the outcome's word).
+    #[getter]
+    fn outcome(&self) -> &'static str {
+        self.d.outcome.as_str()
+    }
+    /// The stable reason code.
+    #[getter]
+    fn reason(&self) -> &'static str {
+        self.d.reason.as_str()
+    }
+    /// The policy that decided.
+    #[getter]
+    fn policy(&self) -> &str {
+        self.set.policies().nth(self.policy).map_or("", |p| p.name())
+    }
+    /// The deciding rule, or `None` for a default.
+    #[getter]
+    fn rule(&self) -> Option<PyRule> {
+        let r = self.set.rule(self.d.rule?)?;
+        Some(PyRule {
+            file: r.file.to_string(),
+            line: r.line,
+            column: r.column,
+            source: r.source.to_string(),
+            because: r.because.map(str::to_string),
+        })
+    }
+    #[getter]
+    fn escalation(&self) -> Option<&'static str> {
+        self.d.escalation.map(escalation)
+    }
+    #[getter]
+    fn status(&self) -> Option<u16> {
+        self.d.status
+    }
+    #[getter]
+    fn risk(&self) -> Option<&'static str> {
+        self.d.risk.map(|r| r.as_str())
+    }
+    #[getter]
+    fn category(&self) -> Option<&'static str> {
+        self.d.category.map(|c| c.as_str())
+    }
+    /// Whether the outcome is `allow`.
+    #[getter]
+    fn allowed(&self) -> bool {
+        self.d.is_allow()
+    }
+    fn __bool__(&self) -> bool {
+        self.d.is_allow()
+    }
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other
+            .cast::<PyDecision>()
+            .is_ok_and(|o| o.get().d == self.d && o.get().policy() == self.policy())
+    }
+    fn __hash__(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.d.hash(&mut h);
+        self.policy().hash(&mut h);
+        h.finish()
+    }
+    fn __repr__(&self) -> String {
+        let rule = self
+            .set
+            .rule(self.d.rule.unwrap_or(gatehouse::RuleId(u32::MAX)))
+            .map(|r| format!(", rule={}:{} `{}`", r.file, r.line, r.source))
+            .unwrap_or_default();
+        format!(
+            "Decision({} because {}, policy={:?}{rule})",
+            self.outcome(),
+            self.reason(),
+            self.policy()
+        )
+    }
+}
+
+type Dec = PyDecision;
 
 fn sources_of(sources: Vec<(String, String)>) -> SourceMap {
     let mut map = SourceMap::new();
@@ -67,11 +153,28 @@ fn sources_of(sources: Vec<(String, String)>) -> SourceMap {
     map
 }
 
+/// The diagnostics as JSON records, each with its human rendering (the
+/// caret form `policyc check` prints) under `rendered`.
+fn records(diagnostics: &[gatehouse::diag::Diagnostic], sources: &SourceMap) -> String {
+    let records = gatehouse::diag::to_json_records(diagnostics, sources);
+    let out: Vec<serde_json::Value> = records
+        .iter()
+        .zip(diagnostics)
+        .map(|(r, d)| {
+            let mut v = serde_json::to_value(r).unwrap_or(serde_json::Value::Null);
+            if let Some(o) = v.as_object_mut() {
+                let text = gatehouse::diag::render_human(std::slice::from_ref(d), sources);
+                o.insert("rendered".into(), serde_json::Value::String(text));
+            }
+            v
+        })
+        .collect();
+    serde_json::to_string(&out).unwrap_or_else(|_| "[]".into())
+}
+
 fn invalid(diagnostics: &[gatehouse::diag::Diagnostic], sources: &SourceMap) -> PyErr {
-    let json = serde_json::to_string(&gatehouse::diag::to_json_records(diagnostics, sources))
-        .unwrap_or_else(|_| "[]".into());
     let rendered = gatehouse::diag::render_human(diagnostics, sources);
-    GatehouseError::new_err((rendered, json))
+    GatehouseError::new_err((rendered, records(diagnostics, sources)))
 }
 
 fn build(sources: SourceMap) -> PyResult<PolicySet> {
@@ -92,8 +195,20 @@ impl PySet {
     fn policy(&self, index: usize) -> Option<&Policy> {
         self.set.policies().nth(index)
     }
-    fn with(&self, index: usize, f: impl FnOnce(&Policy) -> Decision) -> Dec {
-        self.policy(index).map_or(INTERNAL, |p| dec(f(p)))
+    /// A decision of the policy at `index` (Python only holds indexes from
+    /// `names()`; an unknown one is an error, never a decision).
+    fn with(&self, index: usize, f: impl FnOnce(&Policy) -> Decision) -> PyResult<Dec> {
+        match self.policy(index) {
+            Some(p) => Ok(PyDecision {
+                d: f(p),
+                set: self.set.clone(),
+                policy: index,
+            }),
+            None => Err(GatehouseError::new_err((
+                format!("no policy number {index} in this set"),
+                "[]".to_string(),
+            ))),
+        }
     }
 }
 
@@ -143,13 +258,13 @@ impl PySet {
     #[pyo3(signature = (policy, query, workspace=None))]
     fn decide_json(&self, policy: usize, query: &str, workspace: Option<&str>) -> PyResult<Dec> {
         let q = Query::from_json(query).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        Ok(self.decide(policy, &q, workspace))
+        self.decide(policy, &q, workspace)
     }
 
     #[pyo3(signature = (policy, query, workspace=None))]
     fn decide_text(&self, policy: usize, query: &str, workspace: Option<&str>) -> PyResult<Dec> {
         let q = Query::parse(query).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        Ok(self.decide(policy, &q, workspace))
+        self.decide(policy, &q, workspace)
     }
 
     fn connect(&self, policy: usize, host: &str, port: i64, via: &str) -> PyResult<Dec> {
@@ -158,7 +273,7 @@ impl PySet {
                 "via must be one of http, https, socks5, socks5_udp, not {via:?}"
             ))
         })?;
-        Ok(match u16::try_from(port) {
+        match u16::try_from(port) {
             Ok(port) => self.with(policy, |p| p.connect(host, port, via)),
             // Out of range is a decision (`invalid_port`), not an error.
             Err(_) => self.with(policy, |p| {
@@ -168,15 +283,15 @@ impl PySet {
                     via,
                 })
             }),
-        })
+        }
     }
 
-    fn dns(&self, policy: usize, name: &str) -> Dec {
+    fn dns(&self, policy: usize, name: &str) -> PyResult<Dec> {
         self.with(policy, |p| p.dns(name))
     }
 
     #[pyo3(signature = (policy, name, addrs, port=None))]
-    fn resolved(&self, policy: usize, name: &str, addrs: Vec<String>, port: Option<i64>) -> Dec {
+    fn resolved(&self, policy: usize, name: &str, addrs: Vec<String>, port: Option<i64>) -> PyResult<Dec> {
         let parsed: Option<Vec<IpAddr>> = addrs.iter().map(|a| a.parse().ok()).collect();
         match (parsed, port.map(u16::try_from).transpose()) {
             (Some(ips), Ok(port)) => self.with(policy, |p| p.resolved_addrs(name, &ips, port)),
@@ -191,19 +306,19 @@ impl PySet {
         }
     }
 
-    fn tool(&self, policy: usize, permission: &str) -> Dec {
+    fn tool(&self, policy: usize, permission: &str) -> PyResult<Dec> {
         self.with(policy, |p| p.tool(permission))
     }
 
-    fn app(&self, policy: usize, program: &str) -> Dec {
+    fn app(&self, policy: usize, program: &str) -> PyResult<Dec> {
         self.with(policy, |p| p.app(program))
     }
 
-    fn exec(&self, policy: usize, argv: Vec<String>, escalate: bool) -> Dec {
+    fn exec(&self, policy: usize, argv: Vec<String>, escalate: bool) -> PyResult<Dec> {
         self.with(policy, |p| p.exec(&argv, escalate))
     }
 
-    fn write(&self, policy: usize, path: &str, workspace: &str) -> Dec {
+    fn write(&self, policy: usize, path: &str, workspace: &str) -> PyResult<Dec> {
         let ws = Workspace::bind(Path::new(workspace));
         self.with(policy, |p| p.write(path, &ws))
     }
@@ -217,7 +332,7 @@ impl PySet {
         destructive: Option<bool>,
         read_only: Option<bool>,
         open_world: Option<bool>,
-    ) -> Dec {
+    ) -> PyResult<Dec> {
         let hints = Annotations {
             destructive_hint: destructive,
             read_only_hint: read_only,
@@ -230,7 +345,7 @@ impl PySet {
 impl PySet {
     /// As `policyc eval`: the workspace given, else the one the query
     /// names, is bound (its `.git` pointer read) before deciding.
-    fn decide(&self, policy: usize, q: &Query, workspace: Option<&str>) -> Dec {
+    fn decide(&self, policy: usize, q: &Query, workspace: Option<&str>) -> PyResult<Dec> {
         let named = match q {
             Query::Write { workspace, .. } => workspace.as_deref(),
             _ => None,
@@ -277,12 +392,7 @@ impl PyStore {
 #[pyfunction]
 fn check(sources: Vec<(String, String)>) -> (String, String) {
     let b = gatehouse::build(sources_of(sources));
-    let json = serde_json::to_string(&gatehouse::diag::to_json_records(
-        &b.diagnostics,
-        &b.sources,
-    ))
-    .unwrap_or_else(|_| "[]".into());
-    (json, b.render())
+    (records(&b.diagnostics, &b.sources), b.render())
 }
 
 /// A policy test: file, line, column, test, policy, query text, query
@@ -376,6 +486,8 @@ fn version() -> &'static str {
 fn _gatehouse(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySet>()?;
     m.add_class::<PyStore>()?;
+    m.add_class::<PyDecision>()?;
+    m.add_class::<PyRule>()?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(fmt, m)?)?;
     m.add_function(wrap_pyfunction!(tests, m)?)?;

@@ -96,6 +96,10 @@ def test_hostile_queries_are_decided_never_raised() -> None:
 
 def test_malformed_queries_raise_value_error() -> None:
     p = shipped()["coding-agent"]
+    with pytest.raises(gatehouse.QueryError):
+        p.decide("connect github.com")
+    assert issubclass(gatehouse.QueryError, gatehouse.GatehouseError)
+    assert issubclass(gatehouse.PolicyError, gatehouse.GatehouseError)
     with pytest.raises(ValueError):
         p.decide("connect github.com")
     with pytest.raises(ValueError):
@@ -129,6 +133,8 @@ def test_errors_carry_every_diagnostic() -> None:
     assert "bad.policy:3" in str(e.value)
     first = e.value.diagnostics[0]
     assert str(first).startswith("error[") and "bad.policy:3:" in str(first)
+    # The human form has the source line and a caret under the span.
+    assert "allow domian github.com" in str(first) and "^" in str(first)
     assert gatehouse.check([("ok.policy", "policy p {\n  network off\n}\n")]) == []
     with pytest.raises(KeyError):
         shipped()["no-such-policy"]

@@ -21,13 +21,15 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _gatehouse
 
 __all__ = [
     "Decision",
     "Diagnostic",
+    "GatehouseError",
+    "QueryError",
     "Policy",
     "PolicyError",
     "PolicySet",
@@ -46,8 +48,6 @@ __version__: str = _gatehouse.version()
 #: a mapping (``{"kind": "connect", "host": "github.com", "port": 443}``).
 Query = Union[str, Mapping[str, Any]]
 
-_Raw = Tuple[str, str, Optional[int], Optional[str], Optional[int], Optional[str], Optional[str]]
-
 
 @dataclass(frozen=True)
 class Diagnostic:
@@ -60,8 +60,14 @@ class Diagnostic:
     line: int
     column: int
     help: Optional[str] = None
+    rendered: str = ""
 
     def __str__(self) -> str:
+        """The human form, as ``policyc check`` prints it: the file, line
+        and column, the source line with a caret under the span, and the
+        help line."""
+        if self.rendered:
+            return self.rendered.rstrip("\n")
         out = f"{self.severity}[{self.code}]: {self.message}\n  --> {self.file}:{self.line}:{self.column}"
         if self.help:
             out += f"\n  = help: {self.help}"
@@ -78,12 +84,22 @@ def _diagnostics(records: str) -> List[Diagnostic]:
             line=r["line"],
             column=r["column"],
             help=r.get("help"),
+            rendered=r.get("rendered", ""),
         )
         for r in json.loads(records)
     ]
 
 
-class PolicyError(Exception):
+class GatehouseError(Exception):
+    """The base of every error this package raises."""
+
+
+class QueryError(GatehouseError, ValueError):
+    """A query that is not a query: malformed text, an unknown or missing
+    JSON field, an unknown transport. (Any well-formed query is decided.)"""
+
+
+class PolicyError(GatehouseError):
     """A policy set that does not build, with every diagnostic attached.
 
     ``str(error)`` is the rendered form that ``policyc check`` prints;
@@ -100,41 +116,15 @@ def _raise(e: Exception) -> PolicyError:
     return PolicyError(str(message), _diagnostics(str(records)))
 
 
-@dataclass(frozen=True)
-class Rule:
-    """Where the deciding rule was written."""
+#: An answer: ``outcome``, ``reason``, ``policy``, ``rule`` (a :class:`Rule`
+#: or ``None``), ``escalation``, ``status``, ``risk``, ``category``, and
+#: ``allowed``. Immutable and hashable, made in Rust; a field is converted
+#: only when it is read.
+Decision = _gatehouse.Decision
 
-    file: str
-    line: int
-    column: int
-    source: str
-    because: Optional[str] = None
-
-
-class Decision(NamedTuple):
-    """An answer: immutable, hashable, and cheap to make (a tuple; the rule
-    is resolved once per rule and shared)."""
-
-    outcome: str
-    reason: str
-    policy: str
-    rule: Optional[Rule] = None
-    escalation: Optional[str] = None
-    status: Optional[int] = None
-    risk: Optional[str] = None
-    category: Optional[str] = None
-
-    @property
-    def allowed(self) -> bool:
-        """Whether the outcome is ``allow``."""
-        return self.outcome == "allow"
-
-    def __bool__(self) -> bool:
-        return self.outcome == "allow"
-
-    def __repr__(self) -> str:
-        where = f", rule={self.rule.file}:{self.rule.line} `{self.rule.source}`" if self.rule else ""
-        return f"Decision({self.outcome} because {self.reason}, policy={self.policy!r}{where})"
+#: Where the deciding rule was written: ``file``, ``line``, ``column``,
+#: ``source``, ``because``.
+Rule = _gatehouse.Rule
 
 
 class Policy:
@@ -151,51 +141,44 @@ class Policy:
     def __repr__(self) -> str:
         return f"Policy({self.name!r})"
 
-    def _decision(self, raw: _Raw) -> Decision:
-        outcome, reason, rule, escalation, status, risk, category = raw
-        return Decision(
-            outcome,
-            reason,
-            self.name,
-            None if rule is None else self._set._rule(rule),
-            escalation,
-            status,
-            risk,
-            category,
-        )
-
     def decide(self, query: Query, workspace: Optional[str] = None) -> Decision:
         """Decides a query in the text form or the JSON form (a mapping).
 
-        A malformed query raises ``ValueError``; any well-formed query,
-        however hostile, is decided.
+        A malformed query raises :class:`QueryError` (a ``ValueError``);
+        any well-formed query, however hostile, is decided.
         """
         inner = self._set._inner
-        if isinstance(query, str):
-            return self._decision(inner.decide_text(self._index, query, workspace))
-        return self._decision(inner.decide_json(self._index, json.dumps(dict(query)), workspace))
+        try:
+            if isinstance(query, str):
+                return inner.decide_text(self._index, query, workspace)
+            return inner.decide_json(self._index, json.dumps(dict(query)), workspace)
+        except ValueError as e:
+            raise QueryError(str(e)) from None
 
     def connect(self, host: str, port: int, via: str = "https") -> Decision:
         """May the sandbox open a connection to ``host:port``? ``via`` is how
         it reaches the proxy: ``https`` (a CONNECT tunnel), ``http``,
         ``socks5`` or ``socks5_udp``."""
-        return self._decision(self._set._inner.connect(self._index, host, port, via))
+        try:
+            return self._set._inner.connect(self._index, host, port, via)
+        except ValueError as e:
+            raise QueryError(str(e)) from None
 
     def dns(self, name: str) -> Decision:
         """May the resolver answer ``name``?"""
-        return self._decision(self._set._inner.dns(self._index, name))
+        return self._set._inner.dns(self._index, name)
 
     def resolved(self, name: str, addrs: Iterable[str], port: Optional[int] = None) -> Decision:
         """May the sandbox use the addresses ``name`` resolved to?"""
-        return self._decision(self._set._inner.resolved(self._index, name, list(addrs), port))
+        return self._set._inner.resolved(self._index, name, list(addrs), port)
 
     def tool(self, permission: str) -> Decision:
         """Is a tool permission (``shell.exec``, ``files.write``, ...) granted?"""
-        return self._decision(self._set._inner.tool(self._index, permission))
+        return self._set._inner.tool(self._index, permission)
 
     def app(self, program: str) -> Decision:
         """May the sandbox run this app?"""
-        return self._decision(self._set._inner.app(self._index, program))
+        return self._set._inner.app(self._index, program)
 
     def exec(self, argv: Sequence[str], escalate: bool = False, workspace: Optional[str] = None) -> Decision:
         """May the agent run this command (an argv, not a shell string)?
@@ -204,12 +187,12 @@ class Policy:
             raise TypeError("exec takes an argv (a list of words), not a shell string")
         if workspace is not None:
             return self.decide({"kind": "exec", "argv": list(argv), "escalate": escalate}, workspace)
-        return self._decision(self._set._inner.exec(self._index, list(argv), escalate))
+        return self._set._inner.exec(self._index, list(argv), escalate)
 
     def write(self, path: str, workspace: str) -> Decision:
         """May the agent write ``path`` (absolute) while working in
         ``workspace``? The workspace's ``.git`` pointer file is read once."""
-        return self._decision(self._set._inner.write(self._index, path, workspace))
+        return self._set._inner.write(self._index, path, workspace)
 
     def mcp(
         self,
@@ -222,9 +205,7 @@ class Policy:
     ) -> Decision:
         """May the agent call MCP tool ``server/tool``, given the tool's
         annotations (a missing hint is ``None``)?"""
-        return self._decision(
-            self._set._inner.mcp(self._index, server, tool, destructive, read_only, open_world)
-        )
+        return self._set._inner.mcp(self._index, server, tool, destructive, read_only, open_world)
 
     def review(self, action: Query, assessment: Mapping[str, Any]) -> Decision:
         """What becomes of ``action`` after the auto-reviewer's
@@ -238,12 +219,11 @@ class Policy:
 class PolicySet:
     """An immutable, compiled set of policies; safe to share between threads."""
 
-    __slots__ = ("_inner", "_names", "_rules")
+    __slots__ = ("_inner", "_names")
 
     def __init__(self, inner: _gatehouse._PolicySet) -> None:
         self._inner = inner
         self._names: List[str] = inner.names()
-        self._rules: Dict[int, Optional[Rule]] = {}
 
     @classmethod
     def from_source(cls, name: str, text: str) -> "PolicySet":
@@ -308,14 +288,6 @@ class PolicySet:
 
     def __repr__(self) -> str:
         return f"PolicySet({self._names!r}, revision={self.revision!r})"
-
-    def _rule(self, rule_id: int) -> Optional[Rule]:
-        try:
-            return self._rules[rule_id]
-        except KeyError:
-            r = self._inner.rule(rule_id)
-            rule = self._rules[rule_id] = Rule(*r) if r is not None else None
-            return rule
 
 
 class PolicyStore:
