@@ -41,7 +41,10 @@ struct PyRule {
 #[pymethods]
 impl PyRule {
     fn __repr__(&self) -> String {
-        format!("Rule({}:{}:{} `{}`)", self.file, self.line, self.column, self.source)
+        format!(
+            "Rule({}:{}:{} `{}`)",
+            self.file, self.line, self.column, self.source
+        )
     }
 }
 
@@ -78,7 +81,10 @@ impl PyDecision {
     /// The policy that decided.
     #[getter]
     fn policy(&self) -> &str {
-        self.set.policies().nth(self.policy).map_or("", |p| p.name())
+        self.set
+            .policies()
+            .nth(self.policy)
+            .map_or("", |p| p.name())
     }
     /// The deciding rule, or `None` for a default.
     #[getter]
@@ -291,7 +297,13 @@ impl PySet {
     }
 
     #[pyo3(signature = (policy, name, addrs, port=None))]
-    fn resolved(&self, policy: usize, name: &str, addrs: Vec<String>, port: Option<i64>) -> PyResult<Dec> {
+    fn resolved(
+        &self,
+        policy: usize,
+        name: &str,
+        addrs: Vec<String>,
+        port: Option<i64>,
+    ) -> PyResult<Dec> {
         let parsed: Option<Vec<IpAddr>> = addrs.iter().map(|a| a.parse().ok()).collect();
         match (parsed, port.map(u16::try_from).transpose()) {
             (Some(ips), Ok(port)) => self.with(policy, |p| p.resolved_addrs(name, &ips, port)),
