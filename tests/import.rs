@@ -634,6 +634,15 @@ fn srt_settings_from_the_package_readme_decide_as_sandbox_runtime() {
         ],
     );
     srt(
+        "local-binding.json",
+        &[
+            ("connect 127.0.0.1:8080", "allow", "allowed_by_rule"),
+            ("connect [::1]:8080", "allow", "allowed_by_rule"),
+            ("connect 169.254.169.254:80", "deny", "local_address"),
+            ("connect 10.0.0.1:80", "deny", "local_address"),
+        ],
+    );
+    srt(
         "workspace-only.json",
         &[(r#"write "/w/a" in "/w""#, "allow", "writable_root")],
     );

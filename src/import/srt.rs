@@ -269,11 +269,13 @@ pub fn import(text: &str) -> Import {
         "  network {{  # network (line {net_line}): allow-only, everything else denied"
     );
     out.push_str("    default deny\n");
-    match local {
-        Some(l) => {
-            let _ = writeln!(out, "    local allow  # network.allowLocalBinding (line {l})");
-        }
-        None => out.push_str("    local deny  # loopback, link-local and the like need an exact `allow ip` (allowLocalBinding is false)\n"),
+    out.push_str("    local deny  # loopback, link-local, metadata and private addresses need an exact `allow ip`\n");
+    // allowLocalBinding lets the sandboxed process reach loopback ports;
+    // it opens nothing else (the metadata endpoints stay denied), so it is
+    // the loopback addresses exactly, not `local allow`.
+    if let Some(l) = local {
+        let _ = writeln!(out, "    allow ip 127.0.0.1  # network.allowLocalBinding (line {l})");
+        let _ = writeln!(out, "    allow ip ::1  # network.allowLocalBinding (line {l})");
     }
     for (d, l) in &denied {
         if d == "*" || d.starts_with("*:") {
