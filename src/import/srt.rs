@@ -274,8 +274,14 @@ pub fn import(text: &str) -> Import {
     // it opens nothing else (the metadata endpoints stay denied), so it is
     // the loopback addresses exactly, not `local allow`.
     if let Some(l) = local {
-        let _ = writeln!(out, "    allow ip 127.0.0.1  # network.allowLocalBinding (line {l})");
-        let _ = writeln!(out, "    allow ip ::1  # network.allowLocalBinding (line {l})");
+        let _ = writeln!(
+            out,
+            "    allow ip 127.0.0.1  # network.allowLocalBinding (line {l})"
+        );
+        let _ = writeln!(
+            out,
+            "    allow ip ::1  # network.allowLocalBinding (line {l})"
+        );
     }
     for (d, l) in &denied {
         if d == "*" || d.starts_with("*:") {
