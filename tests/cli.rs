@@ -18,7 +18,7 @@ fn policyc(args: &[&str]) -> Output {
         .unwrap()
 }
 
-/// The shipped valid policies (`policies/invalid/` holds files that must fail).
+/// The shipped valid policies (`examples/mistakes/` holds files that must fail).
 fn valid() -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(format!("{}/policies", env!("CARGO_MANIFEST_DIR")))
         .unwrap()
@@ -213,7 +213,7 @@ fn a_malformed_query_line_is_an_error_line_and_exit_3() {
 
 #[test]
 fn check_reports_all_six_mistakes_with_carets_and_help() {
-    let o = policyc(&["check", "policies/invalid/many-mistakes.policy"]);
+    let o = policyc(&["check", "examples/mistakes/many-mistakes.policy"]);
     assert_eq!(o.status.code(), Some(1));
     let out = stdout(&o);
     golden("many_mistakes.txt", &out);
@@ -228,7 +228,7 @@ fn check_json_has_the_documented_fields() {
         "check",
         "--format",
         "json",
-        "policies/invalid/many-mistakes.policy",
+        "examples/mistakes/many-mistakes.policy",
     ]);
     assert_eq!(o.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
@@ -339,20 +339,20 @@ fn the_spec_examples_of_sections_3_to_8_hold() {
     assert!(out.contains("74 passed, 0 failed"), "{out}");
 }
 
-/// Every file in `policies/invalid/` fails `policyc check` with the
+/// Every file in `examples/mistakes/` fails `policyc check` with the
 /// diagnostics recorded in `tests/golden/invalid_codes.txt`.
 #[test]
 fn invalid_policies_fail_with_the_right_codes() {
     let mut report = String::new();
     let mut files: Vec<_> =
-        std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/policies/invalid"))
+        std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/mistakes"))
             .unwrap()
             .map(|e| e.unwrap().path())
             .collect();
     files.sort();
     for f in files {
         let rel = format!(
-            "policies/invalid/{}",
+            "examples/mistakes/{}",
             f.file_name().unwrap().to_string_lossy()
         );
         let o = policyc(&["check", "--format", "json", &rel]);
@@ -384,7 +384,7 @@ fn every_expectation_holds_through_eval_in_both_query_forms() {
         "tests/data/spec-requirements",
         "tests/data/rulings.policy",
         "tests/data/adversarial.policy",
-        "policies/enterprise",
+        "examples/enterprise",
     ] {
         sets.push(extra.to_string());
     }
@@ -737,7 +737,7 @@ fn a_closed_pipe_ends_every_subcommand_quietly() {
     let import = "tests/data/import/zc-config-basics.toml";
     for args in [
         &["check", "--format", "json", "policies/coding-agent.policy"][..],
-        &["check", "policies/invalid/many-mistakes.policy"],
+        &["check", "examples/mistakes/many-mistakes.policy"],
         &["fmt", "--check", "tests/data/messy.policy"],
         &["import", "zerocode", import],
         &["test", "policies/coding-agent.policy"],

@@ -358,6 +358,17 @@ impl PolicySet {
         self.inner.rules.get(id)
     }
 
+    /// Every rule that decisions can name, in the order they were
+    /// compiled: what test coverage is measured against. A statement that
+    /// several policies share (a `requirements` block) may appear once per
+    /// policy, with the same place.
+    pub fn rules(&self) -> impl Iterator<Item = (RuleId, RuleRef<'_>)> + '_ {
+        (0..self.inner.rules.len()).filter_map(move |i| {
+            let id = RuleId(u32::try_from(i).ok()?);
+            Some((id, self.inner.rules.get(id)?))
+        })
+    }
+
     /// The set's revision: the first 16 hex digits of the SHA-256 of its
     /// serialised form (the same bytes a compiled artifact checksums),
     /// computed on first use.

@@ -5,10 +5,12 @@
 //! a [`Diagnostic`] with a span, so `policyc check`, the playground and the
 //! library report the same thing the same way.
 
+mod ci;
 mod render;
 
 use serde::Serialize;
 
+pub use ci::{render_github, render_sarif};
 pub use render::{JsonDiagnostic, render_human, render_json, to_json_records};
 
 use crate::source::Span;

@@ -1,21 +1,16 @@
 //! `policyc check`: every error and warning of every file, in one run.
+//! Human diagnostics go to standard error; the machine formats (JSON,
+//! SARIF, GitHub annotations) are the command's result, on standard output.
 
-use gatehouse::diag::{Severity, render_human, render_json};
+use gatehouse::diag::{Severity, render_github, render_human, render_json, render_sarif};
 
 use crate::Exit;
+use crate::cli::{CheckArgs, CheckFormat};
 
-pub fn run(args: &[String]) -> Exit {
-    let (a, sources) =
-        match crate::load::args_and_sources(args, &["--deny-warnings"], &["--format"]) {
-            Ok(x) => x,
-            Err(e) => return e,
-        };
-    let json = match a.value("--format") {
-        None | Some("human") => false,
-        Some("json") => true,
-        Some(other) => {
-            return Exit::Usage(format!("unknown format `{other}`: use `human` or `json`"));
-        }
+pub fn run(a: &CheckArgs) -> Exit {
+    let sources = match crate::load::paths(&a.paths) {
+        Ok(s) => s,
+        Err(e) => return e,
     };
     let files = sources.files().count();
     let b = gatehouse::build(sources);
@@ -25,25 +20,37 @@ pub fn run(args: &[String]) -> Exit {
         .filter(|d| d.severity == Severity::Error)
         .count();
     let warnings = b.diagnostics.len() - errors;
-    if json {
-        outln!("{}", render_json(&b.diagnostics, &b.sources));
-    } else if b.diagnostics.is_empty() {
-        let policies = b.set.as_ref().map_or(0, |s| s.policies().count());
-        outln!(
-            "ok: {policies} {} in {files} {}",
-            plural(policies, "policy", "policies"),
-            plural(files, "file", "files")
-        );
-    } else {
-        out!("{}", render_human(&b.diagnostics, &b.sources));
+    match a.format {
+        CheckFormat::Json => outln!("{}", render_json(&b.diagnostics, &b.sources)),
+        CheckFormat::Sarif => outln!("{}", render_sarif(&b.diagnostics, &b.sources)),
+        CheckFormat::Github => out!("{}", render_github(&b.diagnostics, &b.sources)),
+        CheckFormat::Human => {
+            if !b.diagnostics.is_empty() {
+                err!("{}", render_human(&b.diagnostics, &b.sources));
+            }
+            if errors == 0 {
+                let policies = b.set.as_ref().map_or(0, |s| s.policies().count());
+                outln!(
+                    "ok: {} in {}{}",
+                    count(policies, "policy", "policies"),
+                    count(files, "file", "files"),
+                    if warnings > 0 {
+                        format!(" ({})", count(warnings, "warning", "warnings"))
+                    } else {
+                        String::new()
+                    }
+                );
+            }
+        }
     }
-    if errors > 0 || (warnings > 0 && a.flag("--deny-warnings")) {
+    if errors > 0 || (warnings > 0 && a.deny_warnings) {
         Exit::Failed
     } else {
         Exit::Ok
     }
 }
 
-fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
-    if n == 1 { one } else { many }
+/// `1 policy`, `2 policies`.
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }

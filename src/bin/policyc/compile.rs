@@ -1,14 +1,13 @@
 //! `policyc compile`: write the compiled set as an artifact.
 
 use crate::Exit;
+use crate::check::count;
+use crate::cli::CompileArgs;
 
-pub fn run(args: &[String]) -> Exit {
-    let (a, sources) = match crate::load::args_and_sources(args, &[], &["-o", "--output"]) {
-        Ok(x) => x,
+pub fn run(a: &CompileArgs) -> Exit {
+    let sources = match crate::load::paths(&a.paths) {
+        Ok(s) => s,
         Err(e) => return e,
-    };
-    let Some(out) = a.value("-o").or(a.value("--output")) else {
-        return Exit::Usage("give the artifact's path with `-o FILE`".into());
     };
     let (_, set) = match crate::load::compiled(sources) {
         Ok(x) => x,
@@ -21,14 +20,15 @@ pub fn run(args: &[String]) -> Exit {
             return Exit::Failed;
         }
     };
+    let out = &a.output;
     if let Err(e) = std::fs::write(out, &bytes) {
         errln!("error: cannot write `{out}`: {e}");
         return Exit::Failed;
     }
     outln!(
-        "wrote {out}: {} policies, {} bytes, revision {}",
-        set.policies().count(),
-        bytes.len(),
+        "wrote {out}: {}, {}, revision {}",
+        count(set.policies().count(), "policy", "policies"),
+        count(bytes.len(), "byte", "bytes"),
         set.revision()
     );
     Exit::Ok

@@ -6,25 +6,11 @@ use gatehouse::query::Query;
 use gatehouse::{Policy, PolicySet};
 
 use crate::Exit;
+use crate::cli::EvalArgs;
 
-pub fn run(args: &[String]) -> Exit {
-    let options = [
-        "--policy",
-        "--workspace",
-        "--query",
-        "--queries",
-        "--artifact",
-        "--log",
-    ];
-    let a = match crate::args::Args::parse(args, &[], &options) {
-        Ok(a) => a,
-        Err(e) => return e,
-    };
-    let queries = a.all("--query");
-    let file = a.value("--queries");
-    if queries.is_empty() == file.is_none() {
-        return Exit::Usage("give either `--query TEXT` (any number) or `--queries FILE|-`".into());
-    }
+pub fn run(a: &EvalArgs) -> Exit {
+    let queries = &a.query;
+    let file = a.queries.as_deref();
     // Every `--query` answers with one line: a blank one (or a comment)
     // would answer nothing and look like success.
     if let Some(q) = queries
@@ -35,8 +21,8 @@ pub fn run(args: &[String]) -> Exit {
             "`--query {q:?}` holds no query; write one, for example `--query 'connect github.com:443'`"
         ));
     }
-    let set = match (a.value("--artifact"), a.paths.is_empty()) {
-        (Some(path), true) => match std::fs::read(path) {
+    let set = match a.artifact.as_deref() {
+        Some(path) => match std::fs::read(path) {
             Ok(bytes) => match PolicySet::from_artifact(&bytes) {
                 Ok(set) => set,
                 Err(e) => {
@@ -46,14 +32,8 @@ pub fn run(args: &[String]) -> Exit {
             },
             Err(e) => return Exit::Usage(format!("cannot read `{path}`: {e}")),
         },
-        (Some(_), false) => {
-            return Exit::Usage("give policy files or `--artifact FILE`, not both".into());
-        }
-        (None, _) => {
-            if let Err(e) = a.need_paths() {
-                return e;
-            }
-            let sources = match crate::load::sources(&a.paths) {
+        None => {
+            let sources = match crate::load::sources(&a.paths, &[]) {
                 Ok(s) => s,
                 Err(e) => return e,
             };
@@ -64,15 +44,15 @@ pub fn run(args: &[String]) -> Exit {
         }
     };
     let set = &set;
-    let policy = match pick(set, a.value("--policy")) {
+    let policy = match pick(set, a.policy.as_deref()) {
         Ok(p) => p,
         Err(e) => return e,
     };
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let mut bad = false;
-    let mut workspaces = crate::load::Workspaces::new(a.value("--workspace"));
-    let sink = match a.value("--log") {
+    let mut workspaces = crate::load::Workspaces::new(a.workspace.as_deref());
+    let sink = match a.log.as_deref() {
         None => None,
         Some(path) => match std::fs::File::create(path) {
             Ok(f) => Some(gatehouse::log::JsonLinesSink::new(std::io::BufWriter::new(
@@ -135,8 +115,8 @@ pub fn pick<'a>(set: &'a PolicySet, name: Option<&str>) -> Result<&'a Policy, Ex
         None => set.single().ok_or_else(|| {
             let names: Vec<&str> = set.policies().map(Policy::name).collect();
             Exit::Usage(format!(
-                "the set holds {} policies ({}); pick one with `--policy NAME`",
-                names.len(),
+                "the set holds {} ({}); pick one with `--policy NAME`",
+                crate::check::count(names.len(), "policy", "policies"),
                 names.join(", ")
             ))
         }),

@@ -3,24 +3,17 @@
 //! ruleset, on stdout.
 
 use crate::Exit;
+use crate::cli::Export;
 
-pub fn run(args: &[String]) -> Exit {
-    let Some((format, rest)) = args.split_first() else {
-        return Exit::Usage("export what? `policyc export nftables PATH...`".into());
-    };
-    if format != "nftables" {
-        let hint = gatehouse::diag::did_you_mean(format, ["nftables"])
-            .map(|h| format!(" ({h})"))
-            .unwrap_or_default();
-        return Exit::Usage(format!("unknown export format `{format}`{hint}"));
-    }
-    let (a, sources) =
-        match crate::load::args_and_sources(rest, &[], &["--policy", "--proxy", "--resolver"]) {
-            Ok(x) => x,
-            Err(e) => return e,
-        };
-    let addr = |flag: &str, default: &str| -> Result<Option<std::net::SocketAddr>, Exit> {
-        match a.value(flag).unwrap_or(default) {
+pub fn run(e: &Export) -> Exit {
+    let Export::Nftables {
+        policy,
+        proxy,
+        resolver,
+        paths,
+    } = e;
+    let addr = |flag: &str, v: &str| -> Result<Option<std::net::SocketAddr>, Exit> {
+        match v {
             "none" => Ok(None),
             v => v
                 .parse()
@@ -28,18 +21,19 @@ pub fn run(args: &[String]) -> Exit {
                 .map_err(|_| Exit::Usage(format!("`{flag}` takes IP:PORT or `none`, not `{v}`"))),
         }
     };
-    let exits = match (
-        addr("--proxy", "127.0.0.1:3128"),
-        addr("--resolver", "127.0.0.1:5353"),
-    ) {
+    let exits = match (addr("--proxy", proxy), addr("--resolver", resolver)) {
         (Ok(proxy), Ok(resolver)) => gatehouse::export::Exits { proxy, resolver },
         (Err(e), _) | (_, Err(e)) => return e,
+    };
+    let sources = match crate::load::paths(paths) {
+        Ok(s) => s,
+        Err(e) => return e,
     };
     let (build, _) = match crate::load::compiled(sources) {
         Ok(x) => x,
         Err(e) => return e,
     };
-    match gatehouse::export::nftables(&build, a.value("--policy"), &exits) {
+    match gatehouse::export::nftables(&build, policy.as_deref(), &exits) {
         Ok(text) => {
             out!("{text}");
             Exit::Ok

@@ -1,13 +1,13 @@
 //! `policyc fmt`: rewrite files in the canonical layout (or `--check`).
 
 use crate::Exit;
+use crate::cli::FmtArgs;
 
-pub fn run(args: &[String]) -> Exit {
-    let (a, sources) = match crate::load::args_and_sources(args, &["--check"], &[]) {
-        Ok(x) => x,
+pub fn run(a: &FmtArgs) -> Exit {
+    let sources = match crate::load::paths(&a.paths) {
+        Ok(s) => s,
         Err(e) => return e,
     };
-    let check = a.flag("--check");
     let mut failed = false;
     for (id, file) in sources.files() {
         let formatted = match gatehouse::fmt::format_source(id, file) {
@@ -27,7 +27,7 @@ pub fn run(args: &[String]) -> Exit {
         if formatted == file.text {
             continue;
         }
-        if check {
+        if a.check {
             outln!("would reformat {}", file.name);
             failed = true;
         } else if let Err(e) = std::fs::write(&file.name, &formatted) {

@@ -4,35 +4,29 @@
 use gatehouse::import::{Import, Input, Severity};
 
 use crate::Exit;
-use crate::args::Args;
+use crate::cli::Import as ImportCmd;
 
-pub fn run(args: &[String]) -> Exit {
-    let Some((format, rest)) = args.split_first() else {
-        return Exit::Usage("`import` takes `zerocode`, `zoo` or `srt`".into());
-    };
-    let a = match Args::parse(rest, &[], &["--requirements", "--profile"]) {
-        Ok(a) => a,
-        Err(e) => return e,
-    };
-    let [path] = a.paths.as_slice() else {
-        return Exit::Usage("`import` takes one input file".into());
-    };
+pub fn run(cmd: &ImportCmd) -> Exit {
     let read = |p: &str| {
         std::fs::read_to_string(p).map_err(|e| Exit::Usage(format!("cannot read `{p}`: {e}")))
     };
-    let text = match read(path) {
-        Ok(t) => t,
-        Err(e) => return e,
-    };
-    let import = match format.as_str() {
-        "zerocode" => {
-            let requirements = match a.value("--requirements").map(read).transpose() {
+    let (path, requirements, profile_arg, import) = match cmd {
+        ImportCmd::Zerocode {
+            config,
+            requirements,
+            profile,
+        } => {
+            let text = match read(config) {
+                Ok(t) => t,
+                Err(e) => return e,
+            };
+            let req_text = match requirements.as_deref().map(read).transpose() {
                 Ok(r) => r,
                 Err(e) => return e,
             };
             // `--profile NAME`: a profile file when NAME is one, otherwise
             // the `[profiles.NAME]` table of the config.
-            let (profile, profile_file) = match a.value("--profile") {
+            let (name, profile_file) = match profile.as_deref() {
                 Some(p) if std::path::Path::new(p).is_file() => {
                     let name = std::path::Path::new(p).file_name().map(|n| {
                         n.to_string_lossy()
@@ -48,25 +42,31 @@ pub fn run(args: &[String]) -> Exit {
                 Some(p) => (Some(p.to_string()), None),
                 None => (None, None),
             };
-            gatehouse::import::zerocode::import(
+            let import = gatehouse::import::zerocode::import(
                 &text,
-                requirements.as_deref(),
-                profile.as_deref(),
+                req_text.as_deref(),
+                name.as_deref(),
                 profile_file.as_deref(),
-            )
+            );
+            (config, requirements.as_deref(), profile.as_deref(), import)
         }
-        "zoo" => gatehouse::import::zoo::import(&text),
-        "srt" => gatehouse::import::srt::import(&text),
-        other => {
-            let hint = gatehouse::diag::did_you_mean(other, ["zerocode", "zoo", "srt"])
-                .map(|h| format!(" ({h})"))
-                .unwrap_or_default();
-            return Exit::Usage(format!("unknown import format `{other}`{hint}"));
-        }
+        ImportCmd::Zoo { policy } => match read(policy) {
+            Ok(t) => (policy, None, None, gatehouse::import::zoo::import(&t)),
+            Err(e) => return e,
+        },
+        ImportCmd::Srt { settings } => match read(settings) {
+            Ok(t) => (settings, None, None, gatehouse::import::srt::import(&t)),
+            Err(e) => return e,
+        },
     };
-    let requirements = a.value("--requirements").unwrap_or("requirements");
-    let profile = a.value("--profile").unwrap_or("profile");
-    report([path.as_str(), profile, requirements], &import)
+    report(
+        [
+            path.as_str(),
+            profile_arg.unwrap_or("profile"),
+            requirements.unwrap_or("requirements"),
+        ],
+        &import,
+    )
 }
 
 /// Notes on stderr, each as `kind: FILE:LINE: message` (`FILE:` alone when

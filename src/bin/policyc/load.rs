@@ -6,17 +6,21 @@ use std::path::{Path, PathBuf};
 use gatehouse::source::SourceMap;
 
 use crate::Exit;
-use crate::args::Args;
+use crate::cli::Paths;
+use crate::exclude::Excludes;
 
-fn collect(path: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+fn collect(path: &Path, excludes: &Excludes, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     if path.is_dir() {
         let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .collect();
         entries.sort();
         for e in entries {
+            if excludes.excludes(&e) {
+                continue;
+            }
             if e.is_dir() || e.extension().is_some_and(|x| x == "policy") {
-                collect(&e, out)?;
+                collect(&e, excludes, out)?;
             }
         }
     } else {
@@ -26,14 +30,18 @@ fn collect(path: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 }
 
 /// Every file named by `paths`, read into a source map, in a stable order.
-pub fn sources(paths: &[String]) -> Result<SourceMap, Exit> {
+/// Exclusions apply inside directories; a file named on the command line is
+/// always read.
+pub fn sources(paths: &[String], exclude: &[String]) -> Result<SourceMap, Exit> {
+    let excludes = Excludes::new(exclude);
     let mut files = Vec::new();
     for p in paths {
         let path = Path::new(p);
         if !path.exists() {
             return Err(Exit::Usage(format!("`{p}` does not exist")));
         }
-        collect(path, &mut files).map_err(|e| Exit::Usage(format!("cannot read `{p}`: {e}")))?;
+        collect(path, &excludes, &mut files)
+            .map_err(|e| Exit::Usage(format!("cannot read `{p}`: {e}")))?;
     }
     let mut map = SourceMap::new();
     for f in files {
@@ -44,17 +52,9 @@ pub fn sources(paths: &[String]) -> Result<SourceMap, Exit> {
     Ok(map)
 }
 
-/// Reads a subcommand's arguments (`switches` take no value, `options` one)
-/// and the policy files they name.
-pub fn args_and_sources(
-    args: &[String],
-    switches: &[&str],
-    options: &[&str],
-) -> Result<(Args, SourceMap), Exit> {
-    let a = Args::parse(args, switches, options)?;
-    a.need_paths()?;
-    let sources = sources(&a.paths)?;
-    Ok((a, sources))
+/// The files that `--exclude` leaves of `paths`.
+pub fn paths(p: &Paths) -> Result<SourceMap, Exit> {
+    sources(&p.paths, &p.exclude)
 }
 
 /// Builds the set, or prints its diagnostics on stderr and fails.

@@ -22,10 +22,11 @@ macro_rules! errln {
     ($($t:tt)*) => { $crate::output::write_err(true, format_args!($($t)*)) };
 }
 
-mod args;
 mod check;
+mod cli;
 mod compile;
 mod eval;
+mod exclude;
 mod export;
 mod fmt;
 mod import;
@@ -35,68 +36,65 @@ mod test;
 
 use std::process::ExitCode;
 
-const USAGE: &str = "\
-usage:
-  policyc check [--format human|json] [--deny-warnings] PATH...
-  policyc eval  [--policy NAME] [--workspace DIR] [--log FILE] (PATH... | --artifact FILE) (--query TEXT | --queries FILE|-)
-  policyc test  PATH...
-  policyc fmt   [--check] PATH...
-  policyc compile PATH... -o FILE
-  policyc import zerocode CONFIG.toml [--requirements REQUIREMENTS.toml] [--profile NAME]
-  policyc import zoo POLICY.json
-  policyc export nftables PATH... [--policy NAME] [--proxy IP:PORT|none] [--resolver IP:PORT|none]
+use clap::{CommandFactory, Parser};
 
-PATH is a .policy file or a directory (read recursively for *.policy).";
+use cli::{Cli, Command};
 
 /// How a subcommand ended.
 pub enum Exit {
     Ok,
     /// Errors in the policies, or failed tests / unformatted files.
     Failed,
-    /// Bad arguments.
+    /// Bad arguments that clap could not see (a policy name, an address).
     Usage(String),
     /// `eval`: some query lines could not be read.
     BadQueries,
 }
 
 fn main() -> ExitCode {
-    let mut argv = std::env::args().skip(1);
-    let cmd = argv.next();
-    let rest: Vec<String> = argv.collect();
-    let result = match cmd.as_deref() {
-        Some("check") => check::run(&rest),
-        Some("eval") => eval::run(&rest),
-        Some("test") => test::run(&rest),
-        Some("fmt") => fmt::run(&rest),
-        Some("compile") => compile::run(&rest),
-        Some("import") => import::run(&rest),
-        Some("export") => export::run(&rest),
-        Some("-h" | "--help" | "help") => {
-            outln!("{USAGE}");
-            Exit::Ok
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // `--help` and `--version` print on stdout and exit 0; usage
+            // errors on stderr with the subcommand's usage, exit 2.
+            let code = e.exit_code();
+            if e.use_stderr() {
+                errln!("{}", e.render());
+            } else {
+                out!("{}", e.render());
+            }
+            return ExitCode::from(u8::try_from(code).unwrap_or(2));
         }
-        Some("--version" | "-V") => {
-            outln!("policyc {}", env!("CARGO_PKG_VERSION"));
-            Exit::Ok
-        }
-        Some(other) => {
-            let known = [
-                "check", "eval", "test", "fmt", "compile", "import", "export",
-            ];
-            let hint = gatehouse::diag::did_you_mean(other, known)
-                .map(|h| format!(" ({h})"))
-                .unwrap_or_default();
-            Exit::Usage(format!("unknown command `{other}`{hint}"))
-        }
-        None => Exit::Usage("no command given".into()),
+    };
+    let (name, result) = match cli.command {
+        Command::Check(a) => ("check", check::run(&a)),
+        Command::Eval(a) => ("eval", eval::run(&a)),
+        Command::Test(a) => ("test", test::run(&a)),
+        Command::Fmt(a) => ("fmt", fmt::run(&a)),
+        Command::Compile(a) => ("compile", compile::run(&a)),
+        Command::Import(a) => ("import", import::run(&a)),
+        Command::Export(a) => ("export", export::run(&a)),
+        Command::Completions { shell } => ("completions", completions(shell)),
     };
     match result {
         Exit::Ok => ExitCode::SUCCESS,
         Exit::Failed => ExitCode::from(1),
         Exit::Usage(msg) => {
-            errln!("error: {msg}\n\n{USAGE}");
+            errln!("error: {msg}\n\nFor more information, try 'policyc {name} --help'.");
             ExitCode::from(2)
         }
         Exit::BadQueries => ExitCode::from(3),
     }
+}
+
+fn completions(shell: cli::Shell) -> Exit {
+    let shell = match shell {
+        cli::Shell::Bash => clap_complete::Shell::Bash,
+        cli::Shell::Zsh => clap_complete::Shell::Zsh,
+        cli::Shell::Fish => clap_complete::Shell::Fish,
+    };
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "policyc", &mut script);
+    out!("{}", String::from_utf8_lossy(&script));
+    Exit::Ok
 }

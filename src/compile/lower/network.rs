@@ -28,17 +28,20 @@ impl Compiler<'_> {
         let mut v6_rules = Vec::new();
         for s in stmts {
             match s {
+                // A statement becomes a rule only where a decision can
+                // name it (so that test coverage counts what tests can
+                // reach): `default deny`, `dns on` and `local` never
+                // decide by themselves (spec: a `not_allowed` or
+                // `local_address` decision names no rule).
                 NetStmt::Default(v) => {
                     net.default_allow = v.node == Effect::Allow;
-                    net.default_rule = Some(self.rule(v.span));
+                    net.default_rule = net.default_allow.then(|| self.rule(v.span));
                 }
                 NetStmt::Dns(v) => {
-                    let id = self.rule(v.span);
-                    net.dns_off = (v.node == Switch::Off).then_some(id);
+                    net.dns_off = (v.node == Switch::Off).then(|| self.rule(v.span));
                 }
                 NetStmt::Local(v) => {
                     net.local_allow = v.node == Effect::Allow;
-                    self.rule(v.span);
                 }
                 NetStmt::Rule(r) => {
                     let id = self.rule(r.span);
@@ -113,12 +116,19 @@ impl Compiler<'_> {
 
     pub(in crate::compile) fn proxy(&mut self, proxy: &mut Proxy, stmts: &[ProxyStmt]) {
         for s in stmts {
-            let rule = Some(self.rule(s.span()));
-            let (slot, on) = match s {
-                ProxyStmt::Socks5(v) => (&mut proxy.socks5, v.node == Switch::On),
-                ProxyStmt::Socks5Udp(v) => (&mut proxy.socks5_udp, v.node == Switch::On),
-                ProxyStmt::Upstream(v) => (&mut proxy.upstream, v.node == Switch::On),
-                ProxyStmt::Listen(v) => (&mut proxy.listen_any, v.node == ListenScope::Any),
+            let (named, on) = match s {
+                // `socks5 on` is never named: only a refusal names it.
+                ProxyStmt::Socks5(v) => (v.node == Switch::Off, v.node == Switch::On),
+                ProxyStmt::Socks5Udp(v) => (v.node == Switch::Off, v.node == Switch::On),
+                ProxyStmt::Upstream(v) => (true, v.node == Switch::On),
+                ProxyStmt::Listen(v) => (true, v.node == ListenScope::Any),
+            };
+            let rule = named.then(|| self.rule(s.span()));
+            let slot = match s {
+                ProxyStmt::Socks5(_) => &mut proxy.socks5,
+                ProxyStmt::Socks5Udp(_) => &mut proxy.socks5_udp,
+                ProxyStmt::Upstream(_) => &mut proxy.upstream,
+                ProxyStmt::Listen(_) => &mut proxy.listen_any,
             };
             *slot = SwitchSetting { on, rule };
         }

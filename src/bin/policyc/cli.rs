@@ -1,0 +1,303 @@
+//! The command line, declared once: parsing, `--help`, usage errors, shell
+//! completions and docs/cli.md (generated from `--help` by a test) all come
+//! from these definitions.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+const AFTER_HELP: &str = "\
+Examples:
+  policyc check policies/
+  policyc eval policies/coding-agent.policy --query 'connect github.com:443'
+  policyc test --coverage policies/
+  policyc fmt --check policies/
+
+PATH is a .policy file or a directory, read recursively for *.policy.
+`policyc COMMAND --help` documents each command and its options.
+
+Exit codes:
+  0    success (warnings allowed unless --deny-warnings)
+  1    errors in the policies, failed tests, unformatted files with --check
+  2    usage errors
+  3    eval: some query lines could not be read
+  141  standard output closed early (as a tool stopped by SIGPIPE)";
+
+/// Check, test, evaluate and format gatehouse policies.
+#[derive(Parser)]
+#[command(
+    name = "policyc",
+    version,
+    arg_required_else_help = true,
+    disable_help_subcommand = true,
+    after_help = AFTER_HELP
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Report every error and warning in policy files, in one run
+    #[command(after_help = "\
+Examples:
+  policyc check policies/
+  policyc check --deny-warnings --exclude 'policies/drafts/**' policies/
+  policyc check --format sarif policies/ > gatehouse.sarif
+  policyc check --format github policies/      # annotations in a GitHub workflow
+
+Human diagnostics go to standard error, machine formats to standard output.
+
+Exit codes: 0 no errors, 1 errors (or warnings with --deny-warnings), 2 usage.")]
+    Check(CheckArgs),
+    /// Decide queries with a policy: one JSON decision per query line
+    #[command(after_help = "\
+Examples:
+  policyc eval policies/coding-agent.policy --query 'connect github.com:443'
+  policyc eval policies/ --policy coding-agent --query 'exec git push' --query 'tool shell.exec'
+  echo '{\"kind\":\"dns\",\"name\":\"x.example\"}' | policyc eval policies/observer.policy --queries -
+  policyc eval --artifact set.ghc --policy ci --queries traffic.txt
+
+Queries (text form, one per line; `#` starts a comment):
+  connect HOST:PORT [via http|https|socks5]    dns NAME
+  resolved NAME -> ADDR, ADDR... [port N]       socket PATH
+  listen ADDR:PORT    upstream    tool PERMISSION    app PROGRAM
+  write PATH [in WORKSPACE]     exec WORD... [escalate]
+  mcp SERVER/TOOL [destructive=true] [read_only=true] [open_world=true]
+  prompt CATEGORY    web_search
+  review ACTION with risk=LEVEL auth=LEVEL ...   (docs/language.md)
+or one JSON object per line: {\"kind\":\"connect\",\"host\":\"github.com\",\"port\":443}
+
+Exit codes: 0 decided (whatever the decisions), 1 policy errors, 2 usage,
+3 some query lines could not be read (each answered with {\"error\": ...}).")]
+    Eval(EvalArgs),
+    /// Run the `test` blocks of policy files
+    #[command(after_help = "\
+Examples:
+  policyc test policies/
+  policyc test --format junit policies/ > gatehouse-tests.xml
+  policyc test --coverage --fail-under 80 policies/
+
+Exit codes: 0 every test passed, 1 a failure (or coverage under
+--fail-under), 2 usage.")]
+    Test(TestArgs),
+    /// Rewrite policy files in the canonical layout, comments kept
+    #[command(after_help = "\
+Examples:
+  policyc fmt policies/
+  policyc fmt --check policies/      # exit 1 and name the files that would change")]
+    Fmt(FmtArgs),
+    /// Write the compiled policy set as a checksummed artifact
+    #[command(after_help = "\
+Examples:
+  policyc compile policies/ -o set.ghc
+  policyc eval --artifact set.ghc --policy coding-agent --query 'dns github.com'")]
+    Compile(CompileArgs),
+    /// Translate another system's configuration into policy text
+    #[command(subcommand)]
+    Import(Import),
+    /// Write a policy in another system's format
+    #[command(subcommand)]
+    Export(Export),
+    /// Print a shell completion script
+    #[command(after_help = "\
+Examples:
+  policyc completions bash > ~/.local/share/bash-completion/completions/policyc
+  policyc completions zsh > ~/.zfunc/_policyc
+  policyc completions fish > ~/.config/fish/completions/policyc.fish")]
+    Completions {
+        /// The shell
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+}
+
+/// The shells `completions` writes for.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+/// `check --format`.
+#[derive(Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum CheckFormat {
+    /// Diagnostics with source lines and carets, on standard error
+    #[default]
+    Human,
+    /// A JSON array of diagnostics
+    Json,
+    /// SARIF 2.1.0, for code scanning
+    Sarif,
+    /// GitHub Actions workflow commands (annotations)
+    Github,
+}
+
+/// `test --format`.
+#[derive(Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum TestFormat {
+    /// One block per failure, then a summary
+    #[default]
+    Human,
+    /// One JSON object: every case, its result, and coverage if asked
+    Json,
+    /// JUnit XML, one testsuite per test block
+    Junit,
+}
+
+/// Paths to read, with exclusions.
+#[derive(Args)]
+pub struct Paths {
+    /// Policy files or directories (read recursively for *.policy)
+    #[arg(value_name = "PATH", required = true)]
+    pub paths: Vec<String>,
+    /// Skip files and directories matching GLOB (`*`, `**`, `?`; a GLOB
+    /// without `/` matches a name at any depth). Repeatable
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
+}
+
+#[derive(Args)]
+pub struct CheckArgs {
+    /// Output format
+    #[arg(long, value_enum, default_value_t)]
+    pub format: CheckFormat,
+    /// Fail (exit 1) on warnings too
+    #[arg(long)]
+    pub deny_warnings: bool,
+    #[command(flatten)]
+    pub paths: Paths,
+}
+
+#[derive(Args)]
+#[command(group = clap::ArgGroup::new("input").required(true).args(["query", "queries"]))]
+pub struct EvalArgs {
+    /// The policy to ask (may be left out when the set holds one)
+    #[arg(long, value_name = "NAME")]
+    pub policy: Option<String>,
+    /// The workspace of `write` queries that name none [default: the
+    /// current directory]
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<String>,
+    /// Also write each decision, masked, as a JSON line to FILE
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<String>,
+    /// Load a compiled artifact instead of policy files
+    #[arg(long, value_name = "FILE", conflicts_with = "paths")]
+    pub artifact: Option<String>,
+    /// A query in the text form or as JSON. Repeatable
+    #[arg(long, value_name = "TEXT", conflicts_with = "queries")]
+    pub query: Vec<String>,
+    /// Read queries from FILE, one per line (`-` for standard input)
+    #[arg(long, value_name = "FILE|-")]
+    pub queries: Option<String>,
+    /// Policy files or directories (read recursively for *.policy)
+    #[arg(value_name = "PATH", required_unless_present = "artifact")]
+    pub paths: Vec<String>,
+}
+
+#[derive(Args)]
+pub struct TestArgs {
+    /// Output format
+    #[arg(long, value_enum, default_value_t)]
+    pub format: TestFormat,
+    /// Report the rules no test decided, per file and line
+    #[arg(long)]
+    pub coverage: bool,
+    /// With --coverage: fail when fewer than PERCENT of the rules decided a
+    /// test
+    #[arg(long, value_name = "PERCENT", requires = "coverage", value_parser = percent)]
+    pub fail_under: Option<f64>,
+    #[command(flatten)]
+    pub paths: Paths,
+}
+
+fn percent(s: &str) -> Result<f64, String> {
+    match s.trim_end_matches('%').parse::<f64>() {
+        Ok(p) if (0.0..=100.0).contains(&p) => Ok(p),
+        _ => Err(format!("`{s}` is not a percentage from 0 to 100")),
+    }
+}
+
+#[derive(Args)]
+pub struct FmtArgs {
+    /// Change nothing; exit 1 and name the files that are not formatted
+    #[arg(long)]
+    pub check: bool,
+    #[command(flatten)]
+    pub paths: Paths,
+}
+
+#[derive(Args)]
+pub struct CompileArgs {
+    /// Where to write the artifact
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: String,
+    #[command(flatten)]
+    pub paths: Paths,
+}
+
+#[derive(Subcommand)]
+pub enum Import {
+    /// A ZeroCode config.toml (with its requirements and profile)
+    #[command(after_help = "\
+Examples:
+  policyc import zerocode ~/.zerocode/config.toml > agent.policy
+  policyc import zerocode config.toml --requirements /etc/zerocode/requirements.toml --profile ci
+
+The policy text goes to standard output; warnings and errors, each with its
+file and line, to standard error. The output is checked before it is
+written: an import never succeeds with text that `policyc check` refuses.")]
+    Zerocode {
+        /// The config.toml
+        #[arg(value_name = "CONFIG.toml")]
+        config: String,
+        /// The administrator's requirements.toml
+        #[arg(long, value_name = "REQUIREMENTS.toml")]
+        requirements: Option<String>,
+        /// A profile: a `[profiles.NAME]` table of the config, or a profile
+        /// file
+        #[arg(long, value_name = "NAME|FILE")]
+        profile: Option<String>,
+    },
+    /// A Zoo sandbox service policy (JSON)
+    #[command(after_help = "\
+Examples:
+  policyc import zoo zoo-policy.json > zoo.policy")]
+    Zoo {
+        /// The policy document
+        #[arg(value_name = "POLICY.json")]
+        policy: String,
+    },
+    /// sandbox-runtime settings (JSON)
+    #[command(after_help = "\
+Examples:
+  policyc import srt ~/.srt-settings.json > srt.policy")]
+    Srt {
+        /// The settings file
+        #[arg(value_name = "SETTINGS.json")]
+        settings: String,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum Export {
+    /// The address layer of a policy as an nftables ruleset
+    #[command(after_help = "\
+Examples:
+  policyc export nftables policies/egress-demo.policy > gatehouse.nft
+  policyc export nftables policies/ --policy coding-agent --proxy 127.0.0.1:3128 --resolver none")]
+    Nftables {
+        /// The policy to export (may be left out when the set holds one)
+        #[arg(long, value_name = "NAME")]
+        policy: Option<String>,
+        /// The proxy the sandbox may reach, or `none`
+        #[arg(long, value_name = "IP:PORT|none", default_value = "127.0.0.1:3128")]
+        proxy: String,
+        /// The resolver the sandbox may reach, or `none`
+        #[arg(long, value_name = "IP:PORT|none", default_value = "127.0.0.1:5353")]
+        resolver: String,
+        #[command(flatten)]
+        paths: Paths,
+    },
+}
