@@ -42,6 +42,10 @@ fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
 fn golden(name: &str, actual: &str) {
     let path = format!("{}/tests/golden/{name}", env!("CARGO_MANIFEST_DIR"));
     if std::env::var_os("BLESS").is_some() {
@@ -215,7 +219,9 @@ fn a_malformed_query_line_is_an_error_line_and_exit_3() {
 fn check_reports_all_six_mistakes_with_carets_and_help() {
     let o = policyc(&["check", "examples/mistakes/many-mistakes.policy"]);
     assert_eq!(o.status.code(), Some(1));
-    let out = stdout(&o);
+    // Human diagnostics are not the command's result: standard error.
+    assert!(stdout(&o).is_empty());
+    let out = stderr(&o);
     golden("many_mistakes.txt", &out);
     assert_eq!(out.matches("error[").count(), 6, "{out}");
     assert_eq!(out.matches("= help:").count(), 6, "{out}");
@@ -311,7 +317,8 @@ fn usage_errors_exit_2() {
 fn lints_warn_and_deny_warnings_fails() {
     let o = policyc(&["check", "tests/data/lints.policy"]);
     assert_eq!(o.status.code(), Some(0));
-    let out = stdout(&o);
+    assert_eq!(stdout(&o), "ok: 2 policies in 1 file (6 warnings)\n");
+    let out = stderr(&o);
     golden("lints.txt", &out);
     for code in [
         "covered_rule",
@@ -737,7 +744,20 @@ fn a_closed_pipe_ends_every_subcommand_quietly() {
     let import = "tests/data/import/zc-config-basics.toml";
     for args in [
         &["check", "--format", "json", "policies/coding-agent.policy"][..],
-        &["check", "examples/mistakes/many-mistakes.policy"],
+        &[
+            "check",
+            "--format",
+            "github",
+            "examples/mistakes/many-mistakes.policy",
+        ],
+        &[
+            "check",
+            "--format",
+            "sarif",
+            "examples/mistakes/many-mistakes.policy",
+        ],
+        &["test", "--format", "junit", "policies/coding-agent.policy"],
+        &["completions", "bash"],
         &["fmt", "--check", "tests/data/messy.policy"],
         &["import", "zerocode", import],
         &["test", "policies/coding-agent.policy"],

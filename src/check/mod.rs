@@ -63,6 +63,8 @@ pub enum CheckError {
     UnknownPolicy(String),
     #[error("this test does not say which policy it runs against")]
     TestWithoutPolicy,
+    #[error("unknown reason code `{0}`")]
+    UnknownReason(String),
 }
 
 impl CheckError {
@@ -98,6 +100,7 @@ impl CheckError {
             CheckError::ToolPattern(_) | CheckError::ToolWildcard(_) => "invalid_tool_pattern",
             CheckError::UnknownPolicy(_) => "unknown_policy",
             CheckError::TestWithoutPolicy => "test_without_policy",
+            CheckError::UnknownReason(_) => "unknown_reason",
         }
     }
 
@@ -146,6 +149,10 @@ impl CheckError {
             CheckError::AuthorizeLevel => "write `authorize high with LEVEL`".into(),
             CheckError::ToolPattern(_) => "for example `tool github/delete_repo`, `tool github/*` or `tool */delete_repo`".into(),
             CheckError::ToolWildcard(_) => "`*` matches a whole name (`tool github/*`, `tool */delete_repo`); list partial names one by one: `tool github/delete_repo github/delete_branch`".into(),
+            CheckError::UnknownReason(r) => {
+                return did_you_mean(r, crate::decision::Reason::ALL.iter().map(|r| r.as_str()))
+                    .or_else(|| Some("docs/language.md lists every reason code".into()));
+            }
             CheckError::UnknownPolicy(_) | CheckError::TestWithoutPolicy => return None,
         })
     }
@@ -229,6 +236,14 @@ fn test_block(t: &TestBlock, names: &[&str], diags: &mut Vec<Diagnostic>) {
                 }
             }
             TestStmt::Expect(e) => {
+                if let Some(b) = &e.because {
+                    let known = crate::decision::Reason::ALL
+                        .iter()
+                        .any(|r| r.as_str() == b.node);
+                    if !known {
+                        diags.push(error(CheckError::UnknownReason(b.node.clone()), b.span));
+                    }
+                }
                 if current.is_none() {
                     diags.push(error(CheckError::TestWithoutPolicy, e.span).with_help(Some(
                         "the set holds several policies; add `policy NAME` before the expectations".into(),

@@ -46,6 +46,10 @@ pub enum SyntaxError {
         message: String,
         help: Option<String>,
     },
+    #[error("unterminated string")]
+    UnterminatedString,
+    #[error("this `{{` is never closed")]
+    UnclosedBrace { help: String },
     #[error("the parser could not understand this text")]
     Internal,
 }
@@ -68,6 +72,8 @@ impl SyntaxError {
             SyntaxError::BadEscape { .. } => "bad_escape",
             SyntaxError::UnquotedNonAscii { .. } => "unquoted_non_ascii",
             SyntaxError::InvalidQuery { .. } => "invalid_query",
+            SyntaxError::UnterminatedString => "unterminated_string",
+            SyntaxError::UnclosedBrace { .. } => "unclosed_brace",
             SyntaxError::Internal => "internal",
         }
     }
@@ -89,6 +95,10 @@ impl SyntaxError {
             }
             SyntaxError::UnquotedNonAscii { text, .. } => Some(format!("write it as \"{text}\"")),
             SyntaxError::InvalidQuery { help, .. } => help.clone(),
+            SyntaxError::UnterminatedString => Some(
+                "close it with `\"` on the same line: a string cannot span lines (write `\\n` for a line break)".into(),
+            ),
+            SyntaxError::UnclosedBrace { help } => Some(help.clone()),
             SyntaxError::Internal => Some("please report this with the file that caused it".into()),
         }
     }

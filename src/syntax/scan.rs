@@ -181,6 +181,67 @@ pub(crate) fn too_deep(text: &str, limit: usize) -> Option<usize> {
         .min()
 }
 
+/// Whether the `"` that starts `rest` opens a string its line never
+/// closes (no unescaped `"` follows on the line). A string that does close
+/// but holds a bad escape is another error.
+pub(crate) fn unterminated_string(rest: &str) -> bool {
+    let mut chars = rest.chars().skip(1);
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => return false,
+            '\\' => {
+                chars.next();
+            }
+            '\n' | '\r' => return true,
+            _ => {}
+        }
+    }
+    true
+}
+
+/// When the braces of `text` do not balance (a `{` still open at the end),
+/// the `{` most likely left open, and the `}` that seems to have closed it
+/// by mistake. Braces are matched as the grammar reads them; among the
+/// matched pairs, the first whose `}` starts a line indented differently
+/// from the line of its `{` is taken to be the culprit (its own `}` was
+/// forgotten, so it took an outer block's); with none, the innermost
+/// brace still open.
+pub(crate) fn unclosed_brace(text: &str) -> Option<(usize, Option<usize>)> {
+    let mut stack = Vec::new();
+    let mut pairs = Vec::new();
+    scan(text, Raw::AtTokenStart, &mut |l| match l {
+        Lexeme::Open(i) => stack.push(i),
+        Lexeme::Close(j) => {
+            if let Some(i) = stack.pop() {
+                pairs.push((i, j));
+            }
+        }
+        _ => {}
+    });
+    let innermost = *stack.last()?;
+    let line_start = |at: usize| {
+        text.get(..at)
+            .and_then(|t| t.rfind('\n'))
+            .map_or(0, |n| n + 1)
+    };
+    let indent = |at: usize| {
+        let start = line_start(at);
+        text.get(start..)
+            .map_or(0, |l| l.len() - l.trim_start_matches([' ', '\t']).len())
+    };
+    pairs.sort_unstable();
+    let culprit = pairs.into_iter().find(|&(open, close)| {
+        let close_starts_line = text
+            .get(line_start(close)..close)
+            .is_some_and(|t| t.trim().is_empty());
+        line_start(open) != line_start(close) && close_starts_line && indent(open) != indent(close)
+    });
+    Some(match culprit {
+        Some((open, close)) => (open, Some(close)),
+        None => (innermost, None),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,6 +250,19 @@ mod tests {
         let mut v = Vec::new();
         scan(text, raw, &mut |l| v.push(l));
         v
+    }
+
+    #[test]
+    fn unterminated_strings_and_unclosed_braces() {
+        assert!(unterminated_string("\"abc\n\"x\""));
+        assert!(unterminated_string("\"abc\\\""));
+        assert!(!unterminated_string("\"a\\\"b\""));
+        assert_eq!(unclosed_brace("a { b { } }"), None);
+        // The innermost open brace, when indentation says nothing.
+        assert_eq!(unclosed_brace("a {\n  b {\n  }\n"), Some((2, None)));
+        // `network {` lost its `}`: the policy's `}` closed it.
+        let text = "policy a {\n  network {\n    allow domain x\n}\npolicy b {\n}\n";
+        assert_eq!(unclosed_brace(text), Some((21, Some(42))));
     }
 
     #[test]

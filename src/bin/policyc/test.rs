@@ -230,8 +230,7 @@ struct Coverage {
 
 impl Coverage {
     fn of(set: &PolicySet, decided: &[RuleId]) -> Coverage {
-        let mut files: BTreeMap<String, BTreeMap<(usize, usize), (String, bool)>> =
-            BTreeMap::new();
+        let mut files: BTreeMap<String, BTreeMap<(usize, usize), (String, bool)>> = BTreeMap::new();
         for (_, r) in set.rules() {
             files
                 .entry(r.file.to_string())
@@ -251,10 +250,10 @@ impl Coverage {
     }
 
     fn totals(&self) -> (usize, usize) {
-        self.files.values().flat_map(|f| f.values()).fold(
-            (0, 0),
-            |(n, d), (_, hit)| (n + 1, d + usize::from(*hit)),
-        )
+        self.files
+            .values()
+            .flat_map(|f| f.values())
+            .fold((0, 0), |(n, d), (_, hit)| (n + 1, d + usize::from(*hit)))
     }
 
     /// The share of rules decided, in percent (100 when there is none).

@@ -94,6 +94,9 @@ pub fn parse_file_with(file: FileId, text: &str, limits: &Limits) -> (File, Vec<
             Vec::new()
         }
     };
+    if let Some((open, closer)) = scan::unclosed_brace(text) {
+        b.unclosed(text, open, closer);
+    }
     (File { items, comments }, b.diags)
 }
 
@@ -226,7 +229,12 @@ impl Builder {
             match c.as_rule() {
                 Rule::name => name = self.name(c),
                 Rule::section => sections.extend(self.section(c)),
-                Rule::bad_stmt => self.bad(c, &BLOCK_CTX),
+                Rule::bad_stmt => {
+                    let at = self.base + c.as_span().start();
+                    let text = c.as_str();
+                    self.bad(c, &BLOCK_CTX);
+                    sections.extend(self.misspelled_section(text, at));
+                }
                 _ => {}
             }
         }

@@ -302,6 +302,28 @@ impl Builder {
 /// Splits `HOST:PORT` for a query, with the message and help of a refusal.
 pub(super) fn split_host_port(text: &str) -> Result<(&str, &str), (String, String)> {
     use crate::normalize::HostPortError;
+    if let Some((scheme, rest)) = text.split_once("://") {
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+        let authority = authority.rsplit('@').next().unwrap_or(authority);
+        let example = match crate::normalize::split_host_port(authority) {
+            Ok((h, p)) => format!("{h}:{p}"),
+            Err(_) => {
+                let port =
+                    if scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("ws") {
+                        80
+                    } else {
+                        443
+                    };
+                format!("{authority}:{port}")
+            }
+        };
+        return Err((
+            format!("`{text}` is a URL; a query takes a host and a port, not a URL"),
+            format!(
+                "write `{example}`: the decision is about the connection, whatever is sent over it"
+            ),
+        ));
+    }
     crate::normalize::split_host_port(text).map_err(|e| match e {
         HostPortError::UnbracketedIpv6 => (
             format!("`{text}` is ambiguous: an IPv6 address needs brackets"),

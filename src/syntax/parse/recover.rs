@@ -117,6 +117,68 @@ pub(crate) const DECISION_WORDS: &[&str] = &[
 ];
 
 impl Builder {
+    /// A section whose keyword is misspelled (`netwrok { ... }`), already
+    /// reported as an unknown statement, read as the section it was meant
+    /// to be, so that the statements inside are checked in the same run.
+    /// `None` when the word is not close to a section keyword or the text
+    /// does not parse as that section.
+    pub(super) fn misspelled_section(&mut self, text: &str, at: usize) -> Option<Section> {
+        let word: String = text
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if word.is_empty() || SECTION_KEYWORDS.contains(&word.as_str()) {
+            return None;
+        }
+        let keyword = crate::diag::suggest(&word, SECTION_KEYWORDS.iter().copied())?;
+        let rest = text.get(word.len()..)?;
+        let fixed = format!("{keyword}{rest}");
+        // Offsets in `fixed` past the keyword are offsets in the file once
+        // shifted by the difference in length.
+        let base = (at + word.len()).checked_sub(keyword.len())?;
+        let mut pairs = PolicyParser::parse(Rule::section, &fixed).ok()?;
+        let pair = pairs.next()?;
+        if pair.as_str().len() != fixed.len() {
+            return None;
+        }
+        let saved = std::mem::replace(&mut self.base, base);
+        let section = self.section(pair);
+        self.base = saved;
+        section
+    }
+
+    /// A `{` left open: the errors the grammar reported at the end of the
+    /// input (where it ran out of text) are replaced by one at the brace.
+    pub(super) fn unclosed(&mut self, text: &str, open: usize, closer: Option<usize>) {
+        let end = text.trim_end().len();
+        let file = self.file;
+        self.diags.retain(|d| {
+            !(d.code == "syntax_error" && d.span.file == file && d.span.start as usize >= end)
+        });
+        let line = |at: usize| text.get(..at).map_or(0, |t| t.matches('\n').count()) + 1;
+        let opener = text
+            .get(..open)
+            .and_then(|t| t.lines().last())
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(|t| format!(" of `{t}`"))
+            .unwrap_or_default();
+        let help = match closer {
+            Some(c) => format!(
+                "add a `}}` for the `{{`{opener}; the `}}` on line {} is indented like an outer block, so it probably closes that one",
+                line(c)
+            ),
+            None => format!("add a `}}` for the `{{`{opener} before the end of the file"),
+        };
+        let e = SyntaxError::UnclosedBrace { help };
+        let mut d = Diagnostic::error(e.code(), e.to_string(), Span::new(file, open, open + 1))
+            .with_help(e.help());
+        if let Some(c) = closer {
+            d = d.with_label(Span::new(file, c, c + 1), "this `}` seems to close it");
+        }
+        self.diags.push(d);
+    }
+
     /// Reports a statement the grammar did not accept.
     pub(super) fn bad(&mut self, p: P<'_>, ctx: &Ctx) {
         let text = p.as_str();
@@ -183,6 +245,11 @@ impl Builder {
             InputLocation::Span((s, _)) => s,
         };
         let rest = text.get(pos..).unwrap_or("");
+        if rest.starts_with('"') && crate::syntax::scan::unterminated_string(rest) {
+            let span = Span::new(self.file, base + pos, base + pos + 1);
+            self.err(SyntaxError::UnterminatedString, span);
+            return;
+        }
         let found_word: String = rest
             .chars()
             .take_while(|c| !c.is_whitespace() && !matches!(c, ';' | '{' | '}' | ',' | '#'))
