@@ -4,6 +4,7 @@
 //! warnings are rules that can never decide anything. Every problem of every
 //! file is reported in one run.
 
+mod lints;
 mod network;
 mod requirements;
 
@@ -290,6 +291,7 @@ fn block(b: &Block, requirements: bool, regex_bytes: usize, diags: &mut Vec<Diag
                         once.see("default", v.span, diags);
                     }
                 }
+                lints::permissions(stmts, diags);
             }
             _ if requirements
                 && matches!(
@@ -342,6 +344,7 @@ fn block(b: &Block, requirements: bool, regex_bytes: usize, diags: &mut Vec<Diag
                         }
                     }
                 }
+                lints::commands(rules, diags);
             }
             SectionKind::Guardian(stmts) => guardian(stmts, s.keyword, regex_bytes, diags),
             SectionKind::Apps(_) | SectionKind::Mcp(_) | SectionKind::Log(_) => {}

@@ -34,7 +34,8 @@ pub fn render_sarif(diags: &[Diagnostic], sources: &SourceMap) -> String {
             })
         })
         .collect();
-    let location = |file: &str, line: usize, column: usize| {
+    // `end`: the region's end line and column, when known.
+    let location = |file: &str, line: usize, column: usize, end: Option<(usize, usize)>| {
         // A relative path is resolved against the checkout; an absolute
         // one is a `file:` URI of its own.
         let artifact = if file.starts_with('/') {
@@ -42,12 +43,16 @@ pub fn render_sarif(diags: &[Diagnostic], sources: &SourceMap) -> String {
         } else {
             json!({ "uri": uri(file), "uriBaseId": "%SRCROOT%" })
         };
-        json!({
-            "physicalLocation": {
-                "artifactLocation": artifact,
-                "region": { "startLine": line.max(1), "startColumn": column.max(1) },
-            }
-        })
+        let region = match end {
+            Some((end_line, end_column)) => json!({
+                "startLine": line.max(1),
+                "startColumn": column.max(1),
+                "endLine": end_line.max(line).max(1),
+                "endColumn": end_column.max(1),
+            }),
+            None => json!({ "startLine": line.max(1), "startColumn": column.max(1) }),
+        };
+        json!({ "artifactLocation": artifact, "region": region })
     };
     let results: Vec<Value> = records
         .iter()
@@ -56,33 +61,40 @@ pub fn render_sarif(diags: &[Diagnostic], sources: &SourceMap) -> String {
             if let Some(h) = &r.help {
                 let _ = write!(text, "\nhelp: {h}");
             }
-            let mut loc = location(&r.file, r.line, r.column);
-            if let Some(region) = loc.pointer_mut("/physicalLocation/region") {
-                region["endLine"] = json!(r.end_line.max(r.line).max(1));
-                region["endColumn"] = json!(r.end_column.max(1));
-            }
+            let loc = location(&r.file, r.line, r.column, Some((r.end_line, r.end_column)));
             let related: Vec<Value> = r
                 .related
                 .iter()
                 .enumerate()
                 .map(|(i, rel)| {
-                    let mut l = location(&rel.file, rel.line, rel.column);
-                    l["id"] = json!(i);
-                    l["message"] = json!({ "text": rel.message });
-                    l
+                    json!({
+                        "id": i,
+                        "message": { "text": rel.message },
+                        "physicalLocation": location(&rel.file, rel.line, rel.column, None),
+                    })
                 })
                 .collect();
-            let mut result = json!({
-                "ruleId": r.code,
-                "ruleIndex": codes.iter().position(|(c, _)| *c == r.code).unwrap_or(0),
-                "level": level(r.severity),
-                "message": { "text": text },
-                "locations": [loc],
-            });
-            if !related.is_empty() {
-                result["relatedLocations"] = Value::Array(related);
+            let rule_index = codes.iter().position(|(c, _)| *c == r.code).unwrap_or(0);
+            let message = json!({ "text": text });
+            let locations = json!([{ "physicalLocation": loc }]);
+            if related.is_empty() {
+                json!({
+                    "ruleId": r.code,
+                    "ruleIndex": rule_index,
+                    "level": level(r.severity),
+                    "message": message,
+                    "locations": locations,
+                })
+            } else {
+                json!({
+                    "ruleId": r.code,
+                    "ruleIndex": rule_index,
+                    "level": level(r.severity),
+                    "message": message,
+                    "locations": locations,
+                    "relatedLocations": related,
+                })
             }
-            result
         })
         .collect();
     let log = json!({

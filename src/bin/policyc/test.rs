@@ -58,14 +58,12 @@ pub fn run(a: &TestArgs) -> Exit {
     match a.format {
         TestFormat::Human => human(&ran, passed, failed, coverage.as_ref()),
         TestFormat::Json => {
-            let mut v = json!({
+            let v = json!({
                 "passed": passed,
                 "failed": failed,
                 "cases": ran.iter().map(case_json).collect::<Vec<_>>(),
+                "coverage": coverage.as_ref().map(Coverage::json),
             });
-            if let Some(c) = &coverage {
-                v["coverage"] = c.json();
-            }
             outln!(
                 "{}",
                 serde_json::to_string_pretty(&v).unwrap_or_else(|_| "{}".into())
@@ -224,13 +222,15 @@ fn xml(s: &str) -> String {
 /// Which rules decided at least one test, by place (a statement shared by
 /// several policies counts once).
 struct Coverage {
-    /// file → (line, column) → (source text, decided).
-    files: BTreeMap<String, BTreeMap<(usize, usize), (String, bool)>>,
+    files: BTreeMap<String, FileRules>,
 }
+
+/// A file's rules: (line, column) → (source text, decided).
+type FileRules = BTreeMap<(usize, usize), (String, bool)>;
 
 impl Coverage {
     fn of(set: &PolicySet, decided: &[RuleId]) -> Coverage {
-        let mut files: BTreeMap<String, BTreeMap<(usize, usize), (String, bool)>> = BTreeMap::new();
+        let mut files: BTreeMap<String, FileRules> = BTreeMap::new();
         for (_, r) in set.rules() {
             files
                 .entry(r.file.to_string())
