@@ -82,6 +82,7 @@ pub mod import;
 pub mod limits;
 pub mod log;
 pub mod normalize;
+pub mod outline;
 pub mod query;
 pub mod source;
 pub mod store;

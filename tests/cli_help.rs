@@ -54,6 +54,7 @@ const COMMANDS: &[&[&str]] = &[
     &["export"],
     &["export", "nftables"],
     &["completions"],
+    &["lsp"],
 ];
 
 fn help(words: &[&str]) -> String {

@@ -32,7 +32,7 @@ const STAGES: &[&[&str]] = &[
     // Compiled policies to decisions.
     &["eval"],
     // What is built on a whole engine.
-    &["artifact", "log", "build", "fmt"],
+    &["artifact", "log", "build", "fmt", "outline"],
     // What reads a whole build: its tests, exports, and the importers and
     // generators that write sources for it.
     &["suite", "export", "import", "arbitrary"],

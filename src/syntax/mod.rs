@@ -8,9 +8,11 @@
 pub mod ast;
 mod error;
 mod parse;
-mod scan;
+pub(crate) mod scan;
 
+pub(crate) use parse::{DECISION_WORDS, QUERY_KINDS, block_keywords};
 pub use parse::{parse_file, parse_file_with};
+pub(crate) use scan::{Lexeme, Raw, scan};
 
 #[derive(pest_derive::Parser)]
 #[grammar = "../grammar/policy.pest"]

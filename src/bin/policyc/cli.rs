@@ -109,6 +109,16 @@ Examples:
         #[arg(value_enum)]
         shell: Shell,
     },
+    /// Run the language server (LSP over standard input and output)
+    #[command(after_help = "\
+Examples:
+  policyc lsp      # started by an editor: editors/vscode/ does it for VS Code
+
+Diagnostics as you type (the same as `policyc check`, each document checked
+with the other .policy files of its directory), formatting, hover
+documentation, completion, go-to-definition from a test's `policy NAME`,
+document symbols, and a \"Run test\" code lens on every test block.")]
+    Lsp,
 }
 
 /// The shells `completions` writes for.

@@ -31,6 +31,7 @@ mod export;
 mod fmt;
 mod import;
 mod load;
+mod lsp;
 mod output;
 mod test;
 
@@ -75,6 +76,7 @@ fn main() -> ExitCode {
         Command::Import(a) => ("import", import::run(&a)),
         Command::Export(a) => ("export", export::run(&a)),
         Command::Completions { shell } => ("completions", completions(shell)),
+        Command::Lsp => ("lsp", lsp::run()),
     };
     match result {
         Exit::Ok => ExitCode::SUCCESS,

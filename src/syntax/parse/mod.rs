@@ -35,6 +35,7 @@ use crate::source::{FileId, Span};
 pub(crate) use lex::parse_port_range;
 use lex::{unescape, widen};
 use recover::*;
+pub(crate) use recover::{DECISION_WORDS, QUERY_KINDS, block_keywords};
 
 pub(super) type P<'i> = Pair<'i, Rule>;
 
@@ -233,7 +234,9 @@ impl Builder {
                     let at = self.base + c.as_span().start();
                     let text = c.as_str();
                     self.bad(c, &BLOCK_CTX);
-                    sections.extend(self.misspelled_section(text, at));
+                    // Read for its diagnostics only: kept, it would also
+                    // be a duplicate of the section written correctly.
+                    let _ = self.misspelled_section(text, at);
                 }
                 _ => {}
             }

@@ -83,7 +83,28 @@ pub(super) const TEST_CTX: Ctx = Ctx {
     rule: Rule::test_stmt,
 };
 
-pub(super) const QUERY_KINDS: &[&str] = &[
+/// The statement keywords of a block, by the keyword that opens it
+/// (`"file"` for the top level; `"approvals"` is its `granular` block).
+pub(crate) fn block_keywords(block: &str) -> &'static [&'static str] {
+    match block {
+        "file" => FILE_CTX.keywords,
+        "policy" | "requirements" => BLOCK_CTX.keywords,
+        "network" => NETWORK_CTX.keywords,
+        "proxy" => PROXY_CTX.keywords,
+        "permissions" => PERM_CTX.keywords,
+        "apps" => APPS_CTX.keywords,
+        "sandbox" => SANDBOX_CTX.keywords,
+        "approvals" => GRANULAR_CTX.keywords,
+        "mcp" => MCP_CTX.keywords,
+        "commands" => COMMANDS_CTX.keywords,
+        "guardian" => GUARDIAN_CTX.keywords,
+        "log" => LOG_CTX.keywords,
+        "test" => TEST_CTX.keywords,
+        _ => &[],
+    }
+}
+
+pub(crate) const QUERY_KINDS: &[&str] = &[
     "connect",
     "dns",
     "resolved",
@@ -119,7 +140,8 @@ pub(crate) const DECISION_WORDS: &[&str] = &[
 impl Builder {
     /// A section whose keyword is misspelled (`netwrok { ... }`), already
     /// reported as an unknown statement, read as the section it was meant
-    /// to be, so that the statements inside are checked in the same run.
+    /// to be, so that the statements inside are reported in the same run
+    /// (their syntax and values; the checker never sees the section).
     /// `None` when the word is not close to a section keyword or the text
     /// does not parse as that section.
     pub(super) fn misspelled_section(&mut self, text: &str, at: usize) -> Option<Section> {
