@@ -123,7 +123,7 @@ pub fn hover(word: &str, block: &str) -> Option<String> {
         }
         if word == "policy" {
             return Some(
-                "**`policy NAME`** in a `test` block: the policy the following `expect` lines run against (needed when the set holds several).\n\n*docs/language.md#test-blocks*"
+                "**`policy NAME`** in a `test` block: the policy the following `expect` lines run against (needed when the set holds several).\n\n*docs/language.md#tests-and-queries*"
                     .into(),
             );
         }
