@@ -210,6 +210,11 @@ pub fn context_at(text: &str, offset: usize) -> Context {
     }
 }
 
+/// The section keywords of a policy block (`network`, `proxy`, ...).
+pub fn section_keywords() -> &'static [&'static str] {
+    crate::syntax::ast::SECTION_KEYWORDS
+}
+
 /// The words that may start a statement in `block` (see [`Context::block`]).
 pub fn statement_keywords(block: &str) -> &'static [&'static str] {
     crate::syntax::block_keywords(block)

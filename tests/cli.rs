@@ -8,15 +8,10 @@
     clippy::panic
 )]
 
-use std::process::{Command, Output};
+mod common;
 
-fn policyc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_policyc"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap()
-}
+use common::{golden, policyc, stderr, stdout};
+use std::process::{Command, Output};
 
 /// The shipped valid policies (`examples/mistakes/` holds files that must fail).
 fn valid() -> Vec<String> {
@@ -36,26 +31,6 @@ fn eval_valid(extra: &[&str]) -> Output {
     args.extend(files.iter().map(String::as_str));
     args.extend(extra);
     policyc(&args)
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn golden(name: &str, actual: &str) {
-    let path = format!("{}/tests/golden/{name}", env!("CARGO_MANIFEST_DIR"));
-    if std::env::var_os("BLESS").is_some() {
-        std::fs::write(&path, actual).unwrap();
-    }
-    let want = std::fs::read_to_string(&path).unwrap_or_default();
-    assert_eq!(
-        actual, want,
-        "golden file {name} differs (BLESS=1 rewrites it)"
-    );
 }
 
 /// Spec §15 (network, tool and app rows), plus more of §3–§8.

@@ -10,35 +10,9 @@
     clippy::panic
 )]
 
-use std::process::{Command, Output};
+mod common;
 
-fn policyc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_policyc"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn golden(name: &str, actual: &str) {
-    let path = format!("{}/tests/golden/{name}", env!("CARGO_MANIFEST_DIR"));
-    if std::env::var_os("BLESS").is_some() {
-        std::fs::write(&path, actual).unwrap();
-    }
-    let want = std::fs::read_to_string(&path).unwrap_or_default();
-    assert_eq!(
-        actual, want,
-        "golden file {name} differs (BLESS=1 rewrites it)"
-    );
-}
+use common::{golden, policyc, stderr, stdout};
 
 /// Every command, as `policyc` words.
 const COMMANDS: &[&[&str]] = &[
@@ -238,9 +212,13 @@ fn check_policies_reads_no_invalid_example_and_exclude_skips() {
         "examples/enterprise/**",
         "examples/",
     ]);
-    // Nothing left to read is an empty, clean set.
+    // Nothing left to read is an empty, clean set, and a warning.
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(stdout(&o), "ok: 0 policies in 0 files\n");
+    assert_eq!(
+        stderr(&o),
+        "warning: no .policy file in examples/ once --exclude has applied\n"
+    );
     let o = policyc(&["check", "--exclude", "mistakes", "examples/"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(stdout(&o), "ok: 2 policies in 2 files\n");

@@ -75,26 +75,16 @@ pub fn render_sarif(diags: &[Diagnostic], sources: &SourceMap) -> String {
                 })
                 .collect();
             let rule_index = codes.iter().position(|(c, _)| *c == r.code).unwrap_or(0);
-            let message = json!({ "text": text });
-            let locations = json!([{ "physicalLocation": loc }]);
-            if related.is_empty() {
-                json!({
-                    "ruleId": r.code,
-                    "ruleIndex": rule_index,
-                    "level": level(r.severity),
-                    "message": message,
-                    "locations": locations,
-                })
-            } else {
-                json!({
-                    "ruleId": r.code,
-                    "ruleIndex": rule_index,
-                    "level": level(r.severity),
-                    "message": message,
-                    "locations": locations,
-                    "relatedLocations": related,
-                })
+            let mut result = serde_json::Map::new();
+            result.insert("ruleId".into(), json!(r.code));
+            result.insert("ruleIndex".into(), json!(rule_index));
+            result.insert("level".into(), json!(level(r.severity)));
+            result.insert("message".into(), json!({ "text": text }));
+            result.insert("locations".into(), json!([{ "physicalLocation": loc }]));
+            if !related.is_empty() {
+                result.insert("relatedLocations".into(), Value::Array(related));
             }
+            Value::Object(result)
         })
         .collect();
     let log = json!({

@@ -43,6 +43,17 @@ pub fn sources(paths: &[String], exclude: &[String]) -> Result<SourceMap, Exit> 
         collect(path, &excludes, &mut files)
             .map_err(|e| Exit::Usage(format!("cannot read `{p}`: {e}")))?;
     }
+    if files.is_empty() {
+        errln!(
+            "warning: no .policy file in {}{}",
+            paths.join(", "),
+            if exclude.is_empty() {
+                ""
+            } else {
+                " once --exclude has applied"
+            }
+        );
+    }
     let mut map = SourceMap::new();
     for f in files {
         let text = std::fs::read_to_string(&f)

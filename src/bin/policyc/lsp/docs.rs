@@ -67,22 +67,6 @@ fn opening(p: &Part) -> String {
     )
 }
 
-const SECTIONS: &[&str] = &[
-    "network",
-    "proxy",
-    "permissions",
-    "apps",
-    "sandbox",
-    "approvals",
-    "reviewer",
-    "web_search",
-    "mcp",
-    "commands",
-    "guardian",
-    "log",
-    "requirements",
-];
-
 /// Hover markdown for `word`, written inside `block` (see
 /// `gatehouse::outline::Context::block`).
 pub fn hover(word: &str, block: &str) -> Option<String> {
@@ -112,7 +96,7 @@ pub fn hover(word: &str, block: &str) -> Option<String> {
     {
         return titled("permissions").map(|p| format!("**permission** `{word}`\n\n{}", opening(p)));
     }
-    let in_block = block != "file" && SECTIONS.contains(&word);
+    let in_block = block != "file" && gatehouse::outline::section_keywords().contains(&word);
     if in_block || matches!(word, "policy" | "requirements" | "test") {
         let key = if word == "policy" { "test" } else { word };
         if word == "policy" && block == "file" {
