@@ -3,9 +3,9 @@ editor sees when it opens, edits, hovers, completes, jumps, formats and runs
 tests. Run with tests/lsp/run.sh (POLICYC=path/to/policyc to skip the build).
 """
 
+import asyncio
 import os
 import pathlib
-import sys
 
 import pytest
 import pytest_lsp
@@ -58,6 +58,16 @@ def open_doc(client: LanguageClient, path: pathlib.Path, text: str, version: int
 async def diagnostics_of(client: LanguageClient, uri: str):
     await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
     return list(client.diagnostics[uri])
+
+
+async def eventually(check, seconds: float = 5.0):
+    """Waits until `check()` holds: notifications for several documents
+    come in an order the test does not fix."""
+    for _ in range(int(seconds / 0.02)):
+        if check():
+            return
+        await asyncio.sleep(0.02)
+    assert check()
 
 
 def at(text: str, needle: str, offset: int = 0) -> types.Position:
@@ -220,3 +230,24 @@ async def test_a_code_lens_runs_one_test_block(client: LanguageClient, tmp_path)
     assert bad["failures"][0]["line"] == 16
     # The server shows the summary before it answers the command.
     assert any("1 failed" in m.message for m in client.messages), client.messages
+
+
+async def test_editing_requirements_updates_the_policies_open_beside_them(client: LanguageClient, tmp_path):
+    team_text = "policy team {\n  network {\n    allow domain github.com\n  }\n}\n"
+    team = open_doc(client, tmp_path / "team.policy", team_text)
+    assert await diagnostics_of(client, team) == []
+    strict = "requirements acme {\n  network {\n    allow domain **.acme.example\n  }\n}\n"
+    req = open_doc(client, tmp_path / "requirements.policy", strict)
+    codes = lambda: [d.code for d in client.diagnostics.get(team, [])]
+    await eventually(lambda: codes() == ["requirement_violation"])
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=req, version=2),
+            content_changes=[
+                types.TextDocumentContentChangeWholeDocument(
+                    text=strict.replace("**.acme.example", "github.com")
+                )
+            ],
+        )
+    )
+    await eventually(lambda: codes() == [])

@@ -117,7 +117,7 @@ impl Server<'_> {
             "textDocument/didOpen" => {
                 let text = at(&n.params, "/textDocument/text").as_str().unwrap_or("");
                 self.docs.insert(uri.clone(), text.to_string());
-                self.publish(&uri);
+                self.publish_around(&uri);
             }
             "textDocument/didChange" => {
                 // Full sync: the last change holds the whole text.
@@ -127,7 +127,7 @@ impl Server<'_> {
                     .and_then(|c| at(c, "/text").as_str())
                 {
                     self.docs.insert(uri.clone(), text.to_string());
-                    self.publish(&uri);
+                    self.publish_around(&uri);
                 }
             }
             "textDocument/didClose" => {
@@ -254,6 +254,27 @@ impl Server<'_> {
             return make(files.get(..1).unwrap_or(&[]));
         }
         (b, uris)
+    }
+
+    /// Publishes a document's diagnostics, then those of the other open
+    /// documents of its directory, which it may change (a requirement
+    /// edited in one file is broken or kept in the others).
+    fn publish_around(&self, uri: &str) {
+        self.publish(uri);
+        let dir = |u: &str| {
+            text::uri_to_path(u)
+                .and_then(|p| std::path::Path::new(&p).parent().map(|d| d.to_path_buf()))
+        };
+        let Some(here) = dir(uri) else { return };
+        let mut others: Vec<&String> = self
+            .docs
+            .keys()
+            .filter(|u| u.as_str() != uri && dir(u).as_ref() == Some(&here))
+            .collect();
+        others.sort();
+        for other in others {
+            self.publish(other);
+        }
     }
 
     fn publish(&self, uri: &str) {
