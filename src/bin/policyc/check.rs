@@ -6,6 +6,7 @@ use gatehouse::diag::{Severity, render_github, render_human, render_json, render
 
 use crate::Exit;
 use crate::cli::{CheckArgs, CheckFormat};
+use crate::output::count;
 
 pub fn run(a: &CheckArgs) -> Exit {
     let sources = match crate::load::paths(&a.paths) {
@@ -48,9 +49,4 @@ pub fn run(a: &CheckArgs) -> Exit {
     } else {
         Exit::Ok
     }
-}
-
-/// `1 policy`, `2 policies`.
-pub fn count(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }

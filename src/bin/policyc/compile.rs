@@ -1,8 +1,8 @@
 //! `policyc compile`: write the compiled set as an artifact.
 
 use crate::Exit;
-use crate::check::count;
 use crate::cli::CompileArgs;
+use crate::output::count;
 
 pub fn run(a: &CompileArgs) -> Exit {
     let sources = match crate::load::paths(&a.paths) {

@@ -116,7 +116,7 @@ pub fn pick<'a>(set: &'a PolicySet, name: Option<&str>) -> Result<&'a Policy, Ex
             let names: Vec<&str> = set.policies().map(Policy::name).collect();
             Exit::Usage(format!(
                 "the set holds {} ({}); pick one with `--policy NAME`",
-                crate::check::count(names.len(), "policy", "policies"),
+                crate::output::count(names.len(), "policy", "policies"),
                 names.join(", ")
             ))
         }),

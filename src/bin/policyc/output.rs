@@ -51,3 +51,8 @@ pub fn gone(e: &std::io::Error) -> ! {
     );
     std::process::exit(1)
 }
+
+/// A count with its noun: `1 policy`, `2 policies`.
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}

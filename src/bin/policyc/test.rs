@@ -7,8 +7,8 @@ use gatehouse::{Policy, PolicySet, RuleId, TestCase};
 use serde_json::{Value, json};
 
 use crate::Exit;
-use crate::check::count;
 use crate::cli::{TestArgs, TestFormat};
+use crate::output::count;
 
 /// One case, run.
 struct Ran {
