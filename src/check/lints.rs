@@ -95,6 +95,19 @@ fn text(r: &CommandRule) -> String {
     format!("{} {}", r.effect.as_str(), words.join(" "))
 }
 
+/// What is wrong with a command rule, given another that covers it.
+#[derive(Clone, Copy)]
+enum Finding {
+    /// The same words and effect again.
+    Repeated,
+    /// A `prompt` and a `forbid` of the same words.
+    Contradictory,
+    /// A stricter rule covers it, so it never decides.
+    Dead,
+    /// A broader `allow` covers this `allow`.
+    Covered,
+}
+
 /// The strictest matching rule decides (forbid > prompt > allow). A rule
 /// another one covers with a stricter effect never decides; an allow that a
 /// broader allow covers adds nothing; a rule written twice is reported
@@ -122,7 +135,7 @@ pub(super) fn commands(rules: &[CommandRule], diags: &mut Vec<Diagnostic>) {
             .collect();
         candidates.sort_unstable();
         candidates.dedup();
-        let mut report: Option<(usize, &'static str)> = None;
+        let mut report: Option<(usize, Finding)> = None;
         for j in candidates {
             let Some(o) = rules.get(j) else { continue };
             if !covers(o, r) {
@@ -131,7 +144,7 @@ pub(super) fn commands(rules: &[CommandRule], diags: &mut Vec<Diagnostic>) {
             let same_words = covers(r, o);
             let kind = if same_words && o.effect == r.effect {
                 // Word for word again: reported at the later one.
-                if j < i { Some("repeated") } else { None }
+                (j < i).then_some(Finding::Repeated)
             } else if same_words
                 && matches!(
                     (o.effect, r.effect),
@@ -140,11 +153,11 @@ pub(super) fn commands(rules: &[CommandRule], diags: &mut Vec<Diagnostic>) {
                 )
             {
                 // Reported once, at the prompt.
-                (r.effect == CommandEffect::Prompt).then_some("contradictory")
+                (r.effect == CommandEffect::Prompt).then_some(Finding::Contradictory)
             } else if o.effect > r.effect {
-                Some("dead")
+                Some(Finding::Dead)
             } else if o.effect == r.effect && r.effect == CommandEffect::Allow {
-                Some("covered")
+                Some(Finding::Covered)
             } else {
                 None
             };
@@ -156,14 +169,14 @@ pub(super) fn commands(rules: &[CommandRule], diags: &mut Vec<Diagnostic>) {
         let Some((j, kind)) = report else { continue };
         let Some(o) = rules.get(j) else { continue };
         let d = match kind {
-            "repeated" => Diagnostic::warning(
+            Finding::Repeated => Diagnostic::warning(
                 "covered_rule",
                 "this rule is written word for word above",
                 r.span,
             )
             .with_label(o.span, "first written here")
             .with_help(Some("remove one of the two rules".into())),
-            "contradictory" => Diagnostic::warning(
+            Finding::Contradictory => Diagnostic::warning(
                 "contradictory_rules",
                 format!(
                     "`{}` and `{}` name the same command; the forbid decides",
@@ -176,7 +189,7 @@ pub(super) fn commands(rules: &[CommandRule], diags: &mut Vec<Diagnostic>) {
             .with_help(Some(
                 "keep one of the two: `forbid` refuses the command, `prompt` asks a person".into(),
             )),
-            "dead" => Diagnostic::warning(
+            Finding::Dead => Diagnostic::warning(
                 if r.effect == CommandEffect::Allow {
                     "dead_allow"
                 } else {
@@ -199,12 +212,14 @@ pub(super) fn commands(rules: &[CommandRule], diags: &mut Vec<Diagnostic>) {
                 text(r),
                 text(o)
             ))),
-            _ => Diagnostic::warning("covered_rule", "this rule never decides anything", r.span)
-                .with_label(
-                    o.span,
-                    "this broader allow already matches every command it matches",
-                )
-                .with_help(Some(format!("remove `{}`", text(r)))),
+            Finding::Covered => {
+                Diagnostic::warning("covered_rule", "this rule never decides anything", r.span)
+                    .with_label(
+                        o.span,
+                        "this broader allow already matches every command it matches",
+                    )
+                    .with_help(Some(format!("remove `{}`", text(r))))
+            }
         };
         diags.push(d);
     }
