@@ -132,3 +132,82 @@ fn bad_arguments_are_usage_errors() {
         assert_eq!(out.status.code(), Some(2), "{args:?}");
     }
 }
+
+/// `policyc export cilium|srt`: golden outputs, and golden refusals for what
+/// the format cannot express (exit 1, every rule named).
+#[test]
+fn cilium_and_srt_exports_match_their_golden_files() {
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "fleet",
+            &["tests/data/export-fleet.policy", "--policy", "fleet"],
+        ),
+        (
+            "laptop",
+            &["tests/data/export-fleet.policy", "--policy", "laptop"],
+        ),
+        (
+            "carve",
+            &["tests/data/export-fleet.policy", "--policy", "carve"],
+        ),
+        (
+            "wide",
+            &["tests/data/export-fleet.policy", "--policy", "wide"],
+        ),
+        (
+            "closed",
+            &["tests/data/export-fleet.policy", "--policy", "closed"],
+        ),
+        (
+            "free",
+            &["tests/data/export-fleet.policy", "--policy", "free"],
+        ),
+        ("egress-demo", &["policies/egress-demo.policy"]),
+        ("zerocode-proxy", &["policies/zerocode-proxy.policy"]),
+    ];
+    for (format, ext) in [("cilium", "yaml"), ("srt", "json")] {
+        for (name, args) in cases {
+            let out = Command::new(env!("CARGO_BIN_EXE_policyc"))
+                .args(["export", format])
+                .args(*args)
+                .output()
+                .unwrap();
+            let (text, file) = match out.status.code() {
+                Some(0) => (
+                    String::from_utf8(out.stdout).unwrap(),
+                    format!("{name}.{format}.{ext}"),
+                ),
+                Some(1) => {
+                    assert!(out.stdout.is_empty(), "{format} {name}: nothing on stdout");
+                    (
+                        String::from_utf8(out.stderr).unwrap(),
+                        format!("{name}.{format}.err"),
+                    )
+                }
+                other => panic!(
+                    "{format} {name}: exit {other:?}\n{}",
+                    String::from_utf8_lossy(&out.stderr)
+                ),
+            };
+            let golden = Path::new("tests/golden/export").join(&file);
+            if std::env::var_os("BLESS").is_some() {
+                std::fs::write(&golden, &text).unwrap();
+            }
+            let want = std::fs::read_to_string(&golden).unwrap_or_default();
+            assert_eq!(text, want, "{file}: run with BLESS=1 to accept");
+        }
+    }
+    // Each refusal names every rule that does not fit, with its place.
+    let wide = std::fs::read_to_string("tests/golden/export/wide.cilium.err").unwrap();
+    assert!(
+        wide.contains("export-fleet.policy:46:5: `default allow`"),
+        "{wide}"
+    );
+    let carve = std::fs::read_to_string("tests/golden/export/carve.cilium.err").unwrap();
+    assert!(carve.contains("`deny domain gist.github.com`"), "{carve}");
+    let wide = std::fs::read_to_string("tests/golden/export/wide.srt.err").unwrap();
+    assert!(
+        wide.starts_with("error: 4 rules cannot be expressed"),
+        "{wide}"
+    );
+}

@@ -310,4 +310,41 @@ Examples:
         #[command(flatten)]
         paths: Paths,
     },
+    /// The network rules of a policy as a CiliumNetworkPolicy (Cilium 1.19 or later)
+    #[command(after_help = "\
+Rules Cilium cannot express exactly (`default allow`, a `deny domain` that
+carves names out of an allowed one) are an error naming each of them; the
+export never widens the policy.
+
+Examples:
+  policyc export cilium policies/egress-demo.policy > egress.cnp.yaml
+  policyc export cilium policies/ --policy coding-agent --namespace agents --selector app=agent")]
+    Cilium {
+        /// The policy to export (may be left out when the set holds one)
+        #[arg(long, value_name = "NAME")]
+        policy: Option<String>,
+        /// metadata.namespace of the CiliumNetworkPolicy
+        #[arg(long, value_name = "NS")]
+        namespace: Option<String>,
+        /// A pod label the policy applies to (repeatable); none: every pod of the namespace
+        #[arg(long, value_name = "KEY=VALUE")]
+        selector: Vec<String>,
+        #[command(flatten)]
+        paths: Paths,
+    },
+    /// The network rules of a policy as sandbox-runtime settings (JSON)
+    #[command(after_help = "\
+Writes the `network` part of ~/.srt-settings.json. Rules sandbox-runtime
+cannot express exactly (`allow domain *`, prefixes in allow rules, wide port
+ranges, `local allow`) are an error naming each of them.
+
+Examples:
+  policyc export srt policies/egress-demo.policy > ~/.srt-settings.json")]
+    Srt {
+        /// The policy to export (may be left out when the set holds one)
+        #[arg(long, value_name = "NAME")]
+        policy: Option<String>,
+        #[command(flatten)]
+        paths: Paths,
+    },
 }

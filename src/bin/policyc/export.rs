@@ -1,29 +1,14 @@
-//! `policyc export nftables PATH... [--policy NAME] [--proxy IP:PORT]
-//! [--resolver IP:PORT]`: the ip/cidr layer of a policy as an nftables
-//! ruleset, on stdout.
+//! `policyc export nftables|cilium|srt PATH... [--policy NAME] ...`: a
+//! policy's network rules in another enforcement point's format, on stdout.
 
 use crate::Exit;
 use crate::cli::Export;
 
 pub fn run(e: &Export) -> Exit {
-    let Export::Nftables {
-        policy,
-        proxy,
-        resolver,
-        paths,
-    } = e;
-    let addr = |flag: &str, v: &str| -> Result<Option<std::net::SocketAddr>, Exit> {
-        match v {
-            "none" => Ok(None),
-            v => v
-                .parse()
-                .map(Some)
-                .map_err(|_| Exit::Usage(format!("`{flag}` takes IP:PORT or `none`, not `{v}`"))),
-        }
-    };
-    let exits = match (addr("--proxy", proxy), addr("--resolver", resolver)) {
-        (Ok(proxy), Ok(resolver)) => gatehouse::export::Exits { proxy, resolver },
-        (Err(e), _) | (_, Err(e)) => return e,
+    let (paths, policy) = match e {
+        Export::Nftables { paths, policy, .. }
+        | Export::Cilium { paths, policy, .. }
+        | Export::Srt { paths, policy } => (paths, policy.as_deref()),
     };
     let sources = match crate::load::paths(paths) {
         Ok(s) => s,
@@ -33,11 +18,57 @@ pub fn run(e: &Export) -> Exit {
         Ok(x) => x,
         Err(e) => return e,
     };
-    match gatehouse::export::nftables(&build, policy.as_deref(), &exits) {
+    let text = match e {
+        Export::Nftables {
+            proxy, resolver, ..
+        } => {
+            let exits = match (addr("--proxy", proxy), addr("--resolver", resolver)) {
+                (Ok(proxy), Ok(resolver)) => gatehouse::export::Exits { proxy, resolver },
+                (Err(e), _) | (_, Err(e)) => return e,
+            };
+            gatehouse::export::nftables(&build, policy, &exits)
+        }
+        Export::Cilium {
+            namespace,
+            selector,
+            ..
+        } => {
+            let mut labels = Vec::new();
+            for s in selector {
+                match s.split_once('=') {
+                    Some((k, v)) if !k.is_empty() => labels.push((k.to_string(), v.to_string())),
+                    _ => {
+                        return Exit::Usage(format!("`--selector` takes KEY=VALUE, not `{s}`"));
+                    }
+                }
+            }
+            let options = gatehouse::export::CiliumOptions {
+                namespace: namespace.clone(),
+                selector: labels,
+            };
+            gatehouse::export::cilium(&build, policy, &options)
+        }
+        Export::Srt { .. } => gatehouse::export::srt_settings(&build, policy),
+    };
+    match text {
         Ok(text) => {
             out!("{text}");
             Exit::Ok
         }
+        Err(e @ gatehouse::export::ExportError::Unexpressible { .. }) => {
+            errln!("error: {e}");
+            Exit::Failed
+        }
         Err(e) => Exit::Usage(e.to_string()),
+    }
+}
+
+fn addr(flag: &str, v: &str) -> Result<Option<std::net::SocketAddr>, Exit> {
+    match v {
+        "none" => Ok(None),
+        v => v
+            .parse()
+            .map(Some)
+            .map_err(|_| Exit::Usage(format!("`{flag}` takes IP:PORT or `none`, not `{v}`"))),
     }
 }

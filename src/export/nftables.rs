@@ -14,25 +14,9 @@ use std::net::SocketAddr;
 
 use ipnet::IpNet;
 
+use super::ExportError;
 use crate::build::Build;
-use crate::syntax::ast::{
-    Block, Effect, Item, NetStmt, NetTarget, Network, PortRange, SectionKind,
-};
-
-/// Why a policy cannot be exported.
-#[derive(Clone, Debug, Eq, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ExportError {
-    /// No policy of that name in the set.
-    #[error("no policy `{0}`")]
-    UnknownPolicy(String),
-    /// No name was given and the set holds several policies (or none).
-    #[error("several policies: pick one with `--policy NAME`")]
-    Ambiguous,
-    /// The sources have errors; `policyc check` shows them.
-    #[error("the policy set has errors")]
-    Invalid,
-}
+use crate::syntax::ast::{Block, Effect, NetStmt, NetTarget, Network, PortRange, SectionKind};
 
 /// The exits the sandbox keeps besides the policy's address rules.
 #[derive(Clone, Debug)]
@@ -57,30 +41,7 @@ pub struct Exits {
 /// # Ok::<(), gatehouse::export::ExportError>(())
 /// ```
 pub fn nftables(build: &Build, name: Option<&str>, exits: &Exits) -> Result<String, ExportError> {
-    if build.has_errors() {
-        return Err(ExportError::Invalid);
-    }
-    let files = build.files.as_slice();
-    let policies: Vec<&Block> = files
-        .iter()
-        .flat_map(|f| &f.items)
-        .filter_map(|i| match i {
-            Item::Policy(b) => Some(b),
-            _ => None,
-        })
-        .collect();
-    let block = match name {
-        Some(n) => policies
-            .iter()
-            .find(|b| b.name.node == n)
-            .ok_or_else(|| ExportError::UnknownPolicy(n.to_string()))?,
-        None => match policies.as_slice() {
-            [one] => one,
-            _ => return Err(ExportError::Ambiguous),
-        },
-    };
-    let requirements = crate::syntax::ast::requirements_of(files);
-    let block = crate::compile::compose_block(block, &requirements);
+    let block = super::policy_block(build, name)?;
     Ok(render(&block, exits))
 }
 
