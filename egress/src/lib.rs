@@ -13,6 +13,7 @@
 //! 3. decide on what the socket will use: resolve once, check the answers
 //!    with `resolved`, dial exactly those addresses.
 
+pub mod adapter;
 pub mod authority;
 pub mod dns;
 pub mod http;
@@ -21,6 +22,8 @@ pub mod metrics;
 pub mod policy;
 pub mod relay;
 pub mod socks;
+pub mod squid;
+pub mod srt_decider;
 #[doc(hidden)]
 pub mod testing;
 pub mod tls;

@@ -2,7 +2,10 @@
 //! [--socks ADDR] [--dns ADDR] [--upstream-dns ADDR] [--log FILE]
 //! [--first-bytes-timeout SECS] [--tunnel-idle-timeout SECS]
 //! [--tunnel-total-timeout SECS] [--keepalive-timeout SECS]
-//! [--max-connections N] [--metrics ADDR] [--threads N]`
+//! [--max-connections N] [--metrics ADDR] [--threads N]`; and the adapters
+//! for other proxies, `gatehouse-egress srt-decider ...` (sandbox-runtime's
+//! `srt proxy`) and `gatehouse-egress squid-helper ...` (squid's external
+//! ACL helper).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -12,7 +15,9 @@ use gatehouse_egress::{Config, start, system_dns};
 const USAGE: &str = "usage: gatehouse-egress --policy FILE [--policy-name NAME] [--http 127.0.0.1:3128] \
 [--socks 127.0.0.1:1080] [--dns 127.0.0.1:5353] [--upstream-dns IP:PORT] [--log FILE] [--no-policy] \
 [--first-bytes-timeout 10] [--tunnel-idle-timeout 900] [--tunnel-total-timeout 86400] \
-[--keepalive-timeout 60] [--max-connections 4096] [--metrics 127.0.0.1:9090] [--threads N]";
+[--keepalive-timeout 60] [--max-connections 4096] [--metrics 127.0.0.1:9090] [--threads N]
+       gatehouse-egress srt-decider --policy FILE [--policy-name NAME] [--log FILE]
+       gatehouse-egress squid-helper --policy FILE [--policy-name NAME] [--log FILE]";
 
 fn parse(args: &[String]) -> Result<(Config, Option<usize>), String> {
     let mut threads = None;
@@ -90,6 +95,12 @@ fn default_threads() -> usize {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    let rest = args.get(1..).unwrap_or_default();
+    match args.first().map(String::as_str) {
+        Some("srt-decider") => std::process::exit(gatehouse_egress::srt_decider::main(rest)),
+        Some("squid-helper") => std::process::exit(gatehouse_egress::squid::main(rest)),
+        _ => {}
+    }
     let (config, threads) = match parse(&args) {
         Ok(c) => c,
         Err(e) => {

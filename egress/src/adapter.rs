@@ -1,0 +1,98 @@
+//! What the adapters for other proxies share (`srt-decider`,
+//! `squid-helper`): the policy in force, swapped live on a change of its
+//! file or on SIGHUP by a background thread, while the adapter answers its
+//! peer on the main thread.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::policy::Policies;
+
+/// Where an adapter's policy comes from and where its decisions go.
+#[derive(Clone, Debug, Default)]
+pub struct Source {
+    /// The policy file (text).
+    pub policy: PathBuf,
+    /// Which policy of the file (none: its only one).
+    pub name: Option<String>,
+    /// The decision log (JSON lines); none: not written.
+    pub log: Option<PathBuf>,
+}
+
+/// Parses the flags every adapter takes (`--policy FILE`, `--policy-name
+/// NAME`, `--log FILE`); anything else is an error naming it.
+pub fn parse(args: &[String], usage: &str) -> Result<Source, String> {
+    let mut s = Source::default();
+    let mut policy = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = || {
+            it.next()
+                .cloned()
+                .ok_or_else(|| format!("{a} needs a value\n{usage}"))
+        };
+        match a.as_str() {
+            "--policy" => policy = Some(PathBuf::from(value()?)),
+            "--policy-name" => s.name = Some(value()?),
+            "--log" => s.log = Some(PathBuf::from(value()?)),
+            "-h" | "--help" => return Err(usage.to_string()),
+            other => return Err(format!("unknown argument `{other}`\n{usage}")),
+        }
+    }
+    s.policy = policy.ok_or_else(|| usage.to_string())?;
+    Ok(s)
+}
+
+/// Loads the policy (an error is every diagnostic, rendered) and starts the
+/// thread that reloads it live.
+pub fn start(source: &Source) -> Result<Arc<Policies>, String> {
+    let metrics = Arc::new(crate::metrics::Metrics::default());
+    let sink: Option<Arc<dyn gatehouse::log::DecisionSink>> = match &source.log {
+        Some(path) => {
+            let f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            Some(Arc::new(
+                gatehouse::log::BackgroundSink::new(f, 65_536).map_err(|e| e.to_string())?,
+            ))
+        }
+        None => None,
+    };
+    let policies = Arc::new(Policies::new(
+        source.policy.clone(),
+        source.name.clone(),
+        sink,
+        false,
+        false,
+        metrics,
+    )?);
+    let watched = policies.clone();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("runtime: {e}"))?;
+    std::thread::Builder::new()
+        .name("gatehouse-reload".into())
+        .spawn(move || {
+            runtime.block_on(async move {
+                crate::policy::watch(watched);
+                std::future::pending::<()>().await;
+            });
+        })
+        .map_err(|e| format!("reload thread: {e}"))?;
+    Ok(policies)
+}
+
+/// Whether two hosts name the same destination as a socket would see it:
+/// brackets around an IPv6 literal, ASCII case and one trailing dot aside.
+pub fn same_destination(a: &str, b: &str) -> bool {
+    let bare = |h: &str| {
+        h.strip_prefix('[')
+            .and_then(|r| r.strip_suffix(']'))
+            .unwrap_or(h)
+            .to_string()
+    };
+    crate::authority::same_host(&bare(a), &bare(b))
+}

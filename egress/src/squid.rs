@@ -1,0 +1,241 @@
+//! `gatehouse-egress squid-helper --policy FILE`: a squid external ACL
+//! helper (docs/integrations/squid.md).
+//!
+//! squid starts it from `external_acl_type` and writes one request a line,
+//! the fields its format names, URL-encoded and separated by spaces, then
+//! the ACL's arguments (`-` when none); with `concurrency=N` each line
+//! starts with a channel id, echoed in the answer:
+//!
+//! ```text
+//! external_acl_type gatehouse ttl=0 negative_ttl=0 concurrency=16 %DST %PORT %METHOD \
+//!     /usr/local/bin/gatehouse-egress squid-helper --policy /etc/gatehouse/agent.policy
+//! ```
+//!
+//! ```text
+//! 0 api.github.com 443 CONNECT -  →  0 OK
+//! 1 evil.example 80 GET -         →  1 ERR message="not_allowed"
+//! ```
+//!
+//! Each line is decided as `connect HOST:PORT via https` for `CONNECT`
+//! (or no method field) and `via http` otherwise. A line that cannot be
+//! read (too few or too many fields, bad encoding, a port that is not a
+//! number) is an `ERR` too: the helper never allows what it did not
+//! understand, and keeps serving. The policy is reloaded when its file
+//! changes or on SIGHUP; `ttl=0 negative_ttl=0` keep squid from caching
+//! an old answer past a reload.
+
+use std::io::{BufRead, Write};
+
+use gatehouse::query::{QueryRef, Via};
+
+use crate::policy::Policies;
+
+pub const USAGE: &str =
+    "usage: gatehouse-egress squid-helper --policy FILE [--policy-name NAME] [--log FILE]
+  A squid external ACL helper: lines `[ID] HOST PORT [METHOD]` in, `[ID] OK` or
+  `[ID] ERR message=\"REASON\"` out (docs/integrations/squid.md).";
+
+/// The longest line read; squid's own limit is far below it.
+const MAX_LINE: usize = 64 * 1024;
+
+/// `%XX` decoding of one field; `None` for a bad escape or a result that is
+/// not UTF-8.
+fn decode(field: &str) -> Option<String> {
+    let b = field.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        if c == b'%' {
+            let hex = b.get(i + 1..i + 3)?;
+            let s = std::str::from_utf8(hex).ok()?;
+            out.push(u8::from_str_radix(s, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(c);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// The answer to one line, without its line break.
+pub fn answer(policies: &Policies, line: &str) -> String {
+    let fields: Vec<&str> = line.split_ascii_whitespace().collect();
+    // With concurrency, a channel id comes first: a leading number with
+    // two fields or more after it (a host is never all digits: the engine
+    // refuses such a name).
+    let (channel, rest) = match fields.as_slice() {
+        [id, _, _, ..] if is_number(id) => (Some(*id), fields.get(1..)),
+        _ => (None, Some(fields.as_slice())),
+    };
+    let prefix = channel.map(|c| format!("{c} ")).unwrap_or_default();
+    let err = |why: &str| format!("{prefix}ERR message=\"{why}\"");
+    // squid appends the ACL's own arguments (`%DATA`, `-` when there are
+    // none) after the format's fields: they decide nothing here.
+    let (host, port, method) = match rest.unwrap_or_default() {
+        [h, p] => (*h, *p, None),
+        [h, p, m, ..] => (*h, *p, Some(*m).filter(|m| *m != "-")),
+        _ => return err("bad_request"),
+    };
+    let (Some(host), Some(port)) = (
+        decode(host),
+        decode(port).and_then(|p| p.parse::<u16>().ok()),
+    ) else {
+        return err("bad_request");
+    };
+    let method = method.and_then(decode);
+    let via = match method.as_deref() {
+        None | Some("CONNECT") => Via::Https,
+        Some(_) => Via::Http,
+    };
+    let mut req = policies.request();
+    // squid writes a missing value as `-`.
+    if host == "-" {
+        return err("bad_request");
+    }
+    let host = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(&host);
+    let v = req.decide(QueryRef::Connect { host, port, via });
+    let what = format!(
+        "squid {} {host}:{port}",
+        method.as_deref().unwrap_or("CONNECT")
+    );
+    if v.is_allow() {
+        req.finish(&what, "allowed");
+        format!("{prefix}OK")
+    } else {
+        let reason = v.reason.as_str();
+        req.finish(&what, &format!("refused ({reason})"));
+        err(reason)
+    }
+}
+
+fn is_number(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 9 && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Answers every line of `input` until it ends.
+pub fn serve(
+    policies: &Policies,
+    input: &mut impl BufRead,
+    output: &mut impl Write,
+) -> std::io::Result<()> {
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let n =
+            std::io::Read::take(&mut *input, MAX_LINE as u64 + 1).read_until(b'\n', &mut line)?;
+        if n == 0 {
+            return Ok(());
+        }
+        let text = String::from_utf8_lossy(&line);
+        let answer = if line.len() > MAX_LINE {
+            // The rest of an over-long line is read and dropped.
+            let mut sink = Vec::new();
+            input.read_until(b'\n', &mut sink)?;
+            String::from("ERR message=\"bad_request\"")
+        } else {
+            answer(policies, text.trim_end_matches(['\n', '\r']))
+        };
+        output.write_all(answer.as_bytes())?;
+        output.write_all(b"\n")?;
+        // squid waits for each answer.
+        output.flush()?;
+    }
+}
+
+/// `gatehouse-egress squid-helper ...`: the process's exit code.
+pub fn main(args: &[String]) -> i32 {
+    let source = match crate::adapter::parse(args, USAGE) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return 2;
+        }
+    };
+    let policies = match crate::adapter::start(&source) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("gatehouse-egress squid-helper: {e}");
+            return 1;
+        }
+    };
+    let mut input = std::io::stdin().lock();
+    let mut output = std::io::BufWriter::new(std::io::stdout().lock());
+    match serve(&policies, &mut input, &mut output).and_then(|()| output.flush()) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("gatehouse-egress squid-helper: {e}");
+            1
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn policies() -> Policies {
+        let dir = std::env::temp_dir().join(format!("gatehouse-squid-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("p.policy");
+        std::fs::write(
+            &path,
+            "policy p {\n  network {\n    allow domain **.github.com port 443\n    allow domain plain.example port 80\n    deny domain gist.github.com\n  }\n}\n",
+        )
+        .unwrap();
+        Policies::new(
+            path,
+            None,
+            None,
+            false,
+            false,
+            std::sync::Arc::new(crate::metrics::Metrics::default()),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn lines() {
+        let p = policies();
+        let input = "0 api.github.com 443 CONNECT\n\
+                     1 gist.github.com 443 CONNECT\n\
+                     12 plain.example 80 GET\n\
+                     3 plain.example 443 CONNECT\n\
+                     api.github.com 443\n\
+                     4 API.GitHub.COM. 443\n\
+                     5 api%2Egithub.com 443 CONNECT\n\
+                     6 github.com%00.evil 443 CONNECT\n\
+                     7 - 443 CONNECT\n\
+                     8 api.github.com https CONNECT\n\
+                     9 api.github.com 443 CONNECT extra\n\
+                     10 api.github.com%zz 443\n\
+                     11 2130706433 443\n\
+                     13 api.github.com 443 - -\n\
+                     \n";
+        let mut out = Vec::new();
+        serve(&p, &mut input.as_bytes(), &mut out).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        let want = [
+            "0 OK",
+            "1 ERR message=\"denied_by_rule\"",
+            "12 OK",
+            "3 ERR message=\"not_allowed\"",
+            "OK",
+            "4 OK",
+            "5 OK",
+            "6 ERR message=\"invalid_host\"",
+            "7 ERR message=\"bad_request\"",
+            "8 ERR message=\"bad_request\"",
+            "9 OK",
+            "10 ERR message=\"bad_request\"",
+            "11 ERR message=\"ambiguous_ip_literal\"",
+            "13 OK",
+            "ERR message=\"bad_request\"",
+        ];
+        assert_eq!(out.lines().collect::<Vec<_>>(), want);
+    }
+}

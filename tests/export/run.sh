@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# `policyc export cilium` output (the golden files, which tests/export.rs
+# holds equal to what policyc writes) checked against the shapes the
+# CiliumNetworkPolicy CRD requires (validate_cilium.py, PyYAML in a venv).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+venv="$root/target/export-venv"
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import yaml' 2>/dev/null; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet pyyaml
+fi
+"$venv/bin/python" tests/export/validate_cilium.py tests/golden/export/*.cilium.yaml
