@@ -74,6 +74,8 @@ mod syntax;
 #[cfg(feature = "arbitrary")]
 pub mod arbitrary;
 pub mod artifact;
+#[cfg(feature = "bundle")]
+pub mod bundle;
 pub mod diag;
 pub mod export;
 pub mod fmt;

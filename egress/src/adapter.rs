@@ -17,6 +17,8 @@ pub struct Source {
     pub name: Option<String>,
     /// The decision log (JSON lines); none: not written.
     pub log: Option<PathBuf>,
+    /// Trusted keys, bundle polling, shipped decision records.
+    pub fleet: crate::fleet::Options,
 }
 
 /// Parses the flags every adapter takes (`--policy FILE`, `--policy-name
@@ -36,7 +38,16 @@ pub fn parse(args: &[String], usage: &str) -> Result<Source, String> {
             "--policy-name" => s.name = Some(value()?),
             "--log" => s.log = Some(PathBuf::from(value()?)),
             "-h" | "--help" => return Err(usage.to_string()),
-            other => return Err(format!("unknown argument `{other}`\n{usage}")),
+            other => {
+                let mut next = || it.next().cloned();
+                if !s
+                    .fleet
+                    .take(other, &mut next)
+                    .map_err(|e| format!("{e}\n{usage}"))?
+                {
+                    return Err(format!("unknown argument `{other}`\n{usage}"));
+                }
+            }
         }
     }
     s.policy = policy.ok_or_else(|| usage.to_string())?;
@@ -47,26 +58,18 @@ pub fn parse(args: &[String], usage: &str) -> Result<Source, String> {
 /// thread that reloads it live.
 pub fn start(source: &Source) -> Result<Arc<Policies>, String> {
     let metrics = Arc::new(crate::metrics::Metrics::default());
-    let sink: Option<Arc<dyn gatehouse::log::DecisionSink>> = match &source.log {
-        Some(path) => {
-            let f = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .map_err(|e| format!("{}: {e}", path.display()))?;
-            Some(Arc::new(
-                gatehouse::log::BackgroundSink::new(f, 65_536).map_err(|e| e.to_string())?,
-            ))
-        }
-        None => None,
-    };
-    let policies = Arc::new(Policies::new(
+    let keys = source
+        .fleet
+        .prepare(&source.policy, source.name.as_deref())?;
+    let sink = source.fleet.sink(source.log.as_deref(), &metrics)?;
+    let policies = Arc::new(Policies::with_trust(
         source.policy.clone(),
         source.name.clone(),
         sink,
         false,
         false,
         metrics,
+        keys.clone(),
     )?);
     let watched = policies.clone();
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -82,6 +85,9 @@ pub fn start(source: &Source) -> Result<Arc<Policies>, String> {
             });
         })
         .map_err(|e| format!("reload thread: {e}"))?;
+    source
+        .fleet
+        .start_polling(&source.policy, source.name.clone(), keys);
     Ok(policies)
 }
 

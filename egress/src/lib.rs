@@ -16,6 +16,7 @@
 pub mod adapter;
 pub mod authority;
 pub mod dns;
+pub mod fleet;
 pub mod http;
 pub mod listener;
 pub mod metrics;
@@ -62,6 +63,8 @@ pub struct Config {
     pub max_connections: Option<usize>,
     /// Where to serve `GET /metrics` (Prometheus text); none: not served.
     pub metrics: Option<SocketAddr>,
+    /// Trusted keys, bundle polling, shipped decision records.
+    pub fleet: fleet::Options,
 }
 
 impl Config {
@@ -82,6 +85,7 @@ impl Config {
             timeouts: relay::Timeouts::default(),
             max_connections: None,
             metrics: None,
+            fleet: fleet::Options::default(),
         }
     }
 }
@@ -119,28 +123,18 @@ pub async fn start(config: Config) -> Result<Running, String> {
         http::pool::MAX_IDLE,
     )?;
     let metrics = Arc::new(metrics::Metrics::default());
-    let sink: Option<Arc<dyn gatehouse::log::DecisionSink>> = match &config.log {
-        Some(path) => {
-            let f = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .map_err(|e| format!("{}: {e}", path.display()))?;
-            let s = Arc::new(
-                gatehouse::log::BackgroundSink::new(f, 65_536).map_err(|e| e.to_string())?,
-            );
-            metrics.watch_log(s.clone());
-            Some(s)
-        }
-        None => None,
-    };
-    let policies = Arc::new(policy::Policies::new(
+    let keys = config
+        .fleet
+        .prepare(&config.policy, config.policy_name.as_deref())?;
+    let sink = config.fleet.sink(config.log.as_deref(), &metrics)?;
+    let policies = Arc::new(policy::Policies::with_trust(
         config.policy.clone(),
         config.policy_name.clone(),
         sink,
         config.no_policy,
         config.keep_access_records,
         metrics.clone(),
+        keys.clone(),
     )?);
     for addr in [Some(config.http), config.socks, config.dns, config.metrics]
         .into_iter()
@@ -226,6 +220,9 @@ pub async fn start(config: Config) -> Result<Running, String> {
         None => None,
     };
     policy::watch(policies.clone());
+    config
+        .fleet
+        .start_polling(&config.policy, config.policy_name.clone(), keys);
     Ok(Running {
         http,
         max_connections,

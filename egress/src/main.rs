@@ -16,6 +16,7 @@ const USAGE: &str = "usage: gatehouse-egress --policy FILE [--policy-name NAME] 
 [--socks 127.0.0.1:1080] [--dns 127.0.0.1:5353] [--upstream-dns IP:PORT] [--log FILE] [--no-policy] \
 [--first-bytes-timeout 10] [--tunnel-idle-timeout 900] [--tunnel-total-timeout 86400] \
 [--keepalive-timeout 60] [--max-connections 4096] [--metrics 127.0.0.1:9090] [--threads N]
+       [--trusted-key FILE]... [--bundle-url URL [--poll-interval SECS]] [--log-url URL]
        gatehouse-egress srt-decider --policy FILE [--policy-name NAME] [--log FILE]
        gatehouse-egress squid-helper --policy FILE [--policy-name NAME] [--log FILE]";
 
@@ -78,7 +79,12 @@ fn parse(args: &[String]) -> Result<(Config, Option<usize>), String> {
                 );
             }
             "-h" | "--help" => return Err(USAGE.to_string()),
-            other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
+            other => {
+                let mut next = || it.next().cloned();
+                if !c.fleet.take(other, &mut next)? {
+                    return Err(format!("unknown argument `{other}`\n{USAGE}"));
+                }
+            }
         }
     }
     c.policy = policy.ok_or(USAGE)?;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use gatehouse::bundle::PublicKey;
 use gatehouse::log::{DecisionEvent, DecisionSink};
 use gatehouse::query::QueryRef;
 use gatehouse::source::SourceMap;
@@ -16,6 +17,8 @@ use gatehouse::{Decision, Policy, PolicySet};
 /// The policy file, which policy of it to use, and the store.
 pub struct Policies {
     pub path: PathBuf,
+    /// The keys a policy must be signed by (none: any policy file).
+    pub trusted: Vec<PublicKey>,
     pub name: Option<String>,
     pub store: PolicyStore,
     pub sink: Arc<dyn DecisionSink>,
@@ -38,36 +41,56 @@ const MAX_POLICY_BYTES: u64 = 8 * 1024 * 1024;
 
 /// Reads the policy file: a regular file of at most [`MAX_POLICY_BYTES`]
 /// (a FIFO or a device at the path is refused, never waited on).
-fn read_policy(path: &Path) -> Result<String, String> {
+fn read_policy(path: &Path) -> Result<Vec<u8>, String> {
     use std::io::Read as _;
     let at = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
     let meta = std::fs::metadata(path).map_err(|e| at(&e))?;
     if !meta.is_file() {
         return Err(at(&"not a regular file"));
     }
-    let mut text = String::new();
+    let mut bytes = Vec::new();
     std::fs::File::open(path)
         .map_err(|e| at(&e))?
         .take(MAX_POLICY_BYTES + 1)
-        .read_to_string(&mut text)
+        .read_to_end(&mut bytes)
         .map_err(|e| at(&e))?;
-    if text.len() as u64 > MAX_POLICY_BYTES {
+    if bytes.len() as u64 > MAX_POLICY_BYTES {
         return Err(at(&format!("larger than {MAX_POLICY_BYTES} bytes")));
     }
-    Ok(text)
+    Ok(bytes)
 }
 
 /// Reads and compiles the policy file; the error is what a person should
 /// read (every diagnostic, rendered).
 pub fn load(path: &Path, name: Option<&str>) -> Result<PolicySet, String> {
-    let text = read_policy(path)?;
-    load_text(path, text, name)
+    let bytes = read_policy(path)?;
+    load_bytes(path, bytes, name, &[])
 }
 
-fn load_text(path: &Path, text: String, name: Option<&str>) -> Result<PolicySet, String> {
-    let mut sources = SourceMap::new();
-    sources.add(path.display().to_string(), text);
-    let set = PolicySet::from_sources(sources).map_err(|e| e.to_string())?;
+/// A policy from a file's bytes: policy text, a compiled artifact, or a
+/// signed bundle (`policyc compile [--sign KEY]`). With trusted keys only a
+/// bundle one of them signed is accepted (docs/bundles.md).
+pub fn load_bytes(
+    path: &Path,
+    bytes: Vec<u8>,
+    name: Option<&str>,
+    trusted: &[PublicKey],
+) -> Result<PolicySet, String> {
+    let compiled =
+        bytes.starts_with(gatehouse::artifact::MAGIC) || gatehouse::bundle::is_bundle(&bytes);
+    let set = if compiled || !trusted.is_empty() {
+        gatehouse::bundle::load(&bytes, trusted).map_err(|e| format!("{}: {e}", path.display()))?
+    } else {
+        let text = String::from_utf8(bytes).map_err(|_| {
+            format!(
+                "{}: neither policy text (UTF-8) nor a compiled artifact",
+                path.display()
+            )
+        })?;
+        let mut sources = SourceMap::new();
+        sources.add(path.display().to_string(), text);
+        PolicySet::from_sources(sources).map_err(|e| e.to_string())?
+    };
     pick(&set, name)?;
     Ok(set)
 }
@@ -96,7 +119,21 @@ impl Policies {
         keep_records: bool,
         metrics: Arc<crate::metrics::Metrics>,
     ) -> Result<Self, String> {
-        let set = load(&path, name.as_deref())?;
+        Self::with_trust(path, name, log, bypass, keep_records, metrics, Vec::new())
+    }
+
+    /// [`Policies::new`], accepting only bundles signed by `trusted` (when
+    /// it holds any key), at start and at every reload.
+    pub fn with_trust(
+        path: PathBuf,
+        name: Option<String>,
+        log: Option<Arc<dyn DecisionSink>>,
+        bypass: bool,
+        keep_records: bool,
+        metrics: Arc<crate::metrics::Metrics>,
+        trusted: Vec<PublicKey>,
+    ) -> Result<Self, String> {
+        let set = load_bytes(&path, read_policy(&path)?, name.as_deref(), &trusted)?;
         metrics.set_revision(set.revision());
         let unrestricted =
             PolicySet::from_source("<built-in>", "policy bypass { network unrestricted }")
@@ -105,6 +142,7 @@ impl Policies {
             unrestricted,
             metrics,
             path,
+            trusted,
             name,
             store: PolicyStore::new(set),
             access_log: log.is_some(),
@@ -122,8 +160,8 @@ impl Policies {
         self.reload_text(text)
     }
 
-    fn reload_text(&self, text: Result<String, String>) -> bool {
-        match text.and_then(|t| load_text(&self.path, t, self.name.as_deref())) {
+    fn reload_text(&self, bytes: Result<Vec<u8>, String>) -> bool {
+        match bytes.and_then(|b| load_bytes(&self.path, b, self.name.as_deref(), &self.trusted)) {
             Ok(set) => {
                 let rev = set.revision().to_string();
                 self.store.replace(set);
@@ -263,8 +301,8 @@ impl Request<'_> {
 pub fn watch(policies: Arc<Policies>) {
     let p = policies.clone();
     tokio::spawn(async move {
-        let digest = |t: &Result<String, String>| match t {
-            Ok(text) => gatehouse::artifact::sha256_hex(text.as_bytes()),
+        let digest = |t: &Result<Vec<u8>, String>| match t {
+            Ok(bytes) => gatehouse::artifact::sha256_hex(bytes),
             Err(e) => format!("error: {e}"),
         };
         let path = p.path.clone();

@@ -32,6 +32,7 @@ use crate::policy::Policies;
 
 pub const USAGE: &str =
     "usage: gatehouse-egress squid-helper --policy FILE [--policy-name NAME] [--log FILE]
+       [--trusted-key FILE]... [--bundle-url URL [--poll-interval SECS]] [--log-url URL]
   A squid external ACL helper: lines `[ID] HOST PORT [METHOD]` in, `[ID] OK` or
   `[ID] ERR message=\"REASON\"` out (docs/integrations/squid.md).";
 

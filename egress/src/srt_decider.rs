@@ -54,6 +54,7 @@ pub const MAX_ID: u64 = (1 << 53) - 1;
 
 pub const USAGE: &str =
     "usage: gatehouse-egress srt-decider --policy FILE [--policy-name NAME] [--log FILE]
+       [--trusted-key FILE]... [--bundle-url URL [--poll-interval SECS]] [--log-url URL]
   Speaks sandbox-runtime's decider protocol on stdin/stdout; start it with
   srt proxy --decider-in FD --decider-out FD (docs/integrations/srt.md).";
 

@@ -86,12 +86,42 @@ Examples:
   policyc fmt policies/
   policyc fmt --check policies/      # exit 1 and name the files that would change")]
     Fmt(FmtArgs),
-    /// Write the compiled policy set as a checksummed artifact
+    /// Write the compiled policy set as a checksummed artifact, or a signed bundle
     #[command(after_help = "\
 Examples:
   policyc compile policies/ -o set.ghc
-  policyc eval --artifact set.ghc --policy coding-agent --query 'dns github.com'")]
+  policyc eval --artifact set.ghc --policy coding-agent --query 'dns github.com'
+  policyc compile policies/ -o set.ghb --sign fleet.key     # a bundle for a fleet (docs/bundles.md)")]
     Compile(CompileArgs),
+    /// Make an Ed25519 key pair for signing bundles
+    #[command(after_help = "\
+Writes PREFIX.key (the secret key, mode 0600) and PREFIX.pub (the public
+key, for every machine that must trust the bundles). Existing files are
+never overwritten.
+
+Examples:
+  policyc keygen --out fleet
+  policyc compile policies/ -o set.ghb --sign fleet.key")]
+    Keygen {
+        /// The files' path without extension
+        #[arg(long, value_name = "PREFIX")]
+        out: String,
+    },
+    /// Check a bundle's signature against trusted public keys
+    #[command(after_help = "\
+Exit codes: 0 the bundle is signed by a trusted key and loads, 1 it is
+refused (unsigned, untrusted key, bad signature, invalid artifact), 2 usage.
+
+Examples:
+  policyc verify --trusted-key fleet.pub set.ghb")]
+    Verify {
+        /// A public key to trust (repeatable)
+        #[arg(long = "trusted-key", value_name = "FILE", required = true)]
+        trusted_key: Vec<String>,
+        /// The bundle
+        #[arg(value_name = "BUNDLE")]
+        bundle: String,
+    },
     /// Translate another system's configuration into policy text
     #[command(subcommand)]
     Import(Import),
@@ -192,9 +222,13 @@ pub struct EvalArgs {
     /// Also write each decision, masked, as a JSON line to FILE
     #[arg(long, value_name = "FILE")]
     pub log: Option<String>,
-    /// Load a compiled artifact instead of policy files
+    /// Load a compiled artifact or bundle instead of policy files
     #[arg(long, value_name = "FILE", conflicts_with = "paths")]
     pub artifact: Option<String>,
+    /// With --artifact: accept only a bundle signed by this public key
+    /// (repeatable)
+    #[arg(long = "trusted-key", value_name = "FILE", requires = "artifact")]
+    pub trusted_key: Vec<String>,
     /// A query in the text form or as JSON. Repeatable
     #[arg(long, value_name = "TEXT", conflicts_with = "queries")]
     pub query: Vec<String>,
@@ -243,6 +277,9 @@ pub struct CompileArgs {
     /// Where to write the artifact
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: String,
+    /// Sign it with this secret key (from `policyc keygen`): write a bundle
+    #[arg(long, value_name = "KEY")]
+    pub sign: Option<String>,
     #[command(flatten)]
     pub paths: Paths,
 }

@@ -1,4 +1,5 @@
-//! `policyc compile`: write the compiled set as an artifact.
+//! `policyc compile`: write the compiled set as an artifact, or signed as
+//! a bundle (`--sign KEY`).
 
 use crate::Exit;
 use crate::cli::CompileArgs;
@@ -20,13 +21,23 @@ pub fn run(a: &CompileArgs) -> Exit {
             return Exit::Failed;
         }
     };
+    let (bytes, signed) = match &a.sign {
+        None => (bytes, String::new()),
+        Some(key) => match crate::keys::secret(key) {
+            Ok(k) => (
+                k.sign(&bytes),
+                format!(", signed by key {}", k.public().id()),
+            ),
+            Err(e) => return e,
+        },
+    };
     let out = &a.output;
     if let Err(e) = std::fs::write(out, &bytes) {
         errln!("error: cannot write `{out}`: {e}");
         return Exit::Failed;
     }
     outln!(
-        "wrote {out}: {}, {}, revision {}",
+        "wrote {out}: {}, {}, revision {}{signed}",
         count(set.policies().count(), "policy", "policies"),
         count(bytes.len(), "byte", "bytes"),
         set.revision()

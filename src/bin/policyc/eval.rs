@@ -23,13 +23,24 @@ pub fn run(a: &EvalArgs) -> Exit {
     }
     let set = match a.artifact.as_deref() {
         Some(path) => match std::fs::read(path) {
-            Ok(bytes) => match PolicySet::from_artifact(&bytes) {
-                Ok(set) => set,
-                Err(e) => {
-                    errln!("error: cannot load `{path}`: {e}");
-                    return Exit::Failed;
+            Ok(bytes) => {
+                let trusted = match crate::keys::public_all(&a.trusted_key) {
+                    Ok(t) => t,
+                    Err(e) => return e,
+                };
+                if trusted.is_empty() && gatehouse::bundle::is_bundle(&bytes) {
+                    errln!(
+                        "warning: the signature of `{path}` was not checked: give --trusted-key to check it"
+                    );
                 }
-            },
+                match gatehouse::bundle::load(&bytes, &trusted) {
+                    Ok(set) => set,
+                    Err(e) => {
+                        errln!("error: cannot load `{path}`: {e}");
+                        return Exit::Failed;
+                    }
+                }
+            }
             Err(e) => return Exit::Usage(format!("cannot read `{path}`: {e}")),
         },
         None => {

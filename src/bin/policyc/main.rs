@@ -30,6 +30,7 @@ mod exclude;
 mod export;
 mod fmt;
 mod import;
+mod keys;
 mod load;
 mod lsp;
 mod output;
@@ -73,6 +74,11 @@ fn main() -> ExitCode {
         Command::Test(a) => ("test", test::run(&a)),
         Command::Fmt(a) => ("fmt", fmt::run(&a)),
         Command::Compile(a) => ("compile", compile::run(&a)),
+        Command::Keygen { out } => ("keygen", keys::keygen(&out)),
+        Command::Verify {
+            trusted_key,
+            bundle,
+        } => ("verify", keys::verify(&trusted_key, &bundle)),
         Command::Import(a) => ("import", import::run(&a)),
         Command::Export(a) => ("export", export::run(&a)),
         Command::Completions { shell } => ("completions", completions(shell)),

@@ -1,0 +1,415 @@
+//! Signed bundles for a fleet, end to end: `gatehouse-egress squid-helper`
+//! (the simplest adapter to drive: a line in, a line out) polling a bundle
+//! URL served on loopback, with a trusted key; the proxy and the srt
+//! decider take the same flags through the same code (`fleet::Options`).
+//!
+//! Every wait is bounded; the server listens on 127.0.0.1 only.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use gatehouse::PolicySet;
+use gatehouse::bundle::Keypair;
+
+const EGRESS: &str = env!("CARGO_BIN_EXE_gatehouse-egress");
+
+#[derive(Default)]
+struct State {
+    /// The bundle served and its ETag; none: 404.
+    bundle: Option<(Vec<u8>, String)>,
+    /// The server is "away": connections are closed without an answer.
+    down: bool,
+    full: usize,
+    not_modified: usize,
+    posts: Vec<String>,
+}
+
+/// A loopback HTTP server for one bundle (GET, with ETag / If-None-Match)
+/// and a decision-record endpoint (POST).
+fn serve() -> (String, Arc<Mutex<State>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let state = Arc::new(Mutex::new(State::default()));
+    let s = state.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            conn.set_read_timeout(Some(Duration::from_secs(5))).ok();
+            let mut r = BufReader::new(conn.try_clone().unwrap());
+            let mut head = Vec::new();
+            loop {
+                let mut line = String::new();
+                if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                head.push(line.trim_end().to_string());
+            }
+            let mut st = s.lock().unwrap();
+            if st.down || head.is_empty() {
+                continue;
+            }
+            let header = |name: &str| {
+                head.iter().find_map(|h| {
+                    let (k, v) = h.split_once(':')?;
+                    k.eq_ignore_ascii_case(name).then(|| v.trim().to_string())
+                })
+            };
+            let answer: Vec<u8> = if head[0].starts_with("POST") {
+                let n: usize = header("content-length")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                let mut body = vec![0; n];
+                r.read_exact(&mut body).ok();
+                st.posts.push(String::from_utf8_lossy(&body).into_owned());
+                b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n".to_vec()
+            } else {
+                match st.bundle.clone() {
+                    None => {
+                        b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                            .to_vec()
+                    }
+                    Some((_, etag))
+                        if header("if-none-match").as_deref() == Some(etag.as_str()) =>
+                    {
+                        st.not_modified += 1;
+                        format!(
+                            "HTTP/1.1 304 Not Modified\r\nETag: {etag}\r\nConnection: close\r\n\r\n"
+                        )
+                        .into_bytes()
+                    }
+                    Some((bytes, etag)) => {
+                        st.full += 1;
+                        let mut a = format!(
+                            "HTTP/1.1 200 OK\r\nETag: {etag}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                            bytes.len()
+                        )
+                        .into_bytes();
+                        a.extend_from_slice(&bytes);
+                        a
+                    }
+                }
+            };
+            drop(st);
+            let _ = conn.write_all(&answer);
+        }
+    });
+    (base, state)
+}
+
+fn set(allow: &str) -> PolicySet {
+    PolicySet::from_source(
+        "fleet.policy",
+        &format!("policy fleet {{\n  network {{\n    allow domain {allow} port 443\n  }}\n}}\n"),
+    )
+    .unwrap()
+}
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("gatehouse-fleet-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+struct Helper {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Helper {
+    fn start(args: &[&str]) -> Helper {
+        let mut child = Command::new(EGRESS)
+            .arg("squid-helper")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Helper {
+            child,
+            stdin,
+            stdout,
+        }
+    }
+
+    fn ask(&mut self, host: &str) -> String {
+        writeln!(self.stdin, "0 {host} 443 CONNECT -").unwrap();
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        line.trim_end().to_string()
+    }
+
+    /// Asks until the answer for `host` is `want`, for at most 10 s.
+    fn until(&mut self, host: &str, want: &str) -> bool {
+        let end = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < end {
+            if self.ask(host) == want {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+}
+
+impl Drop for Helper {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starting with a flag set; the exit code and stderr when it does not
+/// start (it is asked nothing).
+fn refused(args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(EGRESS)
+        .arg("squid-helper")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn keys(d: &Path) -> (Keypair, String) {
+    let key = Keypair::generate().unwrap();
+    let public = d.join("fleet.pub");
+    std::fs::write(&public, key.public().to_text()).unwrap();
+    (key, public.display().to_string())
+}
+
+const OK: &str = "0 OK";
+const NO: &str = "0 ERR message=\"not_allowed\"";
+
+#[test]
+fn a_fleet_follows_its_signed_bundles_and_nothing_else() {
+    let d = dir("follow");
+    let (key, public) = keys(&d);
+    let (base, state) = serve();
+    let url = format!("{base}/policy.ghb");
+    let cache = d.join("last-good.ghb");
+    let cache_s = cache.display().to_string();
+    let v1 = set("a.example");
+    state.lock().unwrap().bundle = Some((key.sign(&v1.to_artifact().unwrap()), "\"v1\"".into()));
+    let args = [
+        "--policy",
+        &cache_s,
+        "--bundle-url",
+        &url,
+        "--trusted-key",
+        &public,
+        "--poll-interval",
+        "0.2",
+        "--log-url",
+        &format!("{base}/decisions"),
+    ];
+    let mut h = Helper::start(&args);
+    assert_eq!(h.ask("a.example"), OK);
+    assert_eq!(h.ask("b.example"), NO);
+    assert!(cache.exists(), "the last good bundle is kept on disk");
+
+    // Unchanged: the poller asks with If-None-Match and gets 304s.
+    std::thread::sleep(Duration::from_millis(700));
+    assert!(
+        state.lock().unwrap().not_modified >= 2,
+        "no 304: If-None-Match not sent"
+    );
+
+    // A new signed bundle is in force within the poll interval (and the
+    // watcher's 200 ms).
+    let v2 = set("b.example");
+    state.lock().unwrap().bundle = Some((key.sign(&v2.to_artifact().unwrap()), "\"v2\"".into()));
+    assert!(h.until("b.example", OK), "the new bundle was not picked up");
+    assert_eq!(h.ask("a.example"), NO);
+
+    // Tampered, unsigned, or signed by another key: refused, v2 stays.
+    let mut tampered = key.sign(&set("c.example").to_artifact().unwrap());
+    let last = tampered.len() - 1;
+    tampered[last] ^= 1;
+    let other = Keypair::generate().unwrap();
+    for (i, bad) in [
+        tampered,
+        set("c.example").to_artifact().unwrap(),
+        b"policy fleet { network unrestricted }".to_vec(),
+        other.sign(&set("c.example").to_artifact().unwrap()),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        state.lock().unwrap().bundle = Some((bad, format!("\"bad{i}\"")));
+        std::thread::sleep(Duration::from_millis(600));
+        assert_eq!(h.ask("c.example"), NO, "bad bundle {i} was taken");
+        assert_eq!(
+            h.ask("b.example"),
+            OK,
+            "bad bundle {i} displaced the good one"
+        );
+    }
+    assert_eq!(
+        PolicySet::from_artifact(&std::fs::read(&cache).unwrap()[84..])
+            .unwrap()
+            .revision(),
+        v2.revision(),
+        "the cache holds the last good bundle"
+    );
+
+    // The server goes away: the last good policy stays in force.
+    state.lock().unwrap().down = true;
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(h.ask("b.example"), OK);
+
+    // Decision records reached the endpoint, with the revision of the
+    // policy that made them.
+    state.lock().unwrap().down = false;
+    let end = Instant::now() + Duration::from_secs(10);
+    let shipped = loop {
+        let posts = state.lock().unwrap().posts.join("");
+        if posts.contains(v2.revision()) || Instant::now() > end {
+            break posts;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        shipped.contains(&format!("\"revision\":\"{}\"", v1.revision())),
+        "{shipped}"
+    );
+    assert!(
+        shipped.contains(&format!("\"revision\":\"{}\"", v2.revision())),
+        "{shipped}"
+    );
+    drop(h);
+
+    // A restart while the server is away starts from the last good bundle.
+    state.lock().unwrap().down = true;
+    let mut h = Helper::start(&args);
+    assert_eq!(h.ask("b.example"), OK);
+    assert_eq!(h.ask("a.example"), NO);
+}
+
+#[test]
+fn nothing_unsigned_starts_where_a_key_is_trusted() {
+    let d = dir("refuse");
+    let (key, public) = keys(&d);
+    let text = d.join("plain.policy");
+    std::fs::write(&text, "policy fleet { network unrestricted }\n").unwrap();
+    let artifact = d.join("bare.ghc");
+    std::fs::write(&artifact, set("a.example").to_artifact().unwrap()).unwrap();
+    let signed = d.join("signed.ghb");
+    std::fs::write(&signed, key.sign(&set("a.example").to_artifact().unwrap())).unwrap();
+    let mut tampered = std::fs::read(&signed).unwrap();
+    tampered[100] ^= 1;
+    let tampered_path = d.join("tampered.ghb");
+    std::fs::write(&tampered_path, tampered).unwrap();
+
+    for (file, why) in [
+        (&text, "not signed"),
+        (&artifact, "not signed"),
+        (&tampered_path, "does not verify"),
+    ] {
+        let (code, err) = refused(&[
+            "--policy",
+            &file.display().to_string(),
+            "--trusted-key",
+            &public,
+        ]);
+        assert_eq!(code, Some(1), "{err}");
+        assert!(err.contains(why), "{file:?}: {err}");
+    }
+    // The signed bundle starts, as a file too (no URL).
+    let mut h = Helper::start(&[
+        "--policy",
+        &signed.display().to_string(),
+        "--trusted-key",
+        &public,
+    ]);
+    assert_eq!(h.ask("a.example"), OK);
+    // A tampered file written over it later is refused; the old one stays.
+    std::fs::copy(&tampered_path, &signed).unwrap();
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(h.ask("a.example"), OK);
+
+    // A bundle URL without a trusted key is refused, and so is a first
+    // fetch that fails with no last good bundle.
+    let (code, err) = refused(&[
+        "--policy",
+        "/nonexistent.ghb",
+        "--bundle-url",
+        "http://127.0.0.1:9/x",
+    ]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("--bundle-url needs --trusted-key"), "{err}");
+    let (code, err) = refused(&[
+        "--policy",
+        &d.join("none.ghb").display().to_string(),
+        "--bundle-url",
+        "http://127.0.0.1:9/x",
+        "--trusted-key",
+        &public,
+    ]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("no last good bundle"), "{err}");
+}
+
+#[test]
+fn the_proxy_refuses_an_unsigned_policy_where_a_key_is_trusted() {
+    let d = dir("proxy");
+    let (_, public) = keys(&d);
+    let text = d.join("plain.policy");
+    std::fs::write(&text, "policy fleet { network unrestricted }\n").unwrap();
+    let mut child = Command::new(EGRESS)
+        .args([
+            "--policy",
+            &text.display().to_string(),
+            "--trusted-key",
+            &public,
+            "--http",
+            "127.0.0.1:0",
+        ])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Bounded: a proxy that started anyway is killed and the test fails.
+    let end = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if Instant::now() > end {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(1),
+        "the proxy started: {err}"
+    );
+    assert!(err.contains("not signed"), "{err}");
+}
