@@ -16,6 +16,7 @@
 pub mod adapter;
 pub mod authority;
 pub mod dns;
+pub mod ext_authz;
 pub mod fleet;
 pub mod http;
 pub mod listener;

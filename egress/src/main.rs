@@ -18,7 +18,8 @@ const USAGE: &str = "usage: gatehouse-egress --policy FILE [--policy-name NAME] 
 [--keepalive-timeout 60] [--max-connections 4096] [--metrics 127.0.0.1:9090] [--threads N]
        [--trusted-key FILE]... [--bundle-url URL [--poll-interval SECS]] [--log-url URL]
        gatehouse-egress srt-decider --policy FILE [--policy-name NAME] [--log FILE]
-       gatehouse-egress squid-helper --policy FILE [--policy-name NAME] [--log FILE]";
+       gatehouse-egress squid-helper --policy FILE [--policy-name NAME] [--log FILE]
+       gatehouse-egress ext-authz --listen ADDR --policy FILE [--policy-name NAME] [--log FILE]";
 
 fn parse(args: &[String]) -> Result<(Config, Option<usize>), String> {
     let mut threads = None;
@@ -105,6 +106,7 @@ fn main() {
     match args.first().map(String::as_str) {
         Some("srt-decider") => std::process::exit(gatehouse_egress::srt_decider::main(rest)),
         Some("squid-helper") => std::process::exit(gatehouse_egress::squid::main(rest)),
+        Some("ext-authz") => std::process::exit(gatehouse_egress::ext_authz::main(rest)),
         _ => {}
     }
     let (config, threads) = match parse(&args) {

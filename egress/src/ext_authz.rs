@@ -1,0 +1,313 @@
+//! `gatehouse-egress ext-authz --listen ADDR --policy FILE`: Envoy's
+//! external authorization service (`envoy.service.auth.v3.Authorization`,
+//! gRPC), for service meshes whose egress goes through Envoy or Istio
+//! (docs/integrations/envoy.md). The Envoy API types are `envoy-types`
+//! (generated from Envoy's own protos); gRPC health checking
+//! (`grpc.health.v1.Health`) answers for the service and for `""`.
+//!
+//! Each `Check` is decided as the gatehouse proxy decides a request:
+//!
+//! 1. the request's authority (`attributes.request.http.host`, with its
+//!    port, or else the scheme's: 443 for `https`, 80 otherwise) is the
+//!    destination; a request without one is refused (`bad_request`);
+//! 2. a TLS server name (`attributes.tls_session.sni`, sent when Envoy's
+//!    `include_tls_session` is on) must name the same host
+//!    (`sni_mismatch`);
+//! 3. `connect HOST:PORT via https` (a server name, or scheme `https`) or
+//!    `via http` decides;
+//! 4. with `--check-destination`, for a sidecar that intercepts egress
+//!    transparently, the original destination address
+//!    (`attributes.destination`) must be one the name may resolve to
+//!    (`resolved HOST -> ADDR port PORT`), so that a request naming an
+//!    allowed host cannot be sent to another address.
+//!
+//! An allow is `OkHttpResponse` with `x-gatehouse-revision`; a refusal is
+//! `DeniedHttpResponse` with status 403, the reason code in
+//! `x-gatehouse-reason`, and gRPC status `PERMISSION_DENIED`. Anything the
+//! service cannot read is a refusal, never an allow.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use envoy_types::ext_authz::v3::pb::{
+    Authorization, AuthorizationServer, CheckRequest, CheckResponse, DeniedHttpResponse,
+    HeaderValue, HeaderValueOption, HttpResponse, HttpStatus, OkHttpResponse,
+};
+use envoy_types::pb::envoy::config::core::v3::address::Address;
+use envoy_types::pb::envoy::config::core::v3::socket_address::PortSpecifier;
+use envoy_types::pb::google::rpc;
+use gatehouse::query::{QueryRef, Via};
+
+use crate::adapter::same_destination;
+use crate::policy::Policies;
+
+pub const USAGE: &str = "usage: gatehouse-egress ext-authz --listen ADDR --policy FILE [--policy-name NAME] [--log FILE]
+       [--check-destination]
+       [--trusted-key FILE]... [--bundle-url URL [--poll-interval SECS]] [--log-url URL]
+  Envoy's external authorization service (gRPC) on ADDR, with gRPC health
+  checking (docs/integrations/envoy.md).";
+
+/// The gRPC service name Envoy calls.
+pub const SERVICE: &str = "envoy.service.auth.v3.Authorization";
+
+/// What one `Check` comes to.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Allow,
+    Deny(&'static str),
+}
+
+/// The service.
+pub struct Service {
+    pub policies: Arc<Policies>,
+    /// Also decide the original destination address (`--check-destination`).
+    pub check_destination: bool,
+}
+
+fn destination(req: &CheckRequest) -> Option<SocketAddr> {
+    let peer = req.attributes.as_ref()?.destination.as_ref()?;
+    match peer.address.as_ref()?.address.as_ref()? {
+        Address::SocketAddress(s) => {
+            let ip: IpAddr = s.address.parse().ok()?;
+            match s.port_specifier {
+                Some(PortSpecifier::PortValue(p)) => {
+                    Some(SocketAddr::new(ip, u16::try_from(p).ok()?))
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+impl Service {
+    /// Decides one request (see the module's documentation).
+    pub fn decide(&self, req: &CheckRequest) -> (Outcome, String) {
+        let mut r = self.policies.request();
+        let revision = r.revision().to_string();
+        let attrs = req.attributes.as_ref();
+        let http = attrs
+            .and_then(|a| a.request.as_ref())
+            .and_then(|q| q.http.as_ref());
+        let Some(http) = http.filter(|h| !h.host.is_empty()) else {
+            r.finish(&"ext_authz (no authority)", "refused (bad_request)");
+            return (Outcome::Deny("bad_request"), revision);
+        };
+        let sni = attrs
+            .and_then(|a| a.tls_session.as_ref())
+            .map(|t| t.sni.as_str())
+            .filter(|s| !s.is_empty());
+        let https = sni.is_some() || http.scheme.eq_ignore_ascii_case("https");
+        let default_port = if https { 443 } else { 80 };
+        let what = format!("ext_authz {} {}", http.method, http.host);
+        let Some((host, port)) = crate::authority::split_authority(&http.host, default_port) else {
+            r.finish(&what, "refused (invalid_host)");
+            return (Outcome::Deny("invalid_host"), revision);
+        };
+        let host = host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .unwrap_or(&host)
+            .to_string();
+        if let Some(sni) = sni
+            && !same_destination(sni, &host)
+        {
+            r.finish(&what, "refused (sni_mismatch)");
+            return (Outcome::Deny("sni_mismatch"), revision);
+        }
+        let via = if https { Via::Https } else { Via::Http };
+        let v = r.decide(QueryRef::Connect {
+            host: &host,
+            port,
+            via,
+        });
+        if !v.is_allow() {
+            let reason = v.reason.as_str();
+            r.finish(&what, &format!("refused ({reason})"));
+            return (Outcome::Deny(reason), revision);
+        }
+        if self.check_destination {
+            let Some(dst) = destination(req) else {
+                r.finish(&what, "refused (no_destination)");
+                return (Outcome::Deny("no_destination"), revision);
+            };
+            let literal = host.parse::<IpAddr>().is_ok();
+            let ok = if literal {
+                host.parse::<IpAddr>().is_ok_and(|ip| {
+                    gatehouse::normalize::canonical_ip(ip)
+                        == gatehouse::normalize::canonical_ip(dst.ip())
+                }) && dst.port() == port
+            } else {
+                let addrs = [dst.ip()];
+                let d = r.decide(QueryRef::Resolved {
+                    host: &host,
+                    addrs: &addrs,
+                    port: Some(dst.port()),
+                });
+                if !d.is_allow() {
+                    let reason = d.reason.as_str();
+                    r.finish(&what, &format!("refused ({reason})"));
+                    return (Outcome::Deny(reason), revision);
+                }
+                dst.port() == port
+            };
+            if !ok {
+                r.finish(&what, "refused (destination_mismatch)");
+                return (Outcome::Deny("destination_mismatch"), revision);
+            }
+        }
+        r.finish(&what, "allowed");
+        (Outcome::Allow, revision)
+    }
+}
+
+fn header(key: &str, value: &str) -> HeaderValueOption {
+    HeaderValueOption {
+        header: Some(HeaderValue {
+            key: key.to_string(),
+            value: value.to_string(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// The `CheckResponse` for an outcome.
+pub fn response(outcome: &Outcome, revision: &str) -> CheckResponse {
+    match outcome {
+        Outcome::Allow => CheckResponse {
+            status: Some(rpc::Status {
+                code: tonic::Code::Ok as i32,
+                ..Default::default()
+            }),
+            http_response: Some(HttpResponse::OkResponse(OkHttpResponse {
+                headers: vec![header("x-gatehouse-revision", revision)],
+                ..Default::default()
+            })),
+            ..Default::default()
+        },
+        Outcome::Deny(reason) => CheckResponse {
+            status: Some(rpc::Status {
+                code: tonic::Code::PermissionDenied as i32,
+                message: (*reason).to_string(),
+                ..Default::default()
+            }),
+            http_response: Some(HttpResponse::DeniedResponse(DeniedHttpResponse {
+                // envoy.type.v3.StatusCode Forbidden = 403.
+                status: Some(HttpStatus { code: 403 }),
+                headers: vec![
+                    header("x-gatehouse-reason", reason),
+                    header("x-gatehouse-revision", revision),
+                ],
+                body: format!("refused by gatehouse: {reason}\n"),
+            })),
+            ..Default::default()
+        },
+    }
+}
+
+#[tonic::async_trait]
+impl Authorization for Service {
+    async fn check(
+        &self,
+        request: tonic::Request<CheckRequest>,
+    ) -> Result<tonic::Response<CheckResponse>, tonic::Status> {
+        let (outcome, revision) = self.decide(request.get_ref());
+        Ok(tonic::Response::new(response(&outcome, &revision)))
+    }
+}
+
+/// `gatehouse-egress ext-authz ...`: the process's exit code.
+pub fn main(args: &[String]) -> i32 {
+    // `--listen` and `--check-destination` are this mode's own; the rest
+    // are every adapter's.
+    let mut listen = None;
+    let mut check_destination = false;
+    let mut rest = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--listen" => listen = it.next().cloned(),
+            "--check-destination" => check_destination = true,
+            _ => rest.push(a.clone()),
+        }
+    }
+    let source = match crate::adapter::parse(&rest, USAGE) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return 2;
+        }
+    };
+    let Some(Ok(addr)) = listen.map(|l| l.parse::<SocketAddr>()) else {
+        eprintln!("--listen needs IP:PORT\n{USAGE}");
+        return 2;
+    };
+    let policies = match crate::adapter::start(&source) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("gatehouse-egress ext-authz: {e}");
+            return 1;
+        }
+    };
+    let listen_ok = {
+        let set = policies.store.load();
+        let p = match source.name.as_deref() {
+            Some(n) => set.policy(n),
+            None => set.single(),
+        };
+        p.is_some_and(|p| p.listen_on(addr.ip(), addr.port()).is_allow())
+    };
+    if !listen_ok {
+        eprintln!(
+            "gatehouse-egress ext-authz: the policy does not allow listening on {addr} (proxy {{ listen any }} allows non-loopback addresses)"
+        );
+        return 1;
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("gatehouse-egress ext-authz: {e}");
+            return 1;
+        }
+    };
+    let service = Service {
+        policies,
+        check_destination,
+    };
+    let served = runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| format!("{addr}: {e}"))?;
+        let bound = listener.local_addr().map_err(|e| e.to_string())?;
+        let (reporter, health) = tonic_health::server::health_reporter();
+        reporter
+            .set_service_status(SERVICE, tonic_health::ServingStatus::Serving)
+            .await;
+        reporter
+            .set_service_status("", tonic_health::ServingStatus::Serving)
+            .await;
+        eprintln!("gatehouse-egress ext-authz: listening on {bound}");
+        tonic::transport::Server::builder()
+            .add_service(health)
+            .add_service(AuthorizationServer::new(service))
+            .serve_with_incoming_shutdown(
+                tokio_stream::wrappers::TcpListenerStream::new(listener),
+                async {
+                    let _ = tokio::signal::ctrl_c().await;
+                },
+            )
+            .await
+            .map_err(|e| e.to_string())
+    });
+    match served {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("gatehouse-egress ext-authz: {e}");
+            1
+        }
+    }
+}
