@@ -211,3 +211,31 @@ fn cilium_and_srt_exports_match_their_golden_files() {
         "{wide}"
     );
 }
+
+/// The example shipped for Cilium users is what `policyc export cilium`
+/// writes today.
+#[test]
+fn the_shipped_cilium_example_is_current() {
+    let out = Command::new(env!("CARGO_BIN_EXE_policyc"))
+        .args([
+            "export",
+            "cilium",
+            "policies/coding-agent.policy",
+            "--namespace",
+            "agents",
+            "--selector",
+            "app=coding-agent",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let path = "examples/integrations/cilium/coding-agent.cnp.yaml";
+    if std::env::var_os("BLESS").is_some() {
+        std::fs::write(path, &out.stdout).unwrap();
+    }
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        std::fs::read_to_string(path).unwrap(),
+        "{path}: run with BLESS=1 to accept"
+    );
+}

@@ -10,4 +10,12 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import yaml' 2>/dev/n
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet pyyaml
 fi
-"$venv/bin/python" tests/export/validate_cilium.py tests/golden/export/*.cilium.yaml
+"$venv/bin/python" tests/export/validate_cilium.py tests/golden/export/*.cilium.yaml examples/integrations/cilium/*.yaml
+# The other shipped configurations are YAML at least (Envoy, Istio: their
+# programs do not run here).
+"$venv/bin/python" - examples/integrations/envoy/*.yaml examples/integrations/istio/*.yaml <<'PY'
+import sys, yaml
+for p in sys.argv[1:]:
+    list(yaml.safe_load_all(open(p)))
+print(f"{len(sys.argv) - 1} Envoy and Istio files parse as YAML")
+PY

@@ -12,4 +12,8 @@ if [ -z "$egress" ]; then
   cargo build --quiet --release -p gatehouse-egress --bin gatehouse-egress
   egress=target/release/gatehouse-egress
 fi
+# The shipped configuration parses (squid -k parse exits 1 on an error).
+squid -k parse -f examples/integrations/squid/squid.conf >/dev/null 2>&1 \
+  || { squid -k parse -f examples/integrations/squid/squid.conf; exit 1; }
+echo "examples/integrations/squid/squid.conf: parsed by squid"
 timeout 180 python3 tests/squid/e2e.py "$egress"
