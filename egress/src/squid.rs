@@ -180,21 +180,9 @@ mod tests {
     use super::*;
 
     fn policies() -> Policies {
-        let dir = std::env::temp_dir().join(format!("gatehouse-squid-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("p.policy");
-        std::fs::write(
-            &path,
+        crate::testing::policies(
+            "squid",
             "policy p {\n  network {\n    allow domain **.github.com port 443\n    allow domain plain.example port 80\n    deny domain gist.github.com\n  }\n}\n",
-        )
-        .unwrap();
-        Policies::new(
-            path,
-            None,
-            None,
-            false,
-            false,
-            std::sync::Arc::new(crate::metrics::Metrics::default()),
         )
         .unwrap()
     }

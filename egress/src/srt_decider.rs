@@ -416,23 +416,7 @@ mod tests {
     }
 
     fn policies(text: &str) -> Policies {
-        let dir = std::env::temp_dir().join(format!(
-            "gatehouse-srt-{}-{}",
-            std::process::id(),
-            text.len()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("p.policy");
-        std::fs::write(&path, text).unwrap();
-        Policies::new(
-            path,
-            None,
-            None,
-            false,
-            false,
-            std::sync::Arc::new(crate::metrics::Metrics::default()),
-        )
-        .unwrap()
+        crate::testing::policies(&format!("srt-{}", text.len()), text).unwrap()
     }
 
     const POLICY: &str = "policy p {\n  network {\n    allow domain **.github.com port 443\n    allow domain localhost port 8080\n    deny domain gist.github.com\n  }\n}\n";

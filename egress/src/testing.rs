@@ -142,3 +142,22 @@ pub async fn http_server(body: &'static str) -> std::io::Result<SocketAddr> {
     });
     Ok(addr)
 }
+
+/// `Policies` from policy text, written to a file of its own under the
+/// temporary directory (`tag` keeps tests apart); `None` when it does not
+/// load.
+pub fn policies(tag: &str, text: &str) -> Option<crate::policy::Policies> {
+    let dir = std::env::temp_dir().join(format!("gatehouse-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).ok()?;
+    let path = dir.join("p.policy");
+    std::fs::write(&path, text).ok()?;
+    crate::policy::Policies::new(
+        path,
+        None,
+        None,
+        false,
+        false,
+        Arc::new(crate::metrics::Metrics::default()),
+    )
+    .ok()
+}

@@ -9,7 +9,6 @@ Everything listens on 127.0.0.1 (squid reads the test names from a hosts
 file of its own); every client call has a deadline, and the whole run stops
 itself after 120 s.
 """
-import http.server
 import json
 import os
 import shutil
@@ -22,6 +21,9 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+from support import Cases, hits, server, sh  # noqa: E402
+
 EGRESS = sys.argv[1]
 signal.alarm(120)
 work = tempfile.mkdtemp(prefix="gatehouse-squid-")
@@ -31,37 +33,9 @@ os.chmod(work, 0o777)
 helper = os.path.join(work, "gatehouse-egress")
 shutil.copy(EGRESS, helper)
 os.chmod(helper, 0o755)
-hits = {}
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        name = self.server.name
-        hits[name] = hits.get(name, 0) + 1
-        body = f"hello from {name}\n".encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
-def server(name, tls=None):
-    s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    s.name = name
-    if tls:
-        s.socket = tls.wrap_socket(s.socket, server_side=True)
-    threading.Thread(target=s.serve_forever, daemon=True).start()
-    return s.server_address[1]
-
-
-def sh(*args):
-    subprocess.run(args, check=True, capture_output=True, cwd=work)
-
-
-sh("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+sh(work, "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
    "-subj", "/CN=allowed.test", "-keyout", "srv.key", "-out", "srv.pem",
    "-addext", "subjectAltName=DNS:allowed.test,DNS:denied.test")
 tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -149,17 +123,7 @@ def curl(url, *extra):
     return int(code), int(connect), body, out.stderr
 
 
-passed = failed = 0
-
-
-def case(name, cond, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-        print(f"ok    {name}")
-    else:
-        failed += 1
-        print(f"FAIL  {name} {detail}")
+case = Cases()
 
 
 code, _, body, err = curl(f"http://allowed.test:{allowed}/")
@@ -231,7 +195,4 @@ try:
     squid.wait(timeout=10)
 except subprocess.TimeoutExpired:
     squid.kill()
-print(f"{passed} passed, {failed} failed")
-if failed:
-    dump()
-sys.exit(1 if failed else 0)
+case.finish(dump)

@@ -8,7 +8,6 @@ Usage: e2e.py SRT_BIN GATEHOUSE_EGRESS_BIN
 Everything listens on 127.0.0.1; every client call has a deadline, and the
 whole run stops itself after 120 s.
 """
-import http.server
 import json
 import os
 import signal
@@ -17,52 +16,26 @@ import ssl
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+from support import Cases, hits, server, sh  # noqa: E402
 
 SRT, EGRESS = sys.argv[1], sys.argv[2]
 signal.alarm(120)
 work = tempfile.mkdtemp(prefix="gatehouse-srt-")
-hits = {}
-
-
-class Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        name = self.server.name
-        hits[name] = hits.get(name, 0) + 1
-        body = f"hello from {name}\n".encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
-def server(name, tls=None):
-    s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    s.name = name
-    if tls:
-        s.socket = tls.wrap_socket(s.socket, server_side=True)
-    threading.Thread(target=s.serve_forever, daemon=True).start()
-    return s.server_address[1]
-
-
-def sh(*args):
-    subprocess.run(args, check=True, capture_output=True, cwd=work)
 
 
 # A CA (the proxy terminates TLS with it; curl trusts it) and a server
 # certificate for localhost from it (the proxy trusts it upstream).
-sh("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+sh(work, "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
    "-subj", "/CN=gatehouse test CA", "-keyout", "ca.key", "-out", "ca.pem",
    "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")
-sh("openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost",
+sh(work, "openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost",
    "-keyout", "srv.key", "-out", "srv.csr")
 with open(os.path.join(work, "ext.cnf"), "w") as f:
     f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
-sh("openssl", "x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+sh(work, "openssl", "x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
    "-CAcreateserial", "-days", "2", "-out", "srv.pem", "-extfile", "ext.cnf")
 tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
 tls.load_cert_chain(os.path.join(work, "srv.pem"), os.path.join(work, "srv.key"))
@@ -154,17 +127,7 @@ def decisions():
         return [json.loads(l) for l in f if l.strip()]
 
 
-passed = failed = 0
-
-
-def case(name, cond, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-        print(f"ok    {name}")
-    else:
-        failed += 1
-        print(f"FAIL  {name} {detail}")
+case = Cases()
 
 
 st, h, body, err = curl(f"http://localhost:{allowed}/")
@@ -252,9 +215,12 @@ try:
     proxy.wait(timeout=5)
 except subprocess.TimeoutExpired:
     proxy.kill()
-print(f"{passed} passed, {failed} failed")
-if failed:
+
+
+def dump():
     for f in ("proxy.err", "decider.err"):
         print(f"--- {f}", file=sys.stderr)
         print(open(os.path.join(work, f)).read()[-4000:], file=sys.stderr)
-sys.exit(1 if failed else 0)
+
+
+case.finish(dump)
