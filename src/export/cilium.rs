@@ -130,6 +130,18 @@ pub fn cilium(
             }
         }
     }
+    for (r, p) in &allow_domains {
+        // The CRD's maxLength for matchName and matchPattern.
+        if let DomainPattern::Sub(n) | DomainPattern::SelfAndSub(n) = p
+            && n.len() + 3 > 255
+        {
+            problem(
+                &mut problems,
+                r.span,
+                "its name is too long for Cilium's matchPattern once `**.` is added (255 characters at most)",
+            );
+        }
+    }
     if allow_domains
         .iter()
         .any(|(_, p)| matches!(p, DomainPattern::Any))
@@ -424,11 +436,35 @@ fn ports_overlap(a: &Option<Vec<PortRange>>, b: &Option<Vec<PortRange>>) -> bool
 }
 
 #[cfg(test)]
+#[allow(clippy::panic)]
 mod tests {
     use super::*;
 
     fn p(s: &str) -> DomainPattern {
         DomainPattern::parse(s).unwrap_or(DomainPattern::Any)
+    }
+
+    #[test]
+    fn a_name_too_long_for_the_crd_is_refused() {
+        let long = format!(
+            "{}.{}.{}.{}",
+            "a".repeat(63),
+            "b".repeat(63),
+            "c".repeat(63),
+            "d".repeat(61)
+        );
+        let mut sources = crate::source::SourceMap::new();
+        sources.add(
+            "p.policy",
+            format!("policy p {{\n  network {{\n    allow domain *.{long}\n    allow domain {long}\n  }}\n}}\n"),
+        );
+        match cilium(&crate::build(sources), None, &CiliumOptions::default()) {
+            Err(ExportError::Unexpressible { rules, .. }) => {
+                assert_eq!(rules.len(), 1);
+                assert!(rules.iter().all(|r| r.at == "p.policy:3:5"));
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
