@@ -8,8 +8,8 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use gatehouse_benches::{cidr_policy, domain_policy};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use gatehouse_benches::{Category, addr_stream, cidr_policy, domain_policy, name_stream};
 use gatehouse_peers::{Engine, Rules, ip_engines, ip_queries, name_engines, name_queries};
 
 const SIZES: &[usize] = &[10, 100, 1_000, 10_000, 100_000];
@@ -69,5 +69,81 @@ fn addresses(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, names, addresses);
+/// The realistic streams (issue 19): 4 096 distinct queries a measurement,
+/// reported per query (`Throughput::Elements`), for every category apart
+/// and all together; the slow engines (Cedar, regorus) on the stream's
+/// first 256 queries. `tests/equivalence.rs` holds every engine to
+/// gatehouse's answers on exactly these streams.
+fn name_streams(c: &mut Criterion) {
+    for &n in &sizes() {
+        let (text, domains) = domain_policy(n, 7);
+        let rules = Rules::from_policy(&text);
+        let engines: Vec<Box<dyn Engine>> = name_engines(&rules);
+        let stream = name_stream(&domains, 4096, 3);
+        let mut parts: Vec<(&str, Vec<String>)> =
+            vec![("all", stream.iter().map(|(_, q)| q.clone()).collect())];
+        for cat in Category::ALL {
+            let qs: Vec<String> = stream
+                .iter()
+                .filter(|(c, _)| *c == cat)
+                .map(|(_, q)| q.clone())
+                .collect();
+            if !qs.is_empty() {
+                parts.push((cat.as_str(), qs));
+            }
+        }
+        for (part, queries) in &parts {
+            let mut g = c.benchmark_group(format!("stream_name/{part}"));
+            g.warm_up_time(Duration::from_millis(300))
+                .measurement_time(Duration::from_secs(1))
+                .sample_size(20);
+            for e in &engines {
+                let qs = if matches!(e.name(), "cedar" | "regorus") {
+                    &queries[..queries.len().min(256)]
+                } else {
+                    &queries[..]
+                };
+                g.throughput(Throughput::Elements(qs.len() as u64));
+                g.bench_with_input(BenchmarkId::new(e.name(), n), &n, |b, _| {
+                    b.iter(|| qs.iter().filter(|q| e.host(black_box(q))).count())
+                });
+            }
+            g.finish();
+        }
+    }
+}
+
+fn addr_streams(c: &mut Criterion) {
+    for &n in &sizes() {
+        let (text, _) = cidr_policy(n, 11);
+        let rules = Rules::from_policy(&text);
+        let engines: Vec<Box<dyn Engine>> = ip_engines(&rules);
+        let queries: Vec<String> = addr_stream(&text, 4096, 5)
+            .iter()
+            .map(|a| a.to_string())
+            .collect();
+        let mut g = c.benchmark_group("stream_ip/all");
+        g.warm_up_time(Duration::from_millis(300))
+            .measurement_time(Duration::from_secs(1))
+            .sample_size(20);
+        for e in &engines {
+            let qs = if matches!(e.name(), "cedar" | "regorus") {
+                &queries[..256]
+            } else {
+                &queries[..]
+            };
+            g.throughput(Throughput::Elements(qs.len() as u64));
+            g.bench_with_input(BenchmarkId::new(e.name(), n), &n, |b, _| {
+                b.iter(|| {
+                    qs.iter()
+                        .filter(|q| e.ip(black_box(q)) == Some(true))
+                        .count()
+                })
+            });
+        }
+        g.finish();
+    }
+}
+
+criterion_group!(benches, names, addresses, name_streams, addr_streams);
 criterion_main!(benches);

@@ -385,6 +385,155 @@ impl Engine for IpTable {
     }
 }
 
+// --------------------------------------------------------------- hashmap
+
+/// The simplest fast design for names (issue 19's peer): one hash map
+/// (FxHash) from a rule's name to what rules say of it, looked up once for
+/// the name and once per label suffix, deny winning. Given clean,
+/// lower-case input: it validates and normalises nothing.
+pub struct HashPeer {
+    map: rustc_hash::FxHashMap<String, u8>,
+}
+
+const EXACT_ALLOW: u8 = 1;
+const UNDER_ALLOW: u8 = 2;
+const EXACT_DENY: u8 = 4;
+const UNDER_DENY: u8 = 8;
+
+impl HashPeer {
+    pub fn new(r: &Rules) -> Self {
+        let mut map = rustc_hash::FxHashMap::default();
+        for (allow, pat) in &r.domains {
+            let (exact, under) = if *allow {
+                (EXACT_ALLOW, UNDER_ALLOW)
+            } else {
+                (EXACT_DENY, UNDER_DENY)
+            };
+            let (d, bits) = match pat {
+                Pat::Exact(d) => (d, exact),
+                Pat::Sub(d) => (d, under),
+                Pat::Apex(d) => (d, exact | under),
+            };
+            *map.entry(d.clone()).or_insert(0) |= bits;
+        }
+        HashPeer { map }
+    }
+}
+
+impl Engine for HashPeer {
+    fn name(&self) -> &'static str {
+        "hashmap"
+    }
+    fn host(&self, host: &str) -> bool {
+        let mut allow = false;
+        if let Some(&b) = self.map.get(host) {
+            if b & EXACT_DENY != 0 {
+                return false;
+            }
+            allow |= b & EXACT_ALLOW != 0;
+        }
+        let mut rest = host;
+        while let Some((_, tail)) = rest.split_once('.') {
+            if let Some(&b) = self.map.get(tail) {
+                if b & UNDER_DENY != 0 {
+                    return false;
+                }
+                allow |= b & UNDER_ALLOW != 0;
+            }
+            rest = tail;
+        }
+        allow
+    }
+    fn ip(&self, _: &str) -> Option<bool> {
+        None
+    }
+}
+
+// -------------------------------------------------------- interval table
+
+/// The simplest fast design for addresses (issue 19's peer): the IPv4
+/// space cut into intervals at every prefix boundary, each with its verdict
+/// resolved in advance (deny wins, else allow if a prefix covers it), adjacent
+/// equal verdicts merged, searched by binary search. IPv4 only; given a
+/// parsed address.
+pub struct IntervalPeer {
+    /// Interval starts, ascending; `allow[i]` holds from `starts[i]` to the
+    /// next start.
+    starts: Vec<u32>,
+    allow: Vec<bool>,
+}
+
+impl IntervalPeer {
+    pub fn new(r: &Rules) -> Self {
+        // Sweep over boundaries: +1 at a prefix's first address, -1 after
+        // its last, counted apart for allows and denies.
+        let mut events: Vec<(u64, i32, i32)> = Vec::new();
+        for (allow, net) in &r.cidrs {
+            let IpNet::V4(n) = net else { continue };
+            let lo = u64::from(u32::from(n.network()));
+            let hi = u64::from(u32::from(n.broadcast())) + 1;
+            let (a, d) = if *allow { (1, 0) } else { (0, 1) };
+            events.push((lo, a, d));
+            events.push((hi, -a, -d));
+        }
+        events.sort_unstable();
+        let (mut starts, mut allow) = (vec![0u32], vec![false]);
+        let (mut a, mut d) = (0i32, 0i32);
+        let mut i = 0;
+        while i < events.len() {
+            let at = events[i].0;
+            while i < events.len() && events[i].0 == at {
+                a += events[i].1;
+                d += events[i].2;
+                i += 1;
+            }
+            if at > u64::from(u32::MAX) {
+                break;
+            }
+            let v = a > 0 && d == 0;
+            if *allow.last().unwrap() != v {
+                if *starts.last().unwrap() == at as u32 {
+                    *allow.last_mut().unwrap() = v;
+                } else {
+                    starts.push(at as u32);
+                    allow.push(v);
+                }
+            }
+        }
+        IntervalPeer { starts, allow }
+    }
+
+    pub fn decide(&self, ip: std::net::Ipv4Addr) -> bool {
+        let x = u32::from(ip);
+        let i = self.starts.partition_point(|&s| s <= x);
+        self.allow[i - 1]
+    }
+
+    /// Intervals in the table.
+    pub fn len(&self) -> usize {
+        self.starts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.starts.is_empty()
+    }
+}
+
+impl Engine for IntervalPeer {
+    fn name(&self) -> &'static str {
+        "interval_table"
+    }
+    fn host(&self, _: &str) -> bool {
+        false
+    }
+    fn ip(&self, ip: &str) -> Option<bool> {
+        match ip.parse::<IpAddr>().ok()? {
+            IpAddr::V4(v4) => Some(self.decide(v4)),
+            IpAddr::V6(_) => None,
+        }
+    }
+}
+
 /// Above this many rules Cedar and regorus are left out: building and
 /// asking them takes minutes, and regorus refuses a policy file over 1 MiB.
 pub const SLOW_MAX: usize = 10_000;
@@ -398,6 +547,7 @@ pub fn name_engines(r: &Rules) -> Vec<Box<dyn Engine>> {
     }
     v.push(Box::new(Globs::new(r)));
     v.push(Box::new(Linear::new(r)));
+    v.push(Box::new(HashPeer::new(r)));
     v
 }
 
@@ -410,6 +560,7 @@ pub fn ip_engines(r: &Rules) -> Vec<Box<dyn Engine>> {
     }
     v.push(Box::new(Linear::new(r)));
     v.push(Box::new(IpTable::new(r)));
+    v.push(Box::new(IntervalPeer::new(r)));
     v
 }
 
