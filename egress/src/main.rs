@@ -3,9 +3,10 @@
 //! [--first-bytes-timeout SECS] [--tunnel-idle-timeout SECS]
 //! [--tunnel-total-timeout SECS] [--keepalive-timeout SECS]
 //! [--max-connections N] [--metrics ADDR] [--threads N]`; and the adapters
-//! for other proxies, `gatehouse-egress srt-decider ...` (sandbox-runtime's
-//! `srt proxy`) and `gatehouse-egress squid-helper ...` (squid's external
-//! ACL helper).
+//! for other proxies: `gatehouse-egress srt-decider ...` (sandbox-runtime's
+//! `srt proxy`), `gatehouse-egress squid-helper ...` (squid's external ACL
+//! helper) and `gatehouse-egress ext-authz ...` (Envoy's ext_authz);
+//! docs/integrations/.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
