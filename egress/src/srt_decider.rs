@@ -353,15 +353,51 @@ pub fn serve(
     Ok(())
 }
 
-/// The hello's lists for the policy file as it is now, and what they leave
-/// out (said on stderr).
-pub fn lists(source: &crate::adapter::Source) -> Result<gatehouse::export::SrtLists, String> {
-    let text = std::fs::read_to_string(&source.policy)
-        .map_err(|e| format!("{}: {e}", source.policy.display()))?;
+/// The hello's lists for the policy as it was loaded, and what they leave
+/// out (said on stderr). From policy text, the lists come from its syntax
+/// tree. A compiled artifact or bundle keeps no syntax tree, but it keeps
+/// every rule's statement: its network rules are read back from those,
+/// which needs a set of one policy (the rule table does not say which
+/// policy a rule is of). Settings that are not rules (`default allow`,
+/// `local allow`) are then not seen, which leaves the lists narrower, never
+/// wider.
+pub fn lists(
+    source: &crate::adapter::Source,
+    set: &gatehouse::PolicySet,
+) -> Result<gatehouse::export::SrtLists, String> {
+    let bytes =
+        std::fs::read(&source.policy).map_err(|e| format!("{}: {e}", source.policy.display()))?;
     let mut sources = gatehouse::SourceMap::new();
-    sources.add(source.policy.display().to_string(), text);
+    let name = source.policy.display().to_string();
+    let compiled =
+        bytes.starts_with(gatehouse::artifact::MAGIC) || gatehouse::bundle::is_bundle(&bytes);
+    let policy = if compiled {
+        if set.policies().count() != 1 {
+            return Err(String::from(
+                "a compiled set of several policies: the hello's lists cannot tell their rules apart; compile the one policy the decider serves",
+            ));
+        }
+        let mut text = String::from("policy served {\n  network {\n");
+        for (_, rule) in set.rules() {
+            let network = ["allow", "deny"].iter().any(|e| {
+                ["domain", "ip", "cidr"]
+                    .iter()
+                    .any(|k| rule.source.starts_with(&format!("{e} {k} ")))
+            });
+            if network {
+                text.push_str(&format!("    {}\n", rule.source));
+            }
+        }
+        text.push_str("  }\n}\n");
+        sources.add(name, text);
+        None
+    } else {
+        let text = String::from_utf8(bytes).map_err(|_| format!("{name}: not UTF-8"))?;
+        sources.add(name, text);
+        source.name.as_deref()
+    };
     let build = gatehouse::build(sources);
-    gatehouse::export::srt_lists(&build, source.name.as_deref()).map_err(|e| e.to_string())
+    gatehouse::export::srt_lists(&build, policy).map_err(|e| e.to_string())
 }
 
 /// `gatehouse-egress srt-decider ...`: the process's exit code.
@@ -373,14 +409,16 @@ pub fn main(args: &[String]) -> i32 {
             return 2;
         }
     };
-    let (policies, lists) =
-        match crate::adapter::start(&source).and_then(|p| Ok((p, lists(&source)?))) {
-            Ok(x) => x,
-            Err(e) => {
-                eprintln!("gatehouse-egress srt-decider: {e}");
-                return 1;
-            }
-        };
+    let (policies, lists) = match crate::adapter::start(&source).and_then(|p| {
+        let l = lists(&source, &p.store.load())?;
+        Ok((p, l))
+    }) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("gatehouse-egress srt-decider: {e}");
+            return 1;
+        }
+    };
     for n in &lists.notes {
         eprintln!(
             "gatehouse-egress srt-decider: {}: `{}` is left out of the hello lists: {}",

@@ -367,3 +367,47 @@ fn nothing_unsigned_starts_where_a_key_is_trusted() {
     assert_eq!(code, Some(1));
     assert!(err.contains("no last good bundle"), "{err}");
 }
+
+/// The srt decider serves a signed bundle too: its hello's lists are read
+/// back from the bundle's rules (no syntax tree travels in a bundle).
+#[test]
+fn the_srt_decider_announces_a_signed_bundles_lists() {
+    let d = dir("srt");
+    let (key, public) = keys(&d);
+    let signed = d.join("signed.ghb");
+    std::fs::write(&signed, key.sign(&set("a.example").to_artifact().unwrap())).unwrap();
+    let mut child = Command::new(EGRESS)
+        .args([
+            "srt-decider",
+            "--policy",
+            &signed.display().to_string(),
+            "--trusted-key",
+            &public,
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let hello = br#"{"t":"hello","proto":1}"#;
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(&(hello.len() as u32).to_be_bytes())
+        .unwrap();
+    stdin.write_all(hello).unwrap();
+    stdin.flush().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut len = [0u8; 4];
+    stdout.read_exact(&mut len).unwrap();
+    let mut frame = vec![0u8; u32::from_be_bytes(len) as usize];
+    stdout.read_exact(&mut frame).unwrap();
+    drop(stdin);
+    let _ = child.wait();
+    let v: serde_json::Value = serde_json::from_slice(&frame).unwrap();
+    assert_eq!(
+        v["allowedDomains"],
+        serde_json::json!(["a.example:443"]),
+        "{v}"
+    );
+    assert_eq!(v["deniedDomains"], serde_json::json!([]), "{v}");
+}
