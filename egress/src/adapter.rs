@@ -91,6 +91,21 @@ pub fn start(source: &Source) -> Result<Arc<Policies>, String> {
     Ok(policies)
 }
 
+/// Parses an adapter's flags and loads its policy (the reloads started):
+/// or, said on stderr, the exit code — 2 for a usage error, 1 when the
+/// policy does not load.
+pub fn boot(args: &[String], usage: &str, mode: &str) -> Result<(Source, Arc<Policies>), i32> {
+    let source = parse(args, usage).map_err(|e| {
+        eprintln!("{e}");
+        2
+    })?;
+    let policies = start(&source).map_err(|e| {
+        eprintln!("gatehouse-egress {mode}: {e}");
+        1
+    })?;
+    Ok((source, policies))
+}
+
 /// Whether two hosts name the same destination as a socket would see it:
 /// brackets around an IPv6 literal, ASCII case and one trailing dot aside.
 pub fn same_destination(a: &str, b: &str) -> bool {

@@ -131,12 +131,10 @@ impl Service {
                 r.finish(&what, "refused (no_destination)");
                 return (Outcome::Deny("no_destination"), revision);
             };
-            let literal = host.parse::<IpAddr>().is_ok();
-            let ok = if literal {
-                host.parse::<IpAddr>().is_ok_and(|ip| {
-                    gatehouse::normalize::canonical_ip(ip)
-                        == gatehouse::normalize::canonical_ip(dst.ip())
-                }) && dst.port() == port
+            let ok = if let Ok(ip) = host.parse::<IpAddr>() {
+                gatehouse::normalize::canonical_ip(ip)
+                    == gatehouse::normalize::canonical_ip(dst.ip())
+                    && dst.port() == port
             } else {
                 let addrs = [dst.ip()];
                 let d = r.decide(QueryRef::Resolved {
@@ -232,23 +230,13 @@ pub fn main(args: &[String]) -> i32 {
             _ => rest.push(a.clone()),
         }
     }
-    let source = match crate::adapter::parse(&rest, USAGE) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("{e}");
-            return 2;
-        }
-    };
     let Some(Ok(addr)) = listen.map(|l| l.parse::<SocketAddr>()) else {
         eprintln!("--listen needs IP:PORT\n{USAGE}");
         return 2;
     };
-    let policies = match crate::adapter::start(&source) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("gatehouse-egress ext-authz: {e}");
-            return 1;
-        }
+    let (source, policies) = match crate::adapter::boot(&rest, USAGE, "ext-authz") {
+        Ok(x) => x,
+        Err(code) => return code,
     };
     let listen_ok = {
         let set = policies.store.load();

@@ -149,19 +149,9 @@ pub fn serve(
 
 /// `gatehouse-egress squid-helper ...`: the process's exit code.
 pub fn main(args: &[String]) -> i32 {
-    let source = match crate::adapter::parse(args, USAGE) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("{e}");
-            return 2;
-        }
-    };
-    let policies = match crate::adapter::start(&source) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("gatehouse-egress squid-helper: {e}");
-            return 1;
-        }
+    let policies = match crate::adapter::boot(args, USAGE, "squid-helper") {
+        Ok((_, p)) => p,
+        Err(code) => return code,
     };
     let mut input = std::io::stdin().lock();
     let mut output = std::io::BufWriter::new(std::io::stdout().lock());

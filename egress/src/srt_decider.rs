@@ -402,18 +402,12 @@ pub fn lists(
 
 /// `gatehouse-egress srt-decider ...`: the process's exit code.
 pub fn main(args: &[String]) -> i32 {
-    let source = match crate::adapter::parse(args, USAGE) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("{e}");
-            return 2;
-        }
-    };
-    let (policies, lists) = match crate::adapter::start(&source).and_then(|p| {
-        let l = lists(&source, &p.store.load())?;
-        Ok((p, l))
-    }) {
+    let (source, policies) = match crate::adapter::boot(args, USAGE, "srt-decider") {
         Ok(x) => x,
+        Err(code) => return code,
+    };
+    let lists = match lists(&source, &policies.store.load()) {
+        Ok(l) => l,
         Err(e) => {
             eprintln!("gatehouse-egress srt-decider: {e}");
             return 1;
