@@ -22,7 +22,9 @@ use crate::compile::PolicySet;
 /// The first eight bytes of every artifact.
 pub const MAGIC: &[u8; 8] = b"GATEHSE\0";
 /// The artifact format this build writes and reads.
-pub const FORMAT_VERSION: u32 = 2;
+/// 3 (2026-12-02): the domain automaton stores its nodes with slot flags and
+/// rebuilds its lookup table on load.
+pub const FORMAT_VERSION: u32 = 3;
 const HEADER: usize = 8 + 4 + 8 + 32;
 
 /// Why an artifact was refused.

@@ -153,8 +153,9 @@ fn a_well_checksummed_but_forged_payload_is_refused() {
     .unwrap();
     let mut json: serde_json::Value =
         serde_json::from_slice(&set.to_artifact().unwrap()[52..]).unwrap();
-    // Point the domain automaton's root at a slot that does not exist.
-    json["inner"]["policies"][0]["net"]["domains"]["nodes"][1]["exact"] = serde_json::json!(999);
+    // Point a node of the domain automaton at a slot that does not exist.
+    json["inner"]["policies"][0]["net"]["domains"]["nodes"][1]["first_slot"] =
+        serde_json::json!(999);
     let e = PolicySet::from_artifact(&forge(&json)).unwrap_err();
     assert!(
         matches!(e, ArtifactError::Inconsistent(ref m) if m.to_string().contains("slot")),

@@ -1,20 +1,48 @@
 //! Domain rules as one label automaton: a trie over reversed labels
-//! (`com` → `example` → `api`), with every `(parent, label)` edge in one hash
-//! index. A lookup walks the labels of the normalised name once; its cost
-//! does not grow with the number of rules.
+//! (`com` → `example` → `api`), laid out for the hot path.
+//!
+//! Every node lives in one open-addressing table keyed by `(parent, label)`:
+//! a node's position in the table is its id, and its entry (32 bytes, two to
+//! a cache line) holds everything a lookup needs: a hash tag, the parent,
+//! the label itself (inline up to 16 bytes, compared as two words), and
+//! where the node's rule slots are. A lookup walks the labels of the
+//! normalised name from the right, hashing each label a word at a time, and
+//! touches one table entry per label (plus the slots of nodes that carry
+//! rules); its cost does not grow with the number of rules, only with how
+//! much of the table stays in cache.
+//!
+//! The table is derived data: artifacts store the trie's nodes in insertion
+//! order, and loading rebuilds the table (see [`StoredTrie`]).
+//!
+//! Hostile names cannot lengthen a probe: queries never insert, the table is
+//! built from the policy alone, its load is at most two thirds, and every
+//! candidate is verified by comparing the parent and the label bytes, never
+//! by the hash alone.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
 use serde::{Deserialize, Serialize};
 
 use super::ports::{Group, PortArena, PortQ};
 use crate::decision::RuleId;
 use crate::normalize::pattern::DomainPattern;
+use crate::normalize::{Labels, word};
 use crate::syntax::ast::{Effect, PortRange};
 
 const NONE: u32 = u32::MAX;
-const ROOT: u32 = 0;
+/// The parent of top-level labels (never a table position: tables hold at
+/// most 2^31 entries).
+const ROOT: u32 = u32::MAX - 1;
+
+/// Slot flags of a node: rules for `name`, `*.name` and `**.name`.
+const EXACT: u8 = 1;
+const SUB: u8 = 2;
+const BOTH: u8 = 4;
+
+/// Labels longer than this are compared in the label arena.
+const INLINE: usize = 16;
+/// The longest label (RFC 1035).
+const MAX_LABEL: usize = 63;
 
 /// The allow and deny rules of one pattern position.
 #[derive(Clone, Copy, Debug, Default, Eq, PartialEq, Hash, Serialize, Deserialize)]
@@ -23,95 +51,83 @@ pub struct Slot {
     pub allow: Group,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// One node of the trie as artifacts store it: in insertion order, parents
+/// first.
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
 struct Node {
     label_start: u32,
     label_len: u32,
+    /// The parent's index in the node list, or [`NONE`] for a top-level
+    /// label.
     parent: u32,
-    /// Next node whose edge has the same hash (collision chain).
-    next_same_hash: u32,
-    /// Slots for `name`, `*.name` and `**.name`.
-    exact: u32,
-    sub: u32,
-    both: u32,
+    /// Which of [`EXACT`], [`SUB`], [`BOTH`] have slots.
+    flags: u8,
+    /// The node's slots are `slots[first_slot..]`, in flag order.
+    first_slot: u32,
 }
 
-/// A hasher for keys that are already hashes.
-#[derive(Default)]
-pub struct IdentityHasher(u64);
-impl Hasher for IdentityHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0 << 8) | u64::from(*b);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
+/// One node in the lookup table. `len == 0` marks an empty entry.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(32))]
+struct Entry {
+    /// The label's first eight bytes, little-endian, zero-padded.
+    w0: u64,
+    /// The next eight bytes, or for a label longer than [`INLINE`] its
+    /// offset in the label arena.
+    w1: u64,
+    /// High bits of the edge hash.
+    tag: u32,
+    /// The parent's table position, or [`ROOT`].
+    parent: u32,
+    first_slot: u32,
+    len: u8,
+    flags: u8,
 }
 
-/// The labels of a name from the right (`com`, `example`, `api`), by a
-/// plain reverse scan: labels are short, and a call per label to a
-/// general-purpose searcher costs more than the scan.
-struct Labels<'a> {
-    rest: Option<&'a [u8]>,
+/// A name's label as the lookup sees it: its hash and its first sixteen
+/// bytes as two words.
+#[derive(Clone, Copy)]
+struct Key {
+    hash: u64,
+    w0: u64,
+    w1: u64,
 }
 
-impl<'a> Labels<'a> {
-    fn new(name: &'a [u8]) -> Self {
-        Labels { rest: Some(name) }
-    }
+const K: u64 = 0x9e37_79b9_7f4a_7c15;
+
+#[inline(always)]
+fn mix(h: u64, w: u64) -> u64 {
+    (h.rotate_left(5) ^ w).wrapping_mul(K)
 }
 
-impl<'a> Iterator for Labels<'a> {
-    type Item = &'a [u8];
-    fn next(&mut self) -> Option<&'a [u8]> {
-        let rest = self.rest?;
-        let mut i = rest.len();
-        while i > 0 {
-            if rest.get(i - 1) == Some(&b'.') {
-                self.rest = rest.get(..i - 1);
-                return rest.get(i..);
-            }
-            i -= 1;
-        }
-        self.rest = None;
-        Some(rest)
+const K2: u64 = 0xc2b2_ae3d_27d4_eb4f;
+
+/// The key of `bytes[start..start + len]` (`len` ≥ 1): the first two
+/// words hashed apart (no dependency between them), longer labels folded
+/// in a word at a time.
+#[inline(always)]
+fn key(bytes: &[u8], start: usize, len: usize) -> Key {
+    let w0 = word(bytes, start, len);
+    let w1 = if len > 8 {
+        word(bytes, start + 8, len - 8)
+    } else {
+        0
+    };
+    let mut hash = (w0 ^ len as u64).wrapping_mul(K) ^ w1.wrapping_mul(K2);
+    let mut at = 16;
+    while at < len {
+        hash = mix(hash, word(bytes, start + at, len - at));
+        at += 8;
     }
+    Key { hash, w0, w1 }
 }
 
-/// Byte equality without a library call for short labels.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
-}
-
-fn edge_hash(parent: u32, label: &[u8]) -> u64 {
-    // A multiply-rotate hash taking the label eight bytes at a time (the
-    // length folded in, so chunks padded with zeros cannot collide with a
-    // shorter label by construction). The table is built from the policy
-    // only; queries never insert, so a crafted label cannot lengthen a chain,
-    // and every candidate is verified by comparing the label itself.
-    const K: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mix = |h: u64, w: u64| (h.rotate_left(5) ^ w).wrapping_mul(K);
-    let mut h = mix(u64::from(parent), label.len() as u64);
-    let mut chunks = label.chunks_exact(8);
-    for c in &mut chunks {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(c);
-        h = mix(h, u64::from_le_bytes(w));
-    }
-    let rest = chunks.remainder();
-    if !rest.is_empty() {
-        let mut w = [0u8; 8];
-        if let Some(dst) = w.get_mut(..rest.len()) {
-            dst.copy_from_slice(rest);
-        }
-        h = mix(h, u64::from_le_bytes(w));
-    }
-    h ^ (h >> 29)
+/// The edge hash of `(parent, label)`: the table position in its low bits,
+/// the tag in its high bits.
+#[inline(always)]
+fn edge(parent: u32, k: &Key) -> u64 {
+    let x = (k.hash ^ u64::from(parent)).wrapping_mul(K);
+    x ^ (x >> 32)
 }
 
 /// What the rules say about one name.
@@ -135,14 +151,74 @@ fn min_rule(a: Option<RuleId>, b: Option<RuleId>) -> Option<RuleId> {
 
 /// The compiled domain rules of one policy.
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(into = "StoredTrie", try_from = "StoredTrie")]
 pub struct DomainTrie {
     nodes: Vec<Node>,
     labels: String,
-    index: HashMap<u64, u32, BuildHasherDefault<IdentityHasher>>,
     slots: Vec<Slot>,
     /// `allow domain *`.
     star: Group,
     ports: PortArena,
+    /// The lookup table, derived from `nodes` (never stored).
+    table: Vec<Entry>,
+    mask: usize,
+}
+
+/// What artifacts hold of a [`DomainTrie`]: everything but the lookup
+/// table, which loading rebuilds.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct StoredTrie {
+    nodes: Vec<Node>,
+    labels: String,
+    slots: Vec<Slot>,
+    star: Group,
+    ports: PortArena,
+}
+
+impl From<DomainTrie> for StoredTrie {
+    fn from(t: DomainTrie) -> StoredTrie {
+        StoredTrie {
+            nodes: t.nodes,
+            labels: t.labels,
+            slots: t.slots,
+            star: t.star,
+            ports: t.ports,
+        }
+    }
+}
+
+impl TryFrom<StoredTrie> for DomainTrie {
+    type Error = super::Inconsistency;
+    fn try_from(s: StoredTrie) -> Result<DomainTrie, super::Inconsistency> {
+        // The table is built from the nodes, so their shape is checked
+        // first; `validate` checks the rest.
+        for (i, n) in s.nodes.iter().enumerate() {
+            if n.label_len == 0 || n.label_len as usize > MAX_LABEL {
+                return Err(super::Inconsistency::Table("bad label length"));
+            }
+            if n.parent != NONE && n.parent as usize >= i {
+                return Err(super::Inconsistency::Table("bad parent"));
+            }
+            let end = n.label_start as usize + n.label_len as usize;
+            if s.labels.get(n.label_start as usize..end).is_none() {
+                return Err(super::Inconsistency::Table("label out of range"));
+            }
+        }
+        if s.nodes.len() > (1 << 30) {
+            return Err(super::Inconsistency::Table("too many nodes"));
+        }
+        let mut t = DomainTrie {
+            nodes: s.nodes,
+            labels: s.labels,
+            slots: s.slots,
+            star: s.star,
+            ports: s.ports,
+            table: Vec::new(),
+            mask: 0,
+        };
+        t.index();
+        Ok(t)
+    }
 }
 
 /// One domain rule, as the compiler hands it over.
@@ -158,31 +234,24 @@ impl DomainTrie {
     /// error).
     pub fn build(rules: &[DomainRule<'_>]) -> DomainTrie {
         let mut t = DomainTrie {
-            nodes: vec![Node {
-                label_start: 0,
-                label_len: 0,
-                parent: NONE,
-                next_same_hash: NONE,
-                exact: NONE,
-                sub: NONE,
-                both: NONE,
-            }],
+            nodes: Vec::new(),
             labels: String::new(),
-            index: HashMap::default(),
             slots: Vec::new(),
             star: Group::default(),
             ports: PortArena::default(),
+            table: Vec::new(),
+            mask: 0,
         };
+        // The trie's nodes, found by (parent, label) while building.
+        let mut children: HashMap<(u32, &str), u32> = HashMap::new();
         // Group the rules by (node, position), preserving source order.
-        type Key = (u32, u8);
-        let mut groups: HashMap<Key, Vec<usize>> = HashMap::new();
-        let mut order: Vec<Key> = Vec::new();
+        let mut groups: HashMap<(u32, u8), Vec<usize>> = HashMap::new();
         let mut star = Vec::new();
         for (i, r) in rules.iter().enumerate() {
             let (name, pos) = match &r.pattern {
-                DomainPattern::Exact(n) => (n, 0u8),
-                DomainPattern::Sub(n) => (n, 1),
-                DomainPattern::SelfAndSub(n) => (n, 2),
+                DomainPattern::Exact(n) => (n, EXACT),
+                DomainPattern::Sub(n) => (n, SUB),
+                DomainPattern::SelfAndSub(n) => (n, BOTH),
                 DomainPattern::Any => {
                     if r.effect == Effect::Allow {
                         star.push((r.rule, r.ports));
@@ -190,128 +259,187 @@ impl DomainTrie {
                     continue;
                 }
             };
-            let node = t.insert(name);
-            let key = (node, pos);
-            let entry = groups.entry(key).or_default();
-            if entry.is_empty() {
-                order.push(key);
+            let mut node = NONE;
+            for label in name.rsplit('.') {
+                node = match children.get(&(node, label)) {
+                    Some(&c) => c,
+                    None => {
+                        let id = t.nodes.len() as u32;
+                        t.nodes.push(Node {
+                            label_start: t.labels.len() as u32,
+                            label_len: label.len() as u32,
+                            parent: node,
+                            flags: 0,
+                            first_slot: 0,
+                        });
+                        t.labels.push_str(label);
+                        children.insert((node, label), id);
+                        id
+                    }
+                };
             }
-            entry.push(i);
+            groups.entry((node, pos)).or_default().push(i);
         }
         t.star = Group::build(&mut t.ports, &star);
-        for key in order {
-            let members = groups.get(&key).map(Vec::as_slice).unwrap_or(&[]);
-            let pick = |e: Effect| -> Vec<(RuleId, Option<&[PortRange]>)> {
-                members
-                    .iter()
-                    .filter_map(|&i| rules.get(i))
-                    .filter(|r| r.effect == e)
-                    .map(|r| (r.rule, r.ports))
-                    .collect()
-            };
-            let (deny, allow) = (pick(Effect::Deny), pick(Effect::Allow));
-            let slot = Slot {
-                deny: Group::build(&mut t.ports, &deny),
-                allow: Group::build(&mut t.ports, &allow),
-            };
-            let idx = t.slots.len() as u32;
-            t.slots.push(slot);
-            if let Some(n) = t.nodes.get_mut(key.0 as usize) {
-                match key.1 {
-                    0 => n.exact = idx,
-                    1 => n.sub = idx,
-                    _ => n.both = idx,
-                }
+        // Slots node by node, so that a node's slots sit together.
+        for (id, node) in t.nodes.iter_mut().enumerate() {
+            node.first_slot = t.slots.len() as u32;
+            for pos in [EXACT, SUB, BOTH] {
+                let Some(members) = groups.get(&(id as u32, pos)) else {
+                    continue;
+                };
+                let pick = |e: Effect| -> Vec<(RuleId, Option<&[PortRange]>)> {
+                    members
+                        .iter()
+                        .filter_map(|&i| rules.get(i))
+                        .filter(|r| r.effect == e)
+                        .map(|r| (r.rule, r.ports))
+                        .collect()
+                };
+                let (deny, allow) = (pick(Effect::Deny), pick(Effect::Allow));
+                t.slots.push(Slot {
+                    deny: Group::build(&mut t.ports, &deny),
+                    allow: Group::build(&mut t.ports, &allow),
+                });
+                node.flags |= pos;
             }
         }
+        t.index();
         t
     }
 
-    fn label(&self, n: &Node) -> &[u8] {
-        self.labels
-            .as_bytes()
-            .get(n.label_start as usize..(n.label_start + n.label_len) as usize)
-            .unwrap_or(&[])
+    /// Builds the lookup table from the node list (parents first), at a
+    /// load of at most two thirds.
+    fn index(&mut self) {
+        let cap = (self.nodes.len() * 3 / 2 + 1).next_power_of_two().max(8);
+        self.table = vec![Entry::default(); cap];
+        self.mask = cap - 1;
+        let mut pos_of: Vec<u32> = Vec::with_capacity(self.nodes.len());
+        let labels = self.labels.as_bytes();
+        for n in &self.nodes {
+            let parent = if n.parent == NONE {
+                ROOT
+            } else {
+                pos_of.get(n.parent as usize).copied().unwrap_or(ROOT)
+            };
+            let (start, len) = (n.label_start as usize, n.label_len as usize);
+            let k = key(labels, start, len);
+            let x = edge(parent, &k);
+            let mut pos = x as usize & self.mask;
+            while self.table.get(pos).is_some_and(|e| e.len != 0) {
+                pos = (pos + 1) & self.mask;
+            }
+            if let Some(e) = self.table.get_mut(pos) {
+                *e = Entry {
+                    w0: k.w0,
+                    w1: if len > INLINE { start as u64 } else { k.w1 },
+                    tag: (x >> 32) as u32,
+                    parent,
+                    first_slot: n.first_slot,
+                    len: len as u8,
+                    flags: n.flags,
+                };
+            }
+            pos_of.push(pos as u32);
+        }
     }
 
-    fn child(&self, parent: u32, label: &[u8]) -> Option<u32> {
-        let mut cur = *self.index.get(&edge_hash(parent, label))?;
-        while let Some(n) = self.nodes.get(cur as usize) {
-            if n.parent == parent && same(self.label(n), label) {
-                return Some(cur);
+    /// The child of `parent` for the label `bytes[start..start + len]`:
+    /// its table position and entry.
+    #[inline(always)]
+    fn child(&self, parent: u32, bytes: &[u8], start: usize, len: usize) -> Option<(u32, &Entry)> {
+        if len == 0 || len > MAX_LABEL {
+            return None;
+        }
+        let k = key(bytes, start, len);
+        let x = edge(parent, &k);
+        let tag = (x >> 32) as u32;
+        let mut pos = x as usize & self.mask;
+        // The table always has an empty entry; the bound is for safety.
+        for _ in 0..=self.mask {
+            let e = self.table.get(pos)?;
+            if e.len == 0 {
+                return None;
             }
-            cur = n.next_same_hash;
+            if e.tag == tag
+                && e.parent == parent
+                && usize::from(e.len) == len
+                && e.w0 == k.w0
+                && (if len <= INLINE {
+                    e.w1 == k.w1
+                } else {
+                    self.long_label(e) == bytes.get(start..start + len)
+                })
+            {
+                return Some((pos as u32, e));
+            }
+            pos = (pos + 1) & self.mask;
         }
         None
     }
 
-    fn insert(&mut self, name: &str) -> u32 {
-        let mut node = ROOT;
-        for label in name.rsplit('.') {
-            node = match self.child(node, label.as_bytes()) {
-                Some(c) => c,
-                None => {
-                    let id = self.nodes.len() as u32;
-                    let h = edge_hash(node, label.as_bytes());
-                    let next_same_hash = self.index.insert(h, id).unwrap_or(NONE);
-                    self.nodes.push(Node {
-                        label_start: self.labels.len() as u32,
-                        label_len: label.len() as u32,
-                        parent: node,
-                        next_same_hash,
-                        exact: NONE,
-                        sub: NONE,
-                        both: NONE,
-                    });
-                    self.labels.push_str(label);
-                    id
-                }
-            };
-        }
-        node
+    fn long_label(&self, e: &Entry) -> Option<&[u8]> {
+        let start = usize::try_from(e.w1).ok()?;
+        self.labels
+            .as_bytes()
+            .get(start..start + usize::from(e.len))
     }
 
-    fn slot(&self, i: u32) -> Option<&Slot> {
-        if i == NONE {
-            None
-        } else {
-            self.slots.get(i as usize)
+    /// Adds the rules of one slot of node `e` (`pos`: [`EXACT`], [`SUB`]
+    /// or [`BOTH`]); returns the slot's allow rule when it has one.
+    #[inline(always)]
+    fn apply(&self, hit: &mut DomainHit, e: &Entry, pos: u8, q: PortQ) -> Option<Option<RuleId>> {
+        if e.flags & pos == 0 {
+            return None;
         }
-    }
-
-    fn apply(&self, hit: &mut DomainHit, slot: u32, q: PortQ) {
-        if let Some(s) = self.slot(slot) {
-            hit.deny = min_rule(hit.deny, s.deny.deny(&self.ports, q));
-            hit.allow = min_rule(hit.allow, s.allow.allow(&self.ports, q));
-        }
+        let rank = (e.flags & (pos - 1)).count_ones();
+        let s = self.slots.get((e.first_slot + rank) as usize)?;
+        hit.deny = min_rule(hit.deny, s.deny.deny(&self.ports, q));
+        let allow = s.allow.allow(&self.ports, q);
+        hit.allow = min_rule(hit.allow, allow);
+        Some(allow)
     }
 
     /// What the rules say about a normalised name (no allocation).
     pub fn lookup(&self, name: &str, q: PortQ) -> DomainHit {
+        match Labels::layout(name) {
+            Some(l) => self.lookup_labels(l, q),
+            // Longer than any normalised name: only `*` can match.
+            None => DomainHit {
+                allow: self.star.allow(&self.ports, q),
+                ..DomainHit::default()
+            },
+        }
+    }
+
+    /// [`DomainTrie::lookup`] for a name the normaliser laid out.
+    #[inline]
+    pub(crate) fn lookup_labels(&self, l: Labels<'_>, q: PortQ) -> DomainHit {
         let mut hit = DomainHit {
             allow: self.star.allow(&self.ports, q),
             ..DomainHit::default()
         };
-        let mut node = ROOT;
-        for label in Labels::new(name.as_bytes()) {
-            if node != ROOT {
-                // The name is a strict subdomain of this node's name.
-                if let Some(n) = self.nodes.get(node as usize) {
-                    self.apply(&mut hit, n.sub, q);
-                    self.apply(&mut hit, n.both, q);
-                }
+        let mut end = l.bytes.len();
+        let mut start = l.dot_before(end).map_or(0, |d| d + 1);
+        let Some((mut parent, mut at)) = self.child(ROOT, l.bytes, start, end - start) else {
+            return hit;
+        };
+        while start > 0 {
+            // The name is a strict subdomain of this node's name.
+            if at.flags & (SUB | BOTH) != 0 {
+                self.apply(&mut hit, at, SUB, q);
+                self.apply(&mut hit, at, BOTH, q);
             }
-            match self.child(node, label) {
-                Some(c) => node = c,
+            end = start - 1;
+            start = l.dot_before(end).map_or(0, |d| d + 1);
+            match self.child(parent, l.bytes, start, end - start) {
+                Some((pos, e)) => (parent, at) = (pos, e),
                 None => return hit,
             }
         }
-        if let Some(n) = self.nodes.get(node as usize) {
-            self.apply(&mut hit, n.both, q);
-            if let Some(s) = self.slot(n.exact) {
-                hit.deny = min_rule(hit.deny, s.deny.deny(&self.ports, q));
-                let exact = s.allow.allow(&self.ports, q);
-                hit.allow = min_rule(hit.allow, exact);
+        if at.flags != 0 {
+            self.apply(&mut hit, at, BOTH, q);
+            if let Some(exact) = self.apply(&mut hit, at, EXACT, q) {
                 hit.exact_allow = exact;
             }
         }
@@ -319,33 +447,21 @@ impl DomainTrie {
     }
 
     /// Checks every index of a loaded automaton: no lookup can go out of
-    /// range or loop (collision chains must strictly decrease).
+    /// range or loop.
     pub(crate) fn validate(&self, rules: usize) -> Result<(), super::Inconsistency> {
-        let n = self.nodes.len() as u32;
-        if n == 0 {
-            return Err(super::Inconsistency::Table("no root"));
-        }
-        let slot_ok = |i: u32| i == NONE || (i as usize) < self.slots.len();
-        for (i, node) in self.nodes.iter().enumerate() {
-            let i = i as u32;
-            let label_end = node.label_start as usize + node.label_len as usize;
-            if label_end > self.labels.len()
-                || !self.labels.is_char_boundary(node.label_start as usize)
-            {
+        for node in &self.nodes {
+            let end = node.label_start as usize + node.label_len as usize;
+            if end > self.labels.len() || !self.labels.is_char_boundary(node.label_start as usize) {
                 return Err(super::Inconsistency::Table("label out of range"));
             }
-            if i > 0 && node.parent >= i {
-                return Err(super::Inconsistency::Table("bad parent"));
-            }
-            if node.next_same_hash != NONE && node.next_same_hash >= i {
-                return Err(super::Inconsistency::Table("bad collision chain"));
-            }
-            if !(slot_ok(node.exact) && slot_ok(node.sub) && slot_ok(node.both)) {
+            if node.flags & !(EXACT | SUB | BOTH) != 0
+                || node.first_slot as usize + node.flags.count_ones() as usize > self.slots.len()
+            {
                 return Err(super::Inconsistency::Table("slot out of range"));
             }
         }
-        if self.index.values().any(|&v| v >= n) {
-            return Err(super::Inconsistency::Table("index out of range"));
+        if self.table.len() <= self.nodes.len() || !self.table.len().is_power_of_two() {
+            return Err(super::Inconsistency::Table("wrong table size"));
         }
         self.ports.validate(rules)?;
         self.star.validate(&self.ports, rules)?;
@@ -360,5 +476,82 @@ impl DomainTrie {
     /// literals).
     pub fn star(&self, q: PortQ) -> Option<RuleId> {
         self.star.allow(&self.ports, q)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(p: &str, effect: Effect, id: u32) -> DomainRule<'static> {
+        let pattern = if p == "*" {
+            DomainPattern::Any
+        } else if let Some(n) = p.strip_prefix("**.") {
+            DomainPattern::SelfAndSub(n.into())
+        } else if let Some(n) = p.strip_prefix("*.") {
+            DomainPattern::Sub(n.into())
+        } else {
+            DomainPattern::Exact(p.into())
+        };
+        DomainRule {
+            pattern,
+            effect,
+            rule: RuleId(id),
+            ports: None,
+        }
+    }
+
+    #[test]
+    fn long_labels_and_shared_prefixes() {
+        let long = "a".repeat(63);
+        let long2 = format!("{}b", "a".repeat(62));
+        let rules = [
+            rule(&format!("{long}.example.com"), Effect::Allow, 0),
+            rule(&format!("*.{long2}.example.com"), Effect::Allow, 1),
+            rule("exactly16bytes00.com", Effect::Deny, 2),
+            rule("exactly17bytes000.com", Effect::Allow, 3),
+        ];
+        let t = DomainTrie::build(&rules);
+        let q = PortQ::Port(443);
+        let hit = |n: &str| t.lookup(n, q);
+        assert_eq!(hit(&format!("{long}.example.com")).allow, Some(RuleId(0)));
+        assert_eq!(hit(&format!("x.{long}.example.com")).allow, None);
+        assert_eq!(
+            hit(&format!("x.{long2}.example.com")).allow,
+            Some(RuleId(1))
+        );
+        assert_eq!(hit(&format!("{long2}.example.com")).allow, None);
+        assert_eq!(hit("exactly16bytes00.com").deny, Some(RuleId(2)));
+        assert_eq!(hit("exactly16bytes01.com").deny, None);
+        assert_eq!(hit("exactly17bytes000.com").allow, Some(RuleId(3)));
+        assert_eq!(hit("exactly17bytes001.com").allow, None);
+        assert_eq!(hit("exactly17bytes00.com").allow, None);
+        assert_eq!(hit("com").allow, None);
+        // Stored and rebuilt, the same answers.
+        let stored = StoredTrie::from(t.clone());
+        let back = DomainTrie::try_from(stored).unwrap_or_else(|_| DomainTrie::build(&[]));
+        for n in [
+            format!("{long}.example.com"),
+            format!("x.{long2}.example.com"),
+            "exactly17bytes000.com".into(),
+        ] {
+            assert_eq!(back.lookup(&n, q), t.lookup(&n, q), "{n}");
+        }
+    }
+
+    #[test]
+    fn crafted_collisions_still_compare_labels() {
+        // Many labels under one parent: chains form, and only the label
+        // itself decides.
+        let rules: Vec<_> = (0..2000)
+            .map(|i| rule(&format!("l{i}.example.com"), Effect::Allow, i))
+            .collect();
+        let t = DomainTrie::build(&rules);
+        for i in 0..2000u32 {
+            let h = t.lookup(&format!("l{i}.example.com"), PortQ::NoPort);
+            assert_eq!(h.exact_allow, Some(RuleId(i)));
+            let h = t.lookup(&format!("m{i}.example.com"), PortQ::NoPort);
+            assert_eq!(h.allow, None);
+        }
     }
 }

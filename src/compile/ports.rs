@@ -98,7 +98,13 @@ impl Group {
     }
 
     /// The first rule whose port list holds `port`.
+    #[inline]
     pub fn at(&self, arena: &PortArena, port: u16) -> Option<RuleId> {
+        // When the first rule has no port list it holds every port and wins
+        // them all: no segment to look at (the common case).
+        if self.portless == self.any && port != 0 {
+            return id(self.any);
+        }
         let segs = arena
             .segs
             .get(self.start as usize..(self.start as usize + self.len as usize))?;
@@ -107,6 +113,7 @@ impl Group {
     }
 
     /// The deciding deny rule for a query.
+    #[inline]
     pub fn deny(&self, arena: &PortArena, q: PortQ) -> Option<RuleId> {
         match q {
             PortQ::Port(p) => self.at(arena, p),
@@ -115,6 +122,7 @@ impl Group {
     }
 
     /// The deciding allow rule for a query.
+    #[inline]
     pub fn allow(&self, arena: &PortArena, q: PortQ) -> Option<RuleId> {
         match q {
             PortQ::Port(p) => self.at(arena, p),

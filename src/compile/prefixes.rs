@@ -36,12 +36,64 @@ pub struct IpHit {
 }
 
 /// One family's intervals (IPv4 addresses are stored widened to `u128`).
+///
+/// A direct index on the address's top bits (about two buckets per
+/// interval) narrows the search to the few intervals that start in the
+/// address's bucket, usually none or one: a lookup is two loads where a
+/// binary search over every interval would be a cache miss per step. The
+/// index is derived data: artifacts hold the intervals, and loading
+/// rebuilds it.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(into = "StoredIntervals", from = "StoredIntervals")]
 pub struct Intervals {
     starts: Vec<u128>,
     slots: Vec<u32>,
     table: Vec<IpSlot>,
     ports: PortArena,
+    /// Bits of the family's addresses: 32 or 128.
+    width: u32,
+    /// `index[b]`: how many intervals start before bucket `b` (the
+    /// addresses whose top `bits` bits are `b`).
+    index: Vec<u32>,
+    bits: u32,
+}
+
+/// What artifacts hold of [`Intervals`].
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct StoredIntervals {
+    starts: Vec<u128>,
+    slots: Vec<u32>,
+    table: Vec<IpSlot>,
+    ports: PortArena,
+    width: u32,
+}
+
+impl From<Intervals> for StoredIntervals {
+    fn from(i: Intervals) -> StoredIntervals {
+        StoredIntervals {
+            starts: i.starts,
+            slots: i.slots,
+            table: i.table,
+            ports: i.ports,
+            width: i.width,
+        }
+    }
+}
+
+impl From<StoredIntervals> for Intervals {
+    fn from(s: StoredIntervals) -> Intervals {
+        let mut i = Intervals {
+            starts: s.starts,
+            slots: s.slots,
+            table: s.table,
+            ports: s.ports,
+            width: s.width,
+            index: Vec::new(),
+            bits: 0,
+        };
+        i.index();
+        i
+    }
 }
 
 /// One address rule as the compiler hands it over, in canonical form.
@@ -57,7 +109,10 @@ pub struct PrefixRule<'a> {
 
 impl Intervals {
     pub fn build(rules: &[PrefixRule<'_>], max: u128) -> Intervals {
-        let mut out = Intervals::default();
+        let mut out = Intervals {
+            width: if max <= u128::from(u32::MAX) { 32 } else { 128 },
+            ..Intervals::default()
+        };
         let mut cuts: Vec<u128> = vec![0];
         for r in rules {
             cuts.push(r.first);
@@ -143,7 +198,35 @@ impl Intervals {
                 out.slots.push(slot);
             }
         }
+        out.index();
         out
+    }
+
+    /// Builds the direct index: about two buckets per interval, at most
+    /// 2^20 buckets.
+    fn index(&mut self) {
+        let n = self.starts.len().max(1);
+        let bits = (usize::BITS - n.leading_zeros())
+            .clamp(1, 20)
+            .min(self.width);
+        let shift = self.width.saturating_sub(bits);
+        let buckets = 1usize << bits;
+        let mut index = Vec::with_capacity(buckets + 1);
+        let mut i = 0usize;
+        for b in 0..=buckets {
+            // Intervals starting before bucket `b`.
+            let first = (b as u128).checked_shl(shift).unwrap_or(u128::MAX);
+            while self
+                .starts
+                .get(i)
+                .is_some_and(|&s| s < first || b == buckets)
+            {
+                i += 1;
+            }
+            index.push(i as u32);
+        }
+        self.index = index;
+        self.bits = bits;
     }
 
     /// Checks every index of a loaded table.
@@ -170,8 +253,18 @@ impl Intervals {
     }
 
     /// What the rules say about one address (canonical form, widened).
+    #[inline]
     pub fn lookup(&self, addr: u128, q: PortQ) -> IpHit {
-        let i = self.starts.partition_point(|&s| s <= addr);
+        let b = addr.checked_shr(self.width - self.bits).unwrap_or(0) as usize;
+        let (lo, hi) = match (self.index.get(b), self.index.get(b + 1)) {
+            (Some(&lo), Some(&hi)) => (lo as usize, hi as usize),
+            _ => (0, self.starts.len()),
+        };
+        let i = lo
+            + self
+                .starts
+                .get(lo..hi)
+                .map_or(0, |s| s.partition_point(|&s| s <= addr));
         let slot = i
             .checked_sub(1)
             .and_then(|i| self.slots.get(i))
@@ -280,5 +373,87 @@ mod tests {
             (None, Some(RuleId(0)), None)
         );
         assert_eq!(t.lookup(256, PortQ::Port(80)), IpHit::default());
+    }
+
+    /// The direct index finds the same interval as a binary search over all
+    /// of them, for random prefixes of both families and random addresses
+    /// (inside them, at their edges, anywhere).
+    #[test]
+    fn the_direct_index_agrees_with_a_full_binary_search() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for (width, count) in [
+            (32u32, 1usize),
+            (32, 7),
+            (32, 300),
+            (32, 5000),
+            (128, 40),
+            (128, 3000),
+        ] {
+            let max = if width == 32 {
+                u128::from(u32::MAX)
+            } else {
+                u128::MAX
+            };
+            let mut rules = Vec::new();
+            for i in 0..count {
+                let len = (next() % u64::from(width + 1)) as u32;
+                let a = (u128::from(next()) << 64 | u128::from(next())) & max;
+                let mask = max & !max.checked_shr(len).unwrap_or(0);
+                let first = a & mask;
+                let last = first | (max & !mask);
+                rules.push(PrefixRule {
+                    first,
+                    last,
+                    exact: false,
+                    effect: if i % 3 == 0 {
+                        Effect::Deny
+                    } else {
+                        Effect::Allow
+                    },
+                    rule: RuleId(i as u32),
+                    ports: None,
+                });
+            }
+            let t = Intervals::build(&rules, max);
+            let full = |addr: u128| {
+                let i = t.starts.partition_point(|&s| s <= addr);
+                i.checked_sub(1).and_then(|i| t.slots.get(i)).copied()
+            };
+            let mut probes: Vec<u128> = vec![0, max];
+            for r in &rules {
+                probes.extend([
+                    r.first,
+                    r.last,
+                    r.first.saturating_sub(1),
+                    r.last.wrapping_add(1) & max,
+                ]);
+            }
+            for _ in 0..20_000 {
+                probes.push((u128::from(next()) << 64 | u128::from(next())) & max);
+            }
+            for a in probes {
+                let want = full(a).and_then(|s| t.table.get(s as usize)).map(|s| {
+                    (
+                        s.deny.deny(&t.ports, PortQ::NoPort),
+                        s.allow.allow(&t.ports, PortQ::NoPort),
+                    )
+                });
+                let got = t.lookup(a, PortQ::NoPort);
+                assert_eq!(
+                    want.unwrap_or((None, None)),
+                    (got.deny, got.allow),
+                    "{a:#x}"
+                );
+            }
+            // And after a round trip through the stored form.
+            let back = Intervals::from(StoredIntervals::from(t.clone()));
+            assert_eq!(back.index, t.index);
+        }
     }
 }

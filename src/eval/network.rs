@@ -11,7 +11,8 @@ use crate::compile::prefixes::widen;
 use crate::compile::{NetMode, Policy};
 use crate::decision::{Decision, Escalation, Outcome, Reason, RuleId};
 use crate::normalize::{
-    Host, HostBuf, HostError, is_loopback, is_non_public, is_normal_absolute_path, normalize_host,
+    Host, HostBuf, HostError, Labels, Split, is_loopback, is_non_public, is_normal_absolute_path,
+    normalize_split,
 };
 use crate::query::Via;
 use crate::syntax::ast::{ApprovalMode, PromptCategory, Reviewer, SandboxMode};
@@ -25,14 +26,26 @@ fn host_error(e: HostError) -> Decision {
 
 /// A resolver question must be a name: an address or a numeric spelling is
 /// `invalid_host`.
-fn question_name<'b>(name: &'b str, buf: &'b mut HostBuf) -> Result<&'b str, Decision> {
-    match normalize_host(name, buf) {
-        Ok(Host::Name(n)) => Ok(n),
-        Ok(Host::Ip(_)) | Err(HostError::AmbiguousIp) => {
-            Err(Decision::deny(Reason::InvalidHost, None))
-        }
+fn question_name<'b>(name: &'b str, buf: &'b mut HostBuf) -> Result<Named<'b>, Decision> {
+    match normalize_split(name, buf) {
+        Ok(Split {
+            host: Host::Name(name),
+            labels,
+        }) => Ok(Named { name, labels }),
+        Ok(Split {
+            host: Host::Ip(_), ..
+        })
+        | Err(HostError::AmbiguousIp) => Err(Decision::deny(Reason::InvalidHost, None)),
         Err(e) => Err(host_error(e)),
     }
+}
+
+/// A normalised name and, when the normaliser's fast path took it, its
+/// layout for the domain automaton.
+#[derive(Clone, Copy)]
+struct Named<'b> {
+    name: &'b str,
+    labels: Option<Labels<'b>>,
 }
 
 /// The first checks of `resolved`, in order: the name, then the list (an
@@ -41,7 +54,7 @@ fn answered_name<'b>(
     name: &'b str,
     buf: &'b mut HostBuf,
     empty: bool,
-) -> Result<&'b str, Decision> {
+) -> Result<Named<'b>, Decision> {
     let name = question_name(name, buf)?;
     if empty {
         return Err(Decision::deny(Reason::LookupFailed, None));
@@ -87,10 +100,14 @@ impl Policy {
         }
     }
 
-    fn host_hit(&self, host: Host<'_>, q: PortQ) -> Hit {
+    #[inline]
+    fn host_hit(&self, host: Host<'_>, labels: Option<Labels<'_>>, q: PortQ) -> Hit {
         match host {
             Host::Name(n) => {
-                let h = self.net.domains.lookup(n, q);
+                let h = match labels {
+                    Some(l) => self.net.domains.lookup_labels(l, q),
+                    None => self.net.domains.lookup(n, q),
+                };
                 Hit {
                     deny: h.deny,
                     allow: h.allow,
@@ -159,21 +176,33 @@ impl Policy {
     pub fn connect(&self, host: &str, port: u16, via: Via) -> Decision {
         // 1. Validation.
         let mut buf = HostBuf::new();
-        let host = match normalize_host(host, &mut buf) {
+        let split = match normalize_split(host, &mut buf) {
             Ok(h) => h,
             Err(e) => return host_error(e),
         };
-        self.connect_host(host, port, via)
+        self.connect_host(split.host, split.labels, port, via)
     }
 
     /// [`Policy::connect`] for an address the caller already holds (the
     /// socket's peer): no text to parse. Mapped and compatible IPv6 forms are
     /// their IPv4 address, as always.
     pub fn connect_addr(&self, ip: IpAddr, port: u16, via: Via) -> Decision {
-        self.connect_host(Host::Ip(crate::normalize::canonical_ip(ip)), port, via)
+        self.connect_host(
+            Host::Ip(crate::normalize::canonical_ip(ip)),
+            None,
+            port,
+            via,
+        )
     }
 
-    fn connect_host(&self, host: Host<'_>, port: u16, via: Via) -> Decision {
+    #[inline]
+    fn connect_host(
+        &self,
+        host: Host<'_>,
+        labels: Option<Labels<'_>>,
+        port: u16,
+        via: Via,
+    ) -> Decision {
         if port == 0 {
             return Decision::deny(Reason::InvalidPort, None);
         }
@@ -192,7 +221,7 @@ impl Policy {
             _ => {}
         }
         // 3.–6. Rules.
-        let mut d = self.rules_decide(&self.host_hit(host, PortQ::Port(port)));
+        let mut d = self.rules_decide(&self.host_hit(host, labels, PortQ::Port(port)));
         if d.reason == Reason::NotAllowed {
             d.escalation = Some(self.connect_escalation());
         }
@@ -202,7 +231,7 @@ impl Policy {
     /// May the filtering resolver answer `name`?
     pub fn dns(&self, name: &str) -> Decision {
         let mut buf = HostBuf::new();
-        let name = match question_name(name, &mut buf) {
+        let named = match question_name(name, &mut buf) {
             Ok(n) => n,
             Err(d) => return d,
         };
@@ -212,7 +241,7 @@ impl Policy {
         if let Some(r) = self.net.dns_off {
             return Decision::deny(Reason::DnsOff, Some(r));
         }
-        self.rules_decide(&self.host_hit(Host::Name(name), PortQ::NoPort))
+        self.rules_decide(&self.host_hit(Host::Name(named.name), named.labels, PortQ::NoPort))
     }
 
     /// May the proxy use these resolved addresses for `name` (the DNS
@@ -260,7 +289,7 @@ impl Policy {
     /// non-empty answer (`head` then `tail`).
     fn resolved_checked(
         &self,
-        name: &str,
+        name: Named<'_>,
         head: &[IpAddr],
         tail: &[IpAddr],
         port: Option<u16>,
@@ -274,7 +303,7 @@ impl Policy {
         }
         // 3. The name.
         let q = port.map_or(PortQ::NoPort, PortQ::Port);
-        let by_name = self.rules_decide(&self.host_hit(Host::Name(name), q));
+        let by_name = self.rules_decide(&self.host_hit(Host::Name(name.name), name.labels, q));
         if !by_name.is_allow() {
             return by_name;
         }

@@ -60,12 +60,237 @@ impl HostBuf {
     }
 }
 
+/// Up to eight bytes of `bytes` from `at` (`at + n` ≤ `bytes.len()`),
+/// little-endian, zero-padded: one load, also near the end of the slice
+/// (the last eight bytes, shifted), and a byte loop only for slices
+/// shorter than a word.
+#[inline(always)]
+pub(crate) fn word(bytes: &[u8], at: usize, n: usize) -> u64 {
+    let keep = if n >= 8 {
+        u64::MAX
+    } else {
+        (1u64 << (8 * n)) - 1
+    };
+    let load = |i: usize| {
+        bytes
+            .get(i..i + 8)
+            .and_then(|s| <[u8; 8]>::try_from(s).ok())
+            .map(u64::from_le_bytes)
+    };
+    if let Some(w) = load(at) {
+        return w & keep;
+    }
+    let end = bytes.len();
+    if let Some(w) = end.checked_sub(8).and_then(load) {
+        // `at` is within the last eight bytes.
+        return (w >> (8 * (at + 8 - end).min(7))) & keep;
+    }
+    let mut w = 0u64;
+    for (i, b) in bytes.iter().skip(at).take(n.min(8)).enumerate() {
+        w |= u64::from(*b) << (8 * i);
+    }
+    w
+}
+
+/// A normalised name laid out for the domain automaton: its bytes and a
+/// bitmap of its dots, so that labels are found from the right without a
+/// scan.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Labels<'b> {
+    pub bytes: &'b [u8],
+    pub dots: [u64; 4],
+}
+
+impl Labels<'_> {
+    /// Where the last dot before byte `end` is.
+    #[inline(always)]
+    pub fn dot_before(&self, end: usize) -> Option<usize> {
+        let mut i = end / 64;
+        let mut below = (1u64 << (end % 64)).wrapping_sub(1);
+        loop {
+            let w = self.dots.get(i).copied().unwrap_or(0) & below;
+            if w != 0 {
+                return Some(i * 64 + 63 - w.leading_zeros() as usize);
+            }
+            i = i.checked_sub(1)?;
+            below = u64::MAX;
+        }
+    }
+
+    /// Lays out a name the general path normalised (lower-case ASCII);
+    /// `None` for a name longer than any normalised name.
+    pub fn layout(name: &str) -> Option<Labels<'_>> {
+        let bytes = name.as_bytes();
+        let mut dots = [0u64; 4];
+        for (i, &b) in bytes.iter().enumerate() {
+            if b == b'.' {
+                *dots.get_mut(i / 64)? |= 1 << (i % 64);
+            }
+        }
+        Some(Labels { bytes, dots })
+    }
+}
+
+/// A normalised host and, for a name the fast path saw, its layout for the
+/// domain automaton.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Split<'b> {
+    pub host: Host<'b>,
+    pub labels: Option<Labels<'b>>,
+}
+
+const LO: u64 = 0x0101_0101_0101_0101;
+const HI: u64 = 0x8080_8080_8080_8080;
+
+/// One word of a host, eight bytes at once: the high bit of each byte of
+/// `valid` (`a-z A-Z 0-9 - _ .`), `upper` and `dot`. Only meaningful for
+/// ASCII bytes (the caller checks the high bits of `w` itself). For each
+/// byte, `(byte | 0x80) - c` keeps its high bit exactly when the byte is at
+/// least `c`, and no borrow crosses into the next byte.
+#[inline(always)]
+fn classify(w: u64) -> (u64, u64, u64) {
+    let t = w | HI;
+    let ge = |t: u64, c: u8| t.wrapping_sub(LO.wrapping_mul(u64::from(c)));
+    // Letters of either case: `byte | 0x20` is in `a..=z` exactly for
+    // `A..=Z` and `a..=z`.
+    let folded = t | (LO * 0x20);
+    let letter = ge(folded, b'a') & !ge(folded, b'{');
+    let dot = ge(t, b'.') & !ge(t, b'/');
+    let valid = (ge(t, b'-') & !ge(t, b'/'))
+        | (ge(t, b'0') & !ge(t, b':'))
+        | letter
+        | (ge(t, b'_') & !ge(t, b'`'));
+    // Upper case: a letter without its 0x20 bit (moved up to bit 7).
+    let upper = letter & !(w << 2);
+    (valid & HI, upper & HI, dot & HI)
+}
+
+/// The high bits of a word's bytes gathered into one byte (bit `j` for
+/// byte `j`).
+#[inline(always)]
+fn gather(high: u64) -> u64 {
+    ((high >> 7).wrapping_mul(0x0102_0408_1020_4080)) >> 56
+}
+
+/// The fast path's scan: the common host (ASCII letters, digits, `-`, `_`
+/// and dots; at most one trailing dot; labels of 1–63 octets; a last label
+/// that does not start with a digit), eight bytes at a time: every byte
+/// validated and every dot noted, without a branch or a store per byte.
+/// Returns the name's length without the trailing dot, whether it has upper
+/// case, and the bitmap of its dots; `None` sends the host to the general
+/// path, which decides (and words the error) exactly as before.
+#[inline]
+fn fast_scan(input: &str) -> Option<(usize, bool, [u64; 4])> {
+    let bytes = input.as_bytes();
+    let bytes = bytes.strip_suffix(b".").unwrap_or(bytes);
+    let len = bytes.len();
+    if len == 0 || len > MAX_NAME {
+        return None;
+    }
+    let (mut bad, mut upper_any) = (0u64, 0u64);
+    let mut dots = [0u64; 4];
+    let mut step = |at: usize, w: u64, inside: u64| -> Option<()> {
+        let (valid, upper, dot) = classify(w);
+        bad |= (w | !valid) & inside;
+        upper_any |= upper & inside;
+        *dots.get_mut(at / 64)? |= gather(dot & inside) << (at % 64);
+        Some(())
+    };
+    // Whole words, then the last few bytes.
+    let mut at = 0;
+    while let Some(w) = bytes
+        .get(at..at + 8)
+        .and_then(|s| <[u8; 8]>::try_from(s).ok())
+    {
+        step(at, u64::from_le_bytes(w), HI)?;
+        at += 8;
+    }
+    if at < len {
+        let n = len - at;
+        step(at, word(bytes, at, n), HI & ((1u64 << (8 * n)) - 1))?;
+    }
+    if bad != 0 {
+        return None;
+    }
+    // No dot first or last, no two dots together (an empty label).
+    let [d0, d1, d2, d3] = dots;
+    let adjacent = (d0 & (d0 << 1))
+        | (d1 & ((d1 << 1) | (d0 >> 63)))
+        | (d2 & ((d2 << 1) | (d1 >> 63)))
+        | (d3 & ((d3 << 1) | (d2 >> 63)));
+    let labels = Labels { bytes, dots };
+    let last_dot = labels.dot_before(len);
+    if adjacent != 0 || d0 & 1 != 0 || last_dot == Some(len - 1) {
+        return None;
+    }
+    // Labels of at most 63 octets (only a longer name can have one).
+    if len > 63 {
+        let mut end = len;
+        loop {
+            let start = labels.dot_before(end).map_or(0, |d| d + 1);
+            if end - start > 63 {
+                return None;
+            }
+            if start == 0 {
+                break;
+            }
+            end = start - 1;
+        }
+    }
+    // A last label starting with a digit may be numeric: the general path.
+    let first = last_dot.map_or(0, |d| d + 1);
+    if bytes.get(first).is_some_and(u8::is_ascii_digit) {
+        return None;
+    }
+    Some((len, upper_any != 0, dots))
+}
+
+/// [`normalize_host`], with the name laid out for the domain automaton
+/// when the fast path took it.
+#[inline]
+pub(crate) fn normalize_split<'b>(
+    input: &'b str,
+    buf: &'b mut HostBuf,
+) -> Result<Split<'b>, HostError> {
+    if let Some((len, upper, dots)) = fast_scan(input) {
+        // Input already in lower case is its own normal form.
+        let text = if upper {
+            let ascii = buf.ascii.get_or_insert([0; MAX_NAME + 2]);
+            let dst = ascii
+                .get_mut(..len)
+                .ok_or(HostError::Invalid("name longer than 253 octets"))?;
+            for (d, s) in dst.iter_mut().zip(input.as_bytes()) {
+                *d = s.to_ascii_lowercase();
+            }
+            std::str::from_utf8(dst).map_err(|_| HostError::Invalid("not UTF-8"))?
+        } else {
+            input.get(..len).ok_or(HostError::Invalid("empty host"))?
+        };
+        return Ok(Split {
+            host: Host::Name(text),
+            labels: Some(Labels {
+                bytes: text.as_bytes(),
+                dots,
+            }),
+        });
+    }
+    Ok(Split {
+        host: normalize_general(input, buf)?,
+        labels: None,
+    })
+}
+
 /// Normalises a host as a connection target (docs/language.md#host-normalisation).
 ///
 /// ASCII input takes a fast path: one pass over the bytes validates them and
 /// notes colons, brackets and upper case; a host that is already lowercase is
 /// borrowed, not copied. Non-ASCII input goes through UTS #46.
 pub fn normalize_host<'b>(input: &'b str, buf: &'b mut HostBuf) -> Result<Host<'b>, HostError> {
+    normalize_split(input, buf).map(|s| s.host)
+}
+
+/// Every host the fast path leaves: IP literals, IDN, errors.
+fn normalize_general<'b>(input: &'b str, buf: &'b mut HostBuf) -> Result<Host<'b>, HostError> {
     if input.is_empty() {
         return Err(HostError::Invalid("empty host"));
     }
@@ -259,8 +484,96 @@ pub enum OwnedHost {
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing)]
 mod tests {
     use super::*;
+
+    /// The fast path must answer exactly as the general path, and lay out
+    /// exactly the name it returns.
+    fn same_as_general(input: &str) {
+        let mut a = HostBuf::new();
+        let mut b = HostBuf::new();
+        let fast = normalize_split(input, &mut a);
+        let general = normalize_general(input, &mut b);
+        assert_eq!(fast.map(|s| s.host), general, "{input:?}");
+        if let Ok(Split {
+            host: Host::Name(n),
+            labels: Some(l),
+        }) = fast
+        {
+            assert_eq!(l.bytes, n.as_bytes(), "{input:?}");
+            let mut dots = [0u64; 4];
+            for (i, b) in n.bytes().enumerate() {
+                if b == b'.' {
+                    dots[i / 64] |= 1 << (i % 64);
+                }
+            }
+            assert_eq!(l.dots, dots, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn the_fast_path_agrees_with_the_general_path_on_every_character() {
+        let templates = [
+            "#",
+            "#.com",
+            "a#.com",
+            "ab.c#",
+            "ab.cd#",
+            "#ab.example.org",
+            "abcdefg#.x",
+            "abcdefgh#.x",
+            "abcdefghijklmno#.example.co.uk",
+            "x.#",
+            "x.#.",
+            "#.",
+            "a.#b",
+            "a..#",
+            "0#.com",
+            "a.0#",
+            "a.b-#",
+            "A#Z.COM.",
+        ];
+        for c in (0u32..0x250).filter_map(char::from_u32) {
+            for t in templates {
+                same_as_general(&t.replace('#', &c.to_string()));
+            }
+        }
+    }
+
+    #[test]
+    fn the_fast_path_agrees_on_lengths_and_label_limits() {
+        for len in 0..=260 {
+            let mut s = "a".repeat(len);
+            same_as_general(&s);
+            s.push('.');
+            same_as_general(&s);
+            // Labels of 62, 63 and 64 octets at every place of a long name.
+            let dotted: String = (0..len)
+                .map(|i| if i % 64 == 63 { '.' } else { 'b' })
+                .collect();
+            same_as_general(&dotted);
+            let dotted: String = (0..len)
+                .map(|i| if i % 65 == 64 { '.' } else { 'C' })
+                .collect();
+            same_as_general(&dotted);
+            let dotted: String = (0..len)
+                .map(|i| if i % 3 == 2 { '.' } else { 'x' })
+                .collect();
+            same_as_general(&dotted);
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_fast_path_agrees_on_generated_hosts(
+            parts in proptest::collection::vec(0usize..44, 0..300)
+        ) {
+            const ALPHABET: &[u8] = b"abcxyzABCXYZ0123456789-_....\x00 :[]@/*%%#?e\x7f";
+            let s: String = parts.iter().map(|&i| char::from(ALPHABET[i % ALPHABET.len()])).collect();
+            same_as_general(&s);
+        }
+    }
 
     fn n(s: &str) -> Result<OwnedHost, HostError> {
         normalize_host_owned(s)

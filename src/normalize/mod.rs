@@ -29,5 +29,6 @@ pub use authority::{HostPortError, split_authority, split_host_port};
 pub use host::{
     Host, HostBuf, HostError, MAX_NAME, OwnedHost, normalize_host, normalize_host_owned,
 };
+pub(crate) use host::{Labels, Split, normalize_split, word};
 pub use path::{is_normal_absolute_path, normalize_absolute_path};
 pub use pattern::PatternError;

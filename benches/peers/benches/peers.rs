@@ -142,6 +142,33 @@ fn addr_streams(c: &mut Criterion) {
             });
         }
         g.finish();
+        // Parsed addresses: `connect_addr` against the engines that take an
+        // `IpAddr` natively (the slow engines would parse text anyway).
+        let parsed: Vec<std::net::IpAddr> = addr_stream(&text, 4096, 5)
+            .into_iter()
+            .map(std::net::IpAddr::V4)
+            .collect();
+        let mut g = c.benchmark_group("stream_addr/all");
+        g.warm_up_time(Duration::from_millis(300))
+            .measurement_time(Duration::from_secs(1))
+            .sample_size(20)
+            .throughput(Throughput::Elements(parsed.len() as u64));
+        for e in engines.iter().filter(|e| {
+            matches!(
+                e.name(),
+                "gatehouse" | "interval_table" | "ip_network_table"
+            )
+        }) {
+            g.bench_with_input(BenchmarkId::new(e.name(), n), &n, |b, _| {
+                b.iter(|| {
+                    parsed
+                        .iter()
+                        .filter(|a| e.addr(black_box(**a)) == Some(true))
+                        .count()
+                })
+            });
+        }
+        g.finish();
     }
 }
 

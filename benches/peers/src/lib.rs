@@ -91,6 +91,11 @@ pub trait Engine {
     /// Whether a connection to the address may go ahead (`None`: this
     /// engine does not do addresses).
     fn ip(&self, ip: &str) -> Option<bool>;
+    /// The same for an address already parsed (the socket's peer): engines
+    /// that take one natively skip the text.
+    fn addr(&self, ip: IpAddr) -> Option<bool> {
+        self.ip(&ip.to_string())
+    }
 }
 
 // ------------------------------------------------------------- gatehouse
@@ -117,6 +122,14 @@ impl Engine for Gatehouse {
     }
     fn ip(&self, ip: &str) -> Option<bool> {
         Some(self.host(ip))
+    }
+    fn addr(&self, ip: IpAddr) -> Option<bool> {
+        let p = self.set.single().expect("one policy");
+        Some(
+            p.connect_addr(ip, 443, gatehouse::query::Via::Https)
+                .outcome
+                == gatehouse::Outcome::Allow,
+        )
     }
 }
 
@@ -379,7 +392,9 @@ impl Engine for IpTable {
         false
     }
     fn ip(&self, ip: &str) -> Option<bool> {
-        let ip: IpAddr = ip.parse().ok()?;
+        self.addr(ip.parse().ok()?)
+    }
+    fn addr(&self, ip: IpAddr) -> Option<bool> {
         let flags = self.table.matches(ip).fold(0, |acc, (_, v)| acc | v);
         Some(flags & DENY == 0 && flags & ALLOW != 0)
     }
@@ -527,7 +542,10 @@ impl Engine for IntervalPeer {
         false
     }
     fn ip(&self, ip: &str) -> Option<bool> {
-        match ip.parse::<IpAddr>().ok()? {
+        self.addr(ip.parse().ok()?)
+    }
+    fn addr(&self, ip: IpAddr) -> Option<bool> {
+        match ip {
             IpAddr::V4(v4) => Some(self.decide(v4)),
             IpAddr::V6(_) => None,
         }
