@@ -260,19 +260,30 @@ pub(crate) struct RuleTable {
 }
 
 /// One rule: file index, line, column, and `[start, end)` byte ranges of its
-/// text (and `because` text) in the arena.
+/// text and `because` text in the arena ([`NO_TEXT`] when there is none).
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 struct RuleEntry {
     file: u32,
     line: u32,
     column: u32,
     source: [u32; 2],
-    because: Option<[u32; 2]>,
+    because: [u32; 2],
 }
+
+/// The `because` range of a rule without one.
+const NO_TEXT: [u32; 2] = [u32::MAX, u32::MAX];
 
 impl RuleTable {
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
+    }
+
+    /// Gives back the growth room of the table's vectors (a compiled set
+    /// lives long; its size is what a proxy holds).
+    pub(crate) fn shrink(&mut self) {
+        self.files.shrink_to_fit();
+        self.text.shrink_to_fit();
+        self.entries.shrink_to_fit();
     }
 
     fn text(&self, [start, end]: [u32; 2]) -> Option<&str> {
@@ -302,7 +313,7 @@ impl RuleTable {
             }
         };
         let source = self.push_text(source);
-        let because = because.map(|b| self.push_text(b));
+        let because = because.map_or(NO_TEXT, |b| self.push_text(b));
         let id = RuleId(u32::try_from(self.entries.len()).unwrap_or(u32::MAX));
         self.entries.push(RuleEntry {
             file: u32::try_from(file).unwrap_or(u32::MAX),
@@ -322,8 +333,8 @@ impl RuleTable {
             column: e.column as usize,
             source: self.text(e.source)?,
             because: match e.because {
-                Some(r) => Some(self.text(r)?),
-                None => None,
+                NO_TEXT => None,
+                r => Some(self.text(r)?),
             },
         })
     }

@@ -98,15 +98,28 @@ fn lints(
     local_allow: bool,
     diags: &mut Vec<Diagnostic>,
 ) {
-    let mut by_target: HashMap<&Target, Vec<usize>> = HashMap::new();
+    // Rules by target, and the prefix lengths that occur per family: a
+    // rule's covering prefixes are looked up only at lengths some rule has
+    // (a handful, against 33 or 129 for every length), with a fast hash.
+    let mut by_target: HashMap<&Target, Vec<usize>, FastHash> = HashMap::default();
+    let mut lengths = [0u128; 2];
+    let mut any_128 = false;
     for (i, r) in rules.iter().enumerate() {
         by_target.entry(&r.target).or_default().push(i);
+        if let Target::Net(n, _) = &r.target {
+            let len = n.prefix_len();
+            match n {
+                IpNet::V4(_) => lengths[0] |= 1 << len,
+                IpNet::V6(_) if len == 128 => any_128 = true,
+                IpNet::V6(_) => lengths[1] |= 1 << len,
+            }
+        }
     }
     for (i, r) in rules.iter().enumerate() {
         let exception = !local_allow && is_local_exception(r);
         let mut covered_by_same = None;
         let mut covered_by_deny = None;
-        for cand in candidates(&r.target) {
+        for cand in candidates(&r.target, lengths, any_128) {
             for &j in by_target.get(&cand).map(Vec::as_slice).unwrap_or(&[]) {
                 let Some(o) = rules.get(j) else { continue };
                 if j == i
@@ -197,8 +210,55 @@ fn lints(
     }
 }
 
-/// Targets that could cover `t`: itself, its suffix patterns, its supernets.
-fn candidates(t: &Target) -> Vec<Target> {
+/// A hasher for the lint's index (FxHash's multiply-rotate): the keys are
+/// the policy's own rules, so there is no adversary to resist, and SipHash
+/// was a tenth of `check` on large policies.
+#[derive(Clone, Copy, Default)]
+struct FastHash;
+
+struct FastHasher(u64);
+
+impl std::hash::BuildHasher for FastHash {
+    type Hasher = FastHasher;
+    fn build_hasher(&self) -> FastHasher {
+        FastHasher(0)
+    }
+}
+
+impl std::hash::Hasher for FastHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.write_u64(u64::from_le_bytes(w));
+        }
+        for &b in chunks.remainder() {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_u8(&mut self, n: u8) {
+        self.write_u64(u64::from(n));
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+}
+
+/// Targets that could cover `t`: itself, its suffix patterns, its supernets
+/// (at the prefix `lengths` some rule has, per family: bit `l` of
+/// `lengths[0]` for IPv4, of `lengths[1]` for IPv6 below 128; `any_128` for
+/// IPv6 /128).
+fn candidates(t: &Target, lengths: [u128; 2], any_128: bool) -> Vec<Target> {
     let mut out = vec![t.clone(), Target::Domain(DomainPattern::Any)];
     match t {
         Target::Domain(p) => {
@@ -218,7 +278,12 @@ fn candidates(t: &Target) -> Vec<Target> {
             }
         }
         Target::Net(n, _) => {
-            for len in 0..=n.prefix_len() {
+            let present = |len: u8| match n {
+                IpNet::V4(_) => lengths[0] >> len & 1 == 1,
+                IpNet::V6(_) if len == 128 => any_128,
+                IpNet::V6(_) => lengths[1] >> len & 1 == 1,
+            };
+            for len in (0..=n.prefix_len()).filter(|&l| present(l)) {
                 if let Ok(s) = IpNet::new(n.addr(), len) {
                     out.push(Target::Net(s.trunc(), false));
                     if s.prefix_len() == s.max_prefix_len() {

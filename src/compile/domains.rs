@@ -56,7 +56,7 @@ pub struct Slot {
 #[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
 struct Node {
     label_start: u32,
-    label_len: u32,
+    label_len: u8,
     /// The parent's index in the node list, or [`NONE`] for a top-level
     /// label.
     parent: u32,
@@ -130,22 +130,32 @@ fn edge(parent: u32, k: &Key) -> u64 {
     x ^ (x >> 32)
 }
 
-/// What the rules say about one name.
-#[derive(Clone, Copy, Debug, Default, Eq, PartialEq)]
+/// What the rules say about one name: raw rule ids, [`NONE`] for none, so
+/// that merging is `min` (the first rule in source order wins) and the hit
+/// fits in registers.
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
 pub struct DomainHit {
-    /// The first matching deny rule.
-    pub deny: Option<RuleId>,
-    /// The first matching allow rule (wildcards included).
-    pub allow: Option<RuleId>,
-    /// The first exact `allow domain NAME` rule for this very name.
-    pub exact_allow: Option<RuleId>,
+    deny: u32,
+    allow: u32,
+    exact_allow: u32,
 }
 
-fn min_rule(a: Option<RuleId>, b: Option<RuleId>) -> Option<RuleId> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(x.min(y)),
-        (x, None) => x,
-        (None, y) => y,
+fn rule(x: u32) -> Option<RuleId> {
+    (x != NONE).then_some(RuleId(x))
+}
+
+impl DomainHit {
+    /// The first matching deny rule.
+    pub fn deny(&self) -> Option<RuleId> {
+        rule(self.deny)
+    }
+    /// The first matching allow rule (wildcards included).
+    pub fn allow(&self) -> Option<RuleId> {
+        rule(self.allow)
+    }
+    /// The first exact `allow domain NAME` rule for this very name.
+    pub fn exact_allow(&self) -> Option<RuleId> {
+        rule(self.exact_allow)
     }
 }
 
@@ -161,7 +171,6 @@ pub struct DomainTrie {
     ports: PortArena,
     /// The lookup table, derived from `nodes` (never stored).
     table: Vec<Entry>,
-    mask: usize,
 }
 
 /// What artifacts hold of a [`DomainTrie`]: everything but the lookup
@@ -214,7 +223,6 @@ impl TryFrom<StoredTrie> for DomainTrie {
             star: s.star,
             ports: s.ports,
             table: Vec::new(),
-            mask: 0,
         };
         t.index();
         Ok(t)
@@ -240,7 +248,6 @@ impl DomainTrie {
             star: Group::default(),
             ports: PortArena::default(),
             table: Vec::new(),
-            mask: 0,
         };
         // The trie's nodes, found by (parent, label) while building.
         let mut children: HashMap<(u32, &str), u32> = HashMap::new();
@@ -267,7 +274,7 @@ impl DomainTrie {
                         let id = t.nodes.len() as u32;
                         t.nodes.push(Node {
                             label_start: t.labels.len() as u32,
-                            label_len: label.len() as u32,
+                            label_len: label.len() as u8,
                             parent: node,
                             flags: 0,
                             first_slot: 0,
@@ -304,16 +311,19 @@ impl DomainTrie {
                 node.flags |= pos;
             }
         }
+        t.nodes.shrink_to_fit();
+        t.labels.shrink_to_fit();
+        t.slots.shrink_to_fit();
+        t.ports.shrink();
         t.index();
         t
     }
 
     /// Builds the lookup table from the node list (parents first), at a
-    /// load of at most two thirds.
+    /// load of three fifths.
     fn index(&mut self) {
-        let cap = (self.nodes.len() * 3 / 2 + 1).next_power_of_two().max(8);
+        let cap = (self.nodes.len() * 5 / 3 + 1).max(8);
         self.table = vec![Entry::default(); cap];
-        self.mask = cap - 1;
         let mut pos_of: Vec<u32> = Vec::with_capacity(self.nodes.len());
         let labels = self.labels.as_bytes();
         for n in &self.nodes {
@@ -325,9 +335,9 @@ impl DomainTrie {
             let (start, len) = (n.label_start as usize, n.label_len as usize);
             let k = key(labels, start, len);
             let x = edge(parent, &k);
-            let mut pos = x as usize & self.mask;
+            let mut pos = self.home(x);
             while self.table.get(pos).is_some_and(|e| e.len != 0) {
-                pos = (pos + 1) & self.mask;
+                pos = self.next(pos);
             }
             if let Some(e) = self.table.get_mut(pos) {
                 *e = Entry {
@@ -354,9 +364,9 @@ impl DomainTrie {
         let k = key(bytes, start, len);
         let x = edge(parent, &k);
         let tag = (x >> 32) as u32;
-        let mut pos = x as usize & self.mask;
+        let mut pos = self.home(x);
         // The table always has an empty entry; the bound is for safety.
-        for _ in 0..=self.mask {
+        for _ in 0..self.table.len() {
             let e = self.table.get(pos)?;
             if e.len == 0 {
                 return None;
@@ -373,9 +383,25 @@ impl DomainTrie {
             {
                 return Some((pos as u32, e));
             }
-            pos = (pos + 1) & self.mask;
+            pos = self.next(pos);
         }
         None
+    }
+
+    /// Where an edge hash starts probing: its low 32 bits scaled to the
+    /// table (any size, no power of two needed).
+    #[inline(always)]
+    fn home(&self, x: u64) -> usize {
+        (((x & 0xffff_ffff) * self.table.len() as u64) >> 32) as usize
+    }
+
+    #[inline(always)]
+    fn next(&self, pos: usize) -> usize {
+        if pos + 1 == self.table.len() {
+            0
+        } else {
+            pos + 1
+        }
     }
 
     fn long_label(&self, e: &Entry) -> Option<&[u8]> {
@@ -386,18 +412,28 @@ impl DomainTrie {
     }
 
     /// Adds the rules of one slot of node `e` (`pos`: [`EXACT`], [`SUB`]
-    /// or [`BOTH`]); returns the slot's allow rule when it has one.
+    /// or [`BOTH`]); returns the slot's allow rule ([`NONE`] for none).
     #[inline(always)]
-    fn apply(&self, hit: &mut DomainHit, e: &Entry, pos: u8, q: PortQ) -> Option<Option<RuleId>> {
+    fn apply(&self, hit: &mut DomainHit, e: &Entry, pos: u8, q: PortQ) -> u32 {
         if e.flags & pos == 0 {
-            return None;
+            return NONE;
         }
         let rank = (e.flags & (pos - 1)).count_ones();
-        let s = self.slots.get((e.first_slot + rank) as usize)?;
-        hit.deny = min_rule(hit.deny, s.deny.deny(&self.ports, q));
-        let allow = s.allow.allow(&self.ports, q);
-        hit.allow = min_rule(hit.allow, allow);
-        Some(allow)
+        let Some(s) = self.slots.get((e.first_slot + rank) as usize) else {
+            return NONE;
+        };
+        hit.deny = hit.deny.min(s.deny.deny_raw(&self.ports, q));
+        let allow = s.allow.allow_raw(&self.ports, q);
+        hit.allow = hit.allow.min(allow);
+        allow
+    }
+
+    fn empty_hit(&self, q: PortQ) -> DomainHit {
+        DomainHit {
+            deny: NONE,
+            allow: self.star.allow_raw(&self.ports, q),
+            exact_allow: NONE,
+        }
     }
 
     /// What the rules say about a normalised name (no allocation).
@@ -405,20 +441,14 @@ impl DomainTrie {
         match Labels::layout(name) {
             Some(l) => self.lookup_labels(l, q),
             // Longer than any normalised name: only `*` can match.
-            None => DomainHit {
-                allow: self.star.allow(&self.ports, q),
-                ..DomainHit::default()
-            },
+            None => self.empty_hit(q),
         }
     }
 
     /// [`DomainTrie::lookup`] for a name the normaliser laid out.
     #[inline]
     pub(crate) fn lookup_labels(&self, l: Labels<'_>, q: PortQ) -> DomainHit {
-        let mut hit = DomainHit {
-            allow: self.star.allow(&self.ports, q),
-            ..DomainHit::default()
-        };
+        let mut hit = self.empty_hit(q);
         let mut end = l.bytes.len();
         let mut start = l.dot_before(end).map_or(0, |d| d + 1);
         let Some((mut parent, mut at)) = self.child(ROOT, l.bytes, start, end - start) else {
@@ -439,9 +469,7 @@ impl DomainTrie {
         }
         if at.flags != 0 {
             self.apply(&mut hit, at, BOTH, q);
-            if let Some(exact) = self.apply(&mut hit, at, EXACT, q) {
-                hit.exact_allow = exact;
-            }
+            hit.exact_allow = self.apply(&mut hit, at, EXACT, q);
         }
         hit
     }
@@ -460,7 +488,7 @@ impl DomainTrie {
                 return Err(super::Inconsistency::Table("slot out of range"));
             }
         }
-        if self.table.len() <= self.nodes.len() || !self.table.len().is_power_of_two() {
+        if self.table.len() <= self.nodes.len() {
             return Err(super::Inconsistency::Table("wrong table size"));
         }
         self.ports.validate(rules)?;
@@ -472,10 +500,11 @@ impl DomainTrie {
         Ok(())
     }
 
-    /// The `allow domain *` rule for a query, if any (it also covers IP
-    /// literals).
-    pub fn star(&self, q: PortQ) -> Option<RuleId> {
-        self.star.allow(&self.ports, q)
+    /// The `allow domain *` rule for a query (it also covers IP literals),
+    /// as a raw id (`u32::MAX` for none).
+    #[inline(always)]
+    pub fn star_raw(&self, q: PortQ) -> u32 {
+        self.star.allow_raw(&self.ports, q)
     }
 }
 
@@ -514,19 +543,19 @@ mod tests {
         let t = DomainTrie::build(&rules);
         let q = PortQ::Port(443);
         let hit = |n: &str| t.lookup(n, q);
-        assert_eq!(hit(&format!("{long}.example.com")).allow, Some(RuleId(0)));
-        assert_eq!(hit(&format!("x.{long}.example.com")).allow, None);
+        assert_eq!(hit(&format!("{long}.example.com")).allow(), Some(RuleId(0)));
+        assert_eq!(hit(&format!("x.{long}.example.com")).allow(), None);
         assert_eq!(
-            hit(&format!("x.{long2}.example.com")).allow,
+            hit(&format!("x.{long2}.example.com")).allow(),
             Some(RuleId(1))
         );
-        assert_eq!(hit(&format!("{long2}.example.com")).allow, None);
-        assert_eq!(hit("exactly16bytes00.com").deny, Some(RuleId(2)));
-        assert_eq!(hit("exactly16bytes01.com").deny, None);
-        assert_eq!(hit("exactly17bytes000.com").allow, Some(RuleId(3)));
-        assert_eq!(hit("exactly17bytes001.com").allow, None);
-        assert_eq!(hit("exactly17bytes00.com").allow, None);
-        assert_eq!(hit("com").allow, None);
+        assert_eq!(hit(&format!("{long2}.example.com")).allow(), None);
+        assert_eq!(hit("exactly16bytes00.com").deny(), Some(RuleId(2)));
+        assert_eq!(hit("exactly16bytes01.com").deny(), None);
+        assert_eq!(hit("exactly17bytes000.com").allow(), Some(RuleId(3)));
+        assert_eq!(hit("exactly17bytes001.com").allow(), None);
+        assert_eq!(hit("exactly17bytes00.com").allow(), None);
+        assert_eq!(hit("com").allow(), None);
         // Stored and rebuilt, the same answers.
         let stored = StoredTrie::from(t.clone());
         let back = DomainTrie::try_from(stored).unwrap_or_else(|_| DomainTrie::build(&[]));
@@ -549,9 +578,9 @@ mod tests {
         let t = DomainTrie::build(&rules);
         for i in 0..2000u32 {
             let h = t.lookup(&format!("l{i}.example.com"), PortQ::NoPort);
-            assert_eq!(h.exact_allow, Some(RuleId(i)));
+            assert_eq!(h.exact_allow(), Some(RuleId(i)));
             let h = t.lookup(&format!("m{i}.example.com"), PortQ::NoPort);
-            assert_eq!(h.allow, None);
+            assert_eq!(h.allow(), None);
         }
     }
 }

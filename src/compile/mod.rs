@@ -546,6 +546,7 @@ pub fn compile_with(
     if c.rules.len() >= u32::MAX as usize {
         return Err(CompileError::TooManyRules(c.rules.len()));
     }
+    c.rules.shrink();
     Ok(PolicySet {
         inner: Arc::new(SetInner {
             policies,

@@ -72,6 +72,11 @@ pub(crate) fn check_rule(id: u32, rules: usize) -> Result<(), super::Inconsisten
 }
 
 impl PortArena {
+    /// Gives back the growth room of the arena.
+    pub(crate) fn shrink(&mut self) {
+        self.segs.shrink_to_fit();
+    }
+
     pub(crate) fn validate(&self, rules: usize) -> Result<(), super::Inconsistency> {
         for s in &self.segs {
             if s.lo > s.hi || s.lo == 0 {
@@ -112,8 +117,29 @@ impl Group {
         segs.get(i).filter(|s| s.lo <= port).map(|s| RuleId(s.rule))
     }
 
+    /// [`Group::deny`] as a raw id (`u32::MAX` for none), so that callers
+    /// merge with `min`.
+    #[inline(always)]
+    pub fn deny_raw(&self, arena: &PortArena, q: PortQ) -> u32 {
+        match q {
+            PortQ::Port(p) if self.portless == self.any && p != 0 => self.any,
+            PortQ::NoPort => self.portless,
+            PortQ::Port(p) => self.at(arena, p).map_or(NONE, |r| r.0),
+        }
+    }
+
+    /// [`Group::allow`] as a raw id (`u32::MAX` for none).
+    #[inline(always)]
+    pub fn allow_raw(&self, arena: &PortArena, q: PortQ) -> u32 {
+        match q {
+            PortQ::Port(p) if self.portless == self.any && p != 0 => self.any,
+            PortQ::NoPort => self.any,
+            PortQ::Port(p) => self.at(arena, p).map_or(NONE, |r| r.0),
+        }
+    }
+
     /// The deciding deny rule for a query.
-    #[inline]
+    #[cfg(test)]
     pub fn deny(&self, arena: &PortArena, q: PortQ) -> Option<RuleId> {
         match q {
             PortQ::Port(p) => self.at(arena, p),
@@ -122,7 +148,7 @@ impl Group {
     }
 
     /// The deciding allow rule for a query.
-    #[inline]
+    #[cfg(test)]
     pub fn allow(&self, arena: &PortArena, q: PortQ) -> Option<RuleId> {
         match q {
             PortQ::Port(p) => self.at(arena, p),
@@ -149,6 +175,16 @@ impl Group {
             .min()
             .unwrap_or(NONE);
         let any = rules.iter().map(|(r, _)| r.0).min().unwrap_or(NONE);
+        if portless == any {
+            // The first rule holds every port: `at` answers without
+            // segments, so none are kept.
+            return Group {
+                start: 0,
+                len: 0,
+                portless,
+                any,
+            };
+        }
         let mut cuts: Vec<u32> = Vec::new();
         for (_, p) in rules {
             for r in ranges(*p) {

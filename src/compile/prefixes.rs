@@ -27,12 +27,21 @@ pub struct IpSlot {
     pub exact_allow: Group,
 }
 
-/// What the rules say about one address.
-#[derive(Clone, Copy, Debug, Default, Eq, PartialEq)]
+/// What the rules say about one address: raw rule ids, `u32::MAX` for
+/// none (merging is `min`; the hit fits in registers).
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
 pub struct IpHit {
-    pub deny: Option<RuleId>,
-    pub allow: Option<RuleId>,
-    pub exact_allow: Option<RuleId>,
+    pub deny: u32,
+    pub allow: u32,
+    pub exact_allow: u32,
+}
+
+impl IpHit {
+    const NONE: IpHit = IpHit {
+        deny: NONE,
+        allow: NONE,
+        exact_allow: NONE,
+    };
 }
 
 /// One family's intervals (IPv4 addresses are stored widened to `u128`).
@@ -198,6 +207,10 @@ impl Intervals {
                 out.slots.push(slot);
             }
         }
+        out.starts.shrink_to_fit();
+        out.slots.shrink_to_fit();
+        out.table.shrink_to_fit();
+        out.ports.shrink();
         out.index();
         out
     }
@@ -253,7 +266,7 @@ impl Intervals {
     }
 
     /// What the rules say about one address (canonical form, widened).
-    #[inline]
+    #[inline(always)]
     pub fn lookup(&self, addr: u128, q: PortQ) -> IpHit {
         let b = addr.checked_shr(self.width - self.bits).unwrap_or(0) as usize;
         let (lo, hi) = match (self.index.get(b), self.index.get(b + 1)) {
@@ -271,11 +284,11 @@ impl Intervals {
             .copied()
             .unwrap_or(NONE);
         match self.table.get(slot as usize) {
-            None => IpHit::default(),
+            None => IpHit::NONE,
             Some(s) => IpHit {
-                deny: s.deny.deny(&self.ports, q),
-                allow: s.allow.allow(&self.ports, q),
-                exact_allow: s.exact_allow.allow(&self.ports, q),
+                deny: s.deny.deny_raw(&self.ports, q),
+                allow: s.allow.allow_raw(&self.ports, q),
+                exact_allow: s.exact_allow.allow_raw(&self.ports, q),
             },
         }
     }
@@ -363,16 +376,10 @@ mod tests {
         ];
         let t = Intervals::build(&rules, u128::from(u32::MAX));
         let h = t.lookup(10, PortQ::Port(80));
-        assert_eq!(
-            (h.deny, h.allow, h.exact_allow),
-            (Some(RuleId(1)), Some(RuleId(0)), Some(RuleId(2)))
-        );
+        assert_eq!((h.deny, h.allow, h.exact_allow), (1, 0, 2));
         let h = t.lookup(11, PortQ::Port(80));
-        assert_eq!(
-            (h.deny, h.allow, h.exact_allow),
-            (None, Some(RuleId(0)), None)
-        );
-        assert_eq!(t.lookup(256, PortQ::Port(80)), IpHit::default());
+        assert_eq!((h.deny, h.allow, h.exact_allow), (NONE, 0, NONE));
+        assert_eq!(t.lookup(256, PortQ::Port(80)), IpHit::NONE);
     }
 
     /// The direct index finds the same interval as a binary search over all
@@ -445,11 +452,9 @@ mod tests {
                     )
                 });
                 let got = t.lookup(a, PortQ::NoPort);
-                assert_eq!(
-                    want.unwrap_or((None, None)),
-                    (got.deny, got.allow),
-                    "{a:#x}"
-                );
+                let raw = |r: Option<RuleId>| r.map_or(NONE, |r| r.0);
+                let want = want.map_or((NONE, NONE), |(d, a)| (raw(d), raw(a)));
+                assert_eq!(want, (got.deny, got.allow), "{a:#x}");
             }
             // And after a round trip through the stored form.
             let back = Intervals::from(StoredIntervals::from(t.clone()));

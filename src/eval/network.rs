@@ -67,12 +67,9 @@ fn is_local_name(name: &str) -> bool {
     name == "localhost" || name.ends_with(".localhost")
 }
 
-fn first(a: Option<RuleId>, b: Option<RuleId>) -> Option<RuleId> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(x.min(y)),
-        (x, None) => x,
-        (None, y) => y,
-    }
+/// A raw rule id (`u32::MAX` for none) as a decision names it.
+fn rule(x: u32) -> Option<RuleId> {
+    (x != u32::MAX).then_some(RuleId(x))
 }
 
 /// What the rules say about one target.
@@ -84,6 +81,7 @@ struct Hit {
 }
 
 impl Policy {
+    #[inline(always)]
     fn ip_hit(&self, ip: IpAddr, q: PortQ) -> Hit {
         let (v4, key) = widen(ip);
         let h = if v4 {
@@ -92,15 +90,15 @@ impl Policy {
             self.net.v6.lookup(key, q)
         };
         Hit {
-            deny: h.deny,
-            allow: first(h.allow, self.net.domains.star(q)),
-            exact_allow: h.exact_allow,
+            deny: rule(h.deny),
+            allow: rule(h.allow.min(self.net.domains.star_raw(q))),
+            exact_allow: rule(h.exact_allow),
             // The class is asked only when it can matter.
             local: !self.net.local_allow && is_non_public(ip),
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn host_hit(&self, host: Host<'_>, labels: Option<Labels<'_>>, q: PortQ) -> Hit {
         match host {
             Host::Name(n) => {
@@ -109,9 +107,9 @@ impl Policy {
                     None => self.net.domains.lookup(n, q),
                 };
                 Hit {
-                    deny: h.deny,
-                    allow: h.allow,
-                    exact_allow: h.exact_allow,
+                    deny: h.deny(),
+                    allow: h.allow(),
+                    exact_allow: h.exact_allow(),
                     local: !self.net.local_allow && is_local_name(n),
                 }
             }
@@ -121,6 +119,7 @@ impl Policy {
 
     /// Steps 3–6 of the connect order: deny rules, local targets, allow
     /// rules, default.
+    #[inline(always)]
     fn rules_decide(&self, hit: &Hit) -> Decision {
         if let Some(r) = hit.deny {
             return Decision::deny(Reason::DeniedByRule, Some(r));
@@ -141,6 +140,7 @@ impl Policy {
     }
 
     /// Step 2: the network mode, or `None` to go on.
+    #[inline(always)]
     fn mode_decides(&self) -> Option<Decision> {
         match self.net.mode {
             NetMode::Off => Some(Decision::deny(Reason::NetworkOff, self.net.mode_rule)),
@@ -195,7 +195,7 @@ impl Policy {
         )
     }
 
-    #[inline]
+    #[inline(always)]
     fn connect_host(
         &self,
         host: Host<'_>,

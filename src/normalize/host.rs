@@ -66,24 +66,14 @@ impl HostBuf {
 /// shorter than a word.
 #[inline(always)]
 pub(crate) fn word(bytes: &[u8], at: usize, n: usize) -> u64 {
-    let keep = if n >= 8 {
-        u64::MAX
-    } else {
-        (1u64 << (8 * n)) - 1
-    };
-    let load = |i: usize| {
-        bytes
-            .get(i..i + 8)
-            .and_then(|s| <[u8; 8]>::try_from(s).ok())
-            .map(u64::from_le_bytes)
-    };
-    if let Some(w) = load(at) {
-        return w & keep;
+    let keep = u64::MAX.checked_shr(64 - 8 * n.min(8) as u32).unwrap_or(0);
+    if let Some(w) = bytes.get(at..).and_then(<[u8]>::first_chunk::<8>) {
+        return u64::from_le_bytes(*w) & keep;
     }
-    let end = bytes.len();
-    if let Some(w) = end.checked_sub(8).and_then(load) {
+    if let Some(w) = bytes.last_chunk::<8>() {
         // `at` is within the last eight bytes.
-        return (w >> (8 * (at + 8 - end).min(7))) & keep;
+        let past = (at + 8).saturating_sub(bytes.len()).min(7);
+        return (u64::from_le_bytes(*w) >> (8 * past)) & keep;
     }
     let mut w = 0u64;
     for (i, b) in bytes.iter().skip(at).take(n.min(8)).enumerate() {

@@ -32,7 +32,7 @@ fn main() {
     let allowed;
     let start;
     match kind {
-        "name" | "dns" | "normalize" | "touch" => {
+        "name" | "dns" | "normalize" | "touch" | "hostbuf" => {
             let (text, domains) = domain_policy(rules, 7);
             let set = gatehouse::PolicySet::from_source("bench.policy", &text).expect("compiles");
             let p = set.single().expect("one policy");
@@ -49,6 +49,10 @@ fn main() {
                     "name" => p.connect(q, 443, Via::Https).is_allow() as usize,
                     "dns" => p.dns(q).is_allow() as usize,
                     "touch" => q.len() + q.as_bytes()[q.len() / 2] as usize,
+                    "hostbuf" => {
+                        let buf = black_box(gatehouse::normalize::HostBuf::new());
+                        std::mem::size_of_val(&buf) + q.len()
+                    }
                     _ => {
                         let mut buf = gatehouse::normalize::HostBuf::new();
                         gatehouse::normalize::normalize_host(q, &mut buf).is_ok() as usize
