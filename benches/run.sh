@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Every benchmark of BENCHMARKS.md in one run, then its tables and the plot.
-#   benches/run.sh            the core benches and the peers (about 20 minutes)
+# Every benchmark of BENCHMARKS.md in one run, then its tables, the targets
+# (met or missed) and the plot.
+#   benches/run.sh            core benches, peers and streams, perf figures (about 45 minutes)
 #   PEERS_MAX=1000 benches/run.sh   peers up to 1 000 rules only
-# Run it on an otherwise idle machine.
+#   PERF=0 benches/run.sh     without the instruction and cache-miss counts
+# Run it on an otherwise idle machine. Everything goes to stdout; keep it
+# (`benches/run.sh | tee bench.log`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 lscpu | grep -E 'Model name|^CPU\(s\)' || true
@@ -13,3 +16,4 @@ cargo bench -p gatehouse-benches --bench swap
 cargo bench -p gatehouse-peers --bench peers
 python3 benches/report.py
 python3 benches/peers/plot.py target/criterion benches/peers/peers.svg
+if [ "${PERF:-1}" = 1 ]; then benches/perf.sh; fi

@@ -122,13 +122,19 @@ fn key(bytes: &[u8], start: usize, len: usize) -> Key {
     Key { hash, w0, w1 }
 }
 
-/// The edge hash of `(parent, label)`: the table position in its low bits,
-/// the tag in its high bits.
+/// The suffix hash of a node from its parent's and its label's: the table
+/// position in its low bits, the tag in its high bits. It depends on the
+/// name alone, not on where the parent was found, so that the probes of
+/// every label of a name can be in flight at once; the entry's parent
+/// position is still compared, so the hash never decides a match.
 #[inline(always)]
-fn edge(parent: u32, k: &Key) -> u64 {
-    let x = (k.hash ^ u64::from(parent)).wrapping_mul(K);
+fn edge(parent_hash: u64, k: &Key) -> u64 {
+    let x = (k.hash ^ parent_hash.rotate_left(23)).wrapping_mul(K);
     x ^ (x >> 32)
 }
+
+/// The suffix hash of the root.
+const ROOT_HASH: u64 = 0x243f_6a88_85a3_08d3;
 
 /// What the rules say about one name: raw rule ids, [`NONE`] for none, so
 /// that merging is `min` (the first rule in source order wins) and the hit
@@ -324,17 +330,20 @@ impl DomainTrie {
     fn index(&mut self) {
         let cap = (self.nodes.len() * 5 / 3 + 1).max(8);
         self.table = vec![Entry::default(); cap];
-        let mut pos_of: Vec<u32> = Vec::with_capacity(self.nodes.len());
+        let mut pos_of: Vec<(u32, u64)> = Vec::with_capacity(self.nodes.len());
         let labels = self.labels.as_bytes();
         for n in &self.nodes {
-            let parent = if n.parent == NONE {
-                ROOT
+            let (parent, parent_hash) = if n.parent == NONE {
+                (ROOT, ROOT_HASH)
             } else {
-                pos_of.get(n.parent as usize).copied().unwrap_or(ROOT)
+                pos_of
+                    .get(n.parent as usize)
+                    .copied()
+                    .unwrap_or((ROOT, ROOT_HASH))
             };
             let (start, len) = (n.label_start as usize, n.label_len as usize);
             let k = key(labels, start, len);
-            let x = edge(parent, &k);
+            let x = edge(parent_hash, &k);
             let mut pos = self.home(x);
             while self.table.get(pos).is_some_and(|e| e.len != 0) {
                 pos = self.next(pos);
@@ -350,19 +359,28 @@ impl DomainTrie {
                     flags: n.flags,
                 };
             }
-            pos_of.push(pos as u32);
+            pos_of.push((pos as u32, x));
         }
     }
 
-    /// The child of `parent` for the label `bytes[start..start + len]`:
-    /// its table position and entry.
+    /// The child of `parent` (whose suffix hash is `*hash`, updated to the
+    /// child's) for the label `bytes[start..start + len]`: its table
+    /// position and entry.
     #[inline(always)]
-    fn child(&self, parent: u32, bytes: &[u8], start: usize, len: usize) -> Option<(u32, &Entry)> {
+    fn child(
+        &self,
+        parent: u32,
+        hash: &mut u64,
+        bytes: &[u8],
+        start: usize,
+        len: usize,
+    ) -> Option<(u32, &Entry)> {
         if len == 0 || len > MAX_LABEL {
             return None;
         }
         let k = key(bytes, start, len);
-        let x = edge(parent, &k);
+        let x = edge(*hash, &k);
+        *hash = x;
         let tag = (x >> 32) as u32;
         let mut pos = self.home(x);
         // The table always has an empty entry; the bound is for safety.
@@ -451,7 +469,9 @@ impl DomainTrie {
         let mut hit = self.empty_hit(q);
         let mut end = l.bytes.len();
         let mut start = l.dot_before(end).map_or(0, |d| d + 1);
-        let Some((mut parent, mut at)) = self.child(ROOT, l.bytes, start, end - start) else {
+        let mut hash = ROOT_HASH;
+        let Some((mut parent, mut at)) = self.child(ROOT, &mut hash, l.bytes, start, end - start)
+        else {
             return hit;
         };
         while start > 0 {
@@ -462,7 +482,7 @@ impl DomainTrie {
             }
             end = start - 1;
             start = l.dot_before(end).map_or(0, |d| d + 1);
-            match self.child(parent, l.bytes, start, end - start) {
+            match self.child(parent, &mut hash, l.bytes, start, end - start) {
                 Some((pos, e)) => (parent, at) = (pos, e),
                 None => return hit,
             }

@@ -80,6 +80,7 @@ fn name_streams(c: &mut Criterion) {
         let rules = Rules::from_policy(&text);
         let engines: Vec<Box<dyn Engine>> = name_engines(&rules);
         let stream = name_stream(&domains, 4096, 3);
+        let dns = gatehouse::PolicySet::from_source("bench.policy", &text).expect("compiles");
         let mut parts: Vec<(&str, Vec<String>)> =
             vec![("all", stream.iter().map(|(_, q)| q.clone()).collect())];
         for cat in Category::ALL {
@@ -108,6 +109,17 @@ fn name_streams(c: &mut Criterion) {
                     b.iter(|| qs.iter().filter(|q| e.host(black_box(q))).count())
                 });
             }
+            // The filtering resolver's question over the same names.
+            g.throughput(Throughput::Elements(queries.len() as u64));
+            g.bench_with_input(BenchmarkId::new("gatehouse_dns", n), &n, |b, _| {
+                let p = dns.single().expect("one policy");
+                b.iter(|| {
+                    queries
+                        .iter()
+                        .filter(|q| p.dns(black_box(q)).is_allow())
+                        .count()
+                })
+            });
             g.finish();
         }
     }
