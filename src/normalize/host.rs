@@ -174,7 +174,14 @@ fn fast_scan(input: &str) -> Option<(usize, bool, [u64; 4])> {
     let bytes = input.as_bytes();
     let bytes = bytes.strip_suffix(b".").unwrap_or(bytes);
     let len = bytes.len();
-    if len == 0 || len > MAX_NAME {
+    // A host ending in a digit or a bracket (an address, most likely) goes
+    // straight to the general path: the scan would refuse it at its end.
+    if len == 0
+        || len > MAX_NAME
+        || bytes
+            .last()
+            .is_some_and(|b| b.is_ascii_digit() || *b == b']')
+    {
         return None;
     }
     let (mut bad, mut upper_any) = (0u64, 0u64);
