@@ -23,6 +23,7 @@ pub(crate) mod authority;
 pub(crate) mod host;
 pub(crate) mod path;
 pub(crate) mod pattern;
+mod scan;
 
 pub use addr::{canonical_ip, is_loopback, is_non_public};
 pub use authority::{HostPortError, split_authority, split_host_port};

@@ -8,7 +8,8 @@
 //! ```
 //!
 //! `KIND` is `name` (`connect` by name), `dns`, `addr` (`connect_addr`,
-//! random IPv4 addresses) or `normalize` (host normalisation alone); `RULES`
+//! random IPv4 addresses), `addrtext` (`connect` with them as text) or
+//! `normalize` (host normalisation alone); `RULES`
 //! the rule count of the generated policy; `DECISIONS` how many to make
 //! (the stream of 4 096 distinct queries, repeated). Prints the time per
 //! decision, measured around the loop only (the policy is built first).
@@ -61,7 +62,7 @@ fn main() {
             }
             allowed = count;
         }
-        "addr" => {
+        "addr" | "addrtext" => {
             let (text, _) = cidr_policy(rules, 11);
             let set = gatehouse::PolicySet::from_source("bench.policy", &text).expect("compiles");
             let p = set.single().expect("one policy");
@@ -69,16 +70,22 @@ fn main() {
                 .into_iter()
                 .map(std::net::IpAddr::V4)
                 .collect();
+            let text: Vec<String> = stream.iter().map(|a| a.to_string()).collect();
             let mut count = 0usize;
             start = Instant::now();
             for i in 0..n {
-                let a = black_box(stream[i & 4095]);
-                count += p.connect_addr(a, 443, Via::Https).is_allow() as usize;
+                count += if kind == "addr" {
+                    let a = black_box(stream[i & 4095]);
+                    p.connect_addr(a, 443, Via::Https).is_allow() as usize
+                } else {
+                    let t = black_box(text[i & 4095].as_str());
+                    p.connect(t, 443, Via::Https).is_allow() as usize
+                };
             }
             allowed = count;
         }
         other => {
-            eprintln!("unknown kind `{other}`: name, dns, addr or normalize");
+            eprintln!("unknown kind `{other}`: name, dns, addr, addrtext or normalize");
             std::process::exit(2);
         }
     }
