@@ -23,7 +23,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::ports::{Group, PortArena, PortQ};
+use super::ports::{Group, PortArena, PortQ, id};
 use crate::decision::RuleId;
 use crate::normalize::pattern::DomainPattern;
 use crate::normalize::{Labels, word};
@@ -146,22 +146,18 @@ pub struct DomainHit {
     exact_allow: u32,
 }
 
-fn rule(x: u32) -> Option<RuleId> {
-    (x != NONE).then_some(RuleId(x))
-}
-
 impl DomainHit {
     /// The first matching deny rule.
     pub fn deny(&self) -> Option<RuleId> {
-        rule(self.deny)
+        id(self.deny)
     }
     /// The first matching allow rule (wildcards included).
     pub fn allow(&self) -> Option<RuleId> {
-        rule(self.allow)
+        id(self.allow)
     }
     /// The first exact `allow domain NAME` rule for this very name.
     pub fn exact_allow(&self) -> Option<RuleId> {
-        rule(self.exact_allow)
+        id(self.exact_allow)
     }
 }
 

@@ -58,7 +58,8 @@ impl Default for Group {
     }
 }
 
-fn id(x: u32) -> Option<RuleId> {
+/// A raw rule id (`u32::MAX` for none) as decisions name it.
+pub(crate) fn id(x: u32) -> Option<RuleId> {
     (x != NONE).then_some(RuleId(x))
 }
 
@@ -117,43 +118,40 @@ impl Group {
         segs.get(i).filter(|s| s.lo <= port).map(|s| RuleId(s.rule))
     }
 
-    /// [`Group::deny`] as a raw id (`u32::MAX` for none), so that callers
-    /// merge with `min`.
+    /// The deciding rule as a raw id (`u32::MAX` for none, so that callers
+    /// merge with `min`): the first rule holding the port, or without a port
+    /// `no_port`.
+    #[inline(always)]
+    fn raw(&self, arena: &PortArena, q: PortQ, no_port: u32) -> u32 {
+        match q {
+            PortQ::Port(p) => self.at(arena, p).map_or(NONE, |r| r.0),
+            PortQ::NoPort => no_port,
+        }
+    }
+
+    /// The deciding deny rule for a query: without a port, only a rule
+    /// without a port list.
     #[inline(always)]
     pub fn deny_raw(&self, arena: &PortArena, q: PortQ) -> u32 {
-        match q {
-            PortQ::Port(p) if self.portless == self.any && p != 0 => self.any,
-            PortQ::NoPort => self.portless,
-            PortQ::Port(p) => self.at(arena, p).map_or(NONE, |r| r.0),
-        }
+        self.raw(arena, q, self.portless)
     }
 
-    /// [`Group::allow`] as a raw id (`u32::MAX` for none).
+    /// The deciding allow rule for a query: without a port, any rule.
     #[inline(always)]
     pub fn allow_raw(&self, arena: &PortArena, q: PortQ) -> u32 {
-        match q {
-            PortQ::Port(p) if self.portless == self.any && p != 0 => self.any,
-            PortQ::NoPort => self.any,
-            PortQ::Port(p) => self.at(arena, p).map_or(NONE, |r| r.0),
-        }
+        self.raw(arena, q, self.any)
     }
 
-    /// The deciding deny rule for a query.
+    /// [`Group::deny_raw`] as an id.
     #[cfg(test)]
     pub fn deny(&self, arena: &PortArena, q: PortQ) -> Option<RuleId> {
-        match q {
-            PortQ::Port(p) => self.at(arena, p),
-            PortQ::NoPort => id(self.portless),
-        }
+        id(self.deny_raw(arena, q))
     }
 
-    /// The deciding allow rule for a query.
+    /// [`Group::allow_raw`] as an id.
     #[cfg(test)]
     pub fn allow(&self, arena: &PortArena, q: PortQ) -> Option<RuleId> {
-        match q {
-            PortQ::Port(p) => self.at(arena, p),
-            PortQ::NoPort => id(self.any),
-        }
+        id(self.allow_raw(arena, q))
     }
 
     /// Builds a group from `(rule, port list)` pairs (`None` = every port).

@@ -6,7 +6,7 @@
 
 use std::net::IpAddr;
 
-use crate::compile::ports::PortQ;
+use crate::compile::ports::{PortQ, id};
 use crate::compile::prefixes::widen;
 use crate::compile::{NetMode, Policy};
 use crate::decision::{Decision, Escalation, Outcome, Reason, RuleId};
@@ -67,11 +67,6 @@ fn is_local_name(name: &str) -> bool {
     name == "localhost" || name.ends_with(".localhost")
 }
 
-/// A raw rule id (`u32::MAX` for none) as a decision names it.
-fn rule(x: u32) -> Option<RuleId> {
-    (x != u32::MAX).then_some(RuleId(x))
-}
-
 /// What the rules say about one target.
 struct Hit {
     deny: Option<RuleId>,
@@ -90,9 +85,9 @@ impl Policy {
             self.net.v6.lookup(key, q)
         };
         Hit {
-            deny: rule(h.deny),
-            allow: rule(h.allow.min(self.net.domains.star_raw(q))),
-            exact_allow: rule(h.exact_allow),
+            deny: id(h.deny),
+            allow: id(h.allow.min(self.net.domains.star_raw(q))),
+            exact_allow: id(h.exact_allow),
             // The class is asked only when it can matter.
             local: !self.net.local_allow && is_non_public(ip),
         }
