@@ -8,7 +8,9 @@
 //! ```
 //!
 //! `KIND` is `name` (`connect` by name), `dns`, `addr` (`connect_addr`,
-//! random IPv4 addresses), `addrtext` (`connect` with them as text) or
+//! random IPv4 addresses), `addrlocal` (the same under `local deny`, so
+//! that each address's class is asked), `addrtext` (`connect` with them as
+//! text) or
 //! `normalize` (host normalisation alone); `RULES`
 //! the rule count of the generated policy; `DECISIONS` how many to make
 //! (the stream of 4 096 distinct queries, repeated). Prints the time per
@@ -62,8 +64,15 @@ fn main() {
             }
             allowed = count;
         }
-        "addr" | "addrtext" => {
+        "addr" | "addrtext" | "addrlocal" => {
             let (text, _) = cidr_policy(rules, 11);
+            // `addrlocal`: the same rules under the usual `local deny`, so
+            // that every address's class is asked.
+            let text = if kind == "addrlocal" {
+                text.replace("local allow", "local deny")
+            } else {
+                text
+            };
             let set = gatehouse::PolicySet::from_source("bench.policy", &text).expect("compiles");
             let p = set.single().expect("one policy");
             let stream: Vec<std::net::IpAddr> = addr_stream(&text, 4096, 5)
@@ -74,7 +83,7 @@ fn main() {
             let mut count = 0usize;
             start = Instant::now();
             for i in 0..n {
-                count += if kind == "addr" {
+                count += if kind != "addrtext" {
                     let a = black_box(stream[i & 4095]);
                     p.connect_addr(a, 443, Via::Https).is_allow() as usize
                 } else {
@@ -85,7 +94,7 @@ fn main() {
             allowed = count;
         }
         other => {
-            eprintln!("unknown kind `{other}`: name, dns, addr, addrtext or normalize");
+            eprintln!("unknown kind `{other}`: name, dns, addr, addrlocal, addrtext or normalize");
             std::process::exit(2);
         }
     }
