@@ -170,6 +170,44 @@ fn eval_streams_one_decision_per_line_and_names_the_rule() {
     assert_eq!(o.status.code(), Some(0));
 }
 
+/// `eval` formats each distinct decision once and reuses it: a repeated
+/// decision must print the same line, and two rules with the same outcome
+/// and reason must still be told apart. Lines may end in CRLF.
+#[test]
+fn a_stream_repeats_decisions_exactly_and_tells_rules_apart() {
+    let dir = std::env::temp_dir().join(format!("gatehouse-eval-stream-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let queries = dir.join("q.jsonl");
+    let one = r#"{"kind":"connect","host":"pypi.org","port":443}"#;
+    let two = r#"{"kind":"connect","host":"github.com","port":443}"#;
+    let body = format!("{one}\r\n{two}\r\nnot a query\r\n{one}\n{two}\n{one}");
+    std::fs::write(&queries, body).unwrap();
+    let o = policyc(&[
+        "eval",
+        "policies/coding-agent.policy",
+        "--queries",
+        queries.to_str().unwrap(),
+    ]);
+    let lines: Vec<&str> = std::str::from_utf8(&o.stdout).unwrap().lines().collect();
+    assert_eq!(lines.len(), 6, "{lines:?}");
+    assert!(
+        lines[0].contains("\"source\":\"allow domain pypi.org\""),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1].contains("allowed_by_rule") && lines[1] != lines[0],
+        "{}",
+        lines[1]
+    );
+    assert!(lines[2].starts_with("{\"error\":"));
+    assert_eq!(lines[3], lines[0]);
+    assert_eq!(lines[4], lines[1]);
+    assert_eq!(lines[5], lines[0]);
+    assert_eq!(o.status.code(), Some(3));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[test]
 fn a_malformed_query_line_is_an_error_line_and_exit_3() {
     let o = policyc(&[

@@ -1,5 +1,7 @@
 //! `policyc eval`: one JSON decision per query line, streaming.
 
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io::{BufRead, BufWriter, Write};
 
 use gatehouse::query::Query;
@@ -72,6 +74,10 @@ pub fn run(a: &EvalArgs) -> Exit {
             Err(e) => return Exit::Usage(format!("cannot write `{path}`: {e}")),
         },
     };
+    // One buffer for every answer: a stream allocates per line only what
+    // its query holds.
+    let mut json = Vec::with_capacity(256);
+    let mut formatted = Formatted::default();
     let mut line_out = |line: &str| -> std::io::Result<()> {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
@@ -80,11 +86,23 @@ pub fn run(a: &EvalArgs) -> Exit {
         let sink = sink
             .as_ref()
             .map(|s| s as &dyn gatehouse::log::DecisionSink);
-        let text = answer(set, policy, line, &mut workspaces, sink).unwrap_or_else(|e| {
+        json.clear();
+        if let Err(e) = answer(
+            set,
+            policy,
+            line,
+            &mut workspaces,
+            sink,
+            &mut formatted,
+            &mut json,
+        ) {
             bad = true;
-            serde_json::json!({ "error": e }).to_string()
-        });
-        writeln!(out, "{text}")
+            json.clear();
+            serde_json::to_writer(&mut json, &serde_json::json!({ "error": e }))
+                .map_err(std::io::Error::other)?;
+        }
+        json.push(b'\n');
+        out.write_all(&json)
     };
     let io = match file {
         None => queries.iter().try_for_each(|q| line_out(q)),
@@ -97,9 +115,20 @@ pub fn run(a: &EvalArgs) -> Exit {
                     Err(e) => return Exit::Usage(format!("cannot read `{path}`: {e}")),
                 }
             };
-            reader
-                .lines()
-                .try_for_each(|l| l.and_then(|l| line_out(&l)))
+            let mut reader = reader;
+            let mut line = String::with_capacity(256);
+            loop {
+                line.clear();
+                match reader.read_line(&mut line) {
+                    Ok(0) => break Ok(()),
+                    Ok(_) => {
+                        if let Err(e) = line_out(&line) {
+                            break Err(e);
+                        }
+                    }
+                    Err(e) => break Err(e),
+                }
+            }
         }
     };
     if let Err(e) = io.and_then(|()| out.flush()) {
@@ -134,14 +163,17 @@ pub fn pick<'a>(set: &'a PolicySet, name: Option<&str>) -> Result<&'a Policy, Ex
     }
 }
 
-/// One query line (text form or JSON object) → one JSON decision.
+/// One query line (text form or JSON object) → one JSON decision, written
+/// into `json`.
 fn answer(
     set: &PolicySet,
     policy: &Policy,
     line: &str,
     workspaces: &mut crate::load::Workspaces,
     sink: Option<&dyn gatehouse::log::DecisionSink>,
-) -> Result<String, String> {
+    formatted: &mut Formatted,
+    json: &mut Vec<u8>,
+) -> Result<(), String> {
     let query = if line.starts_with('{') {
         Query::from_json(line).map_err(|e| format!("invalid JSON query: {e}"))?
     } else {
@@ -152,5 +184,56 @@ fn answer(
         Some(sink) => set.decide_logged(policy, &query, ws, sink),
         None => policy.decide_in(&query, ws),
     };
-    serde_json::to_string(&set.report(policy, &d)).map_err(|e| e.to_string())
+    if let Some(done) = formatted.map.get(&d) {
+        json.extend_from_slice(done);
+        return Ok(());
+    }
+    serde_json::to_writer(&mut *json, &set.report(policy, &d)).map_err(|e| e.to_string())?;
+    if formatted.map.len() < Formatted::MAX {
+        formatted.map.insert(d, json.clone());
+    }
+    Ok(())
+}
+
+/// Answers already formatted, by decision. A decision's report depends on
+/// the policy and the decision alone, and a stream has few distinct ones,
+/// so each is formatted once; at most [`Formatted::MAX`] are kept.
+#[derive(Default)]
+struct Formatted {
+    map: HashMap<gatehouse::Decision, Vec<u8>, BuildHasherDefault<WordHasher>>,
+}
+
+impl Formatted {
+    const MAX: usize = 4096;
+}
+
+/// A multiply-rotate hasher for the few small integers of a decision (the
+/// map's keys are ours, not the input's, so flooding is not a concern).
+#[derive(Default)]
+struct WordHasher(u64);
+
+impl Hasher for WordHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u8(&mut self, n: u8) {
+        self.write_u64(u64::from(n));
+    }
+    fn write_u16(&mut self, n: u16) {
+        self.write_u64(u64::from(n));
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
 }

@@ -86,6 +86,7 @@ pub fn compiled(sources: SourceMap) -> Result<(gatehouse::Build, gatehouse::Poli
 pub struct Workspaces {
     default: String,
     bound: std::collections::HashMap<String, gatehouse::Workspace>,
+    default_bound: Option<gatehouse::Workspace>,
 }
 
 impl Workspaces {
@@ -99,18 +100,26 @@ impl Workspaces {
         Workspaces {
             default,
             bound: std::collections::HashMap::new(),
+            default_bound: None,
         }
     }
 
+    /// The workspace a query is decided in, bound once per root. The
+    /// default one is kept apart, so that a stream of queries without a
+    /// workspace of their own neither copies nor hashes a root per line.
     pub fn for_query(&mut self, q: &gatehouse::query::Query) -> &gatehouse::Workspace {
-        let root = match q {
+        match q {
             gatehouse::query::Query::Write {
                 workspace: Some(w), ..
-            } => w.clone(),
-            _ => self.default.clone(),
-        };
-        self.bound
-            .entry(root.clone())
-            .or_insert_with(|| gatehouse::Workspace::bind(Path::new(&root)))
+            } => self
+                .bound
+                .entry(w.clone())
+                .or_insert_with(|| gatehouse::Workspace::bind(Path::new(w))),
+            _ => {
+                let root = &self.default;
+                self.default_bound
+                    .get_or_insert_with(|| gatehouse::Workspace::bind(Path::new(root)))
+            }
+        }
     }
 }
