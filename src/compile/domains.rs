@@ -15,9 +15,11 @@
 //! order, and loading rebuilds the table (see [`StoredTrie`]).
 //!
 //! Hostile names cannot lengthen a probe: queries never insert, the table is
-//! built from the policy alone, its load is at most two thirds, and every
+//! built from the policy alone, its load is at most three fifths, and every
 //! candidate is verified by comparing the parent and the label bytes, never
-//! by the hash alone.
+//! by the hash alone. Probes run forward without wrapping: the table has
+//! overflow room after the range that hashes land on, and ends with an
+//! empty entry.
 
 use std::collections::HashMap;
 
@@ -171,8 +173,11 @@ pub struct DomainTrie {
     /// `allow domain *`.
     star: Group,
     ports: PortArena,
-    /// The lookup table, derived from `nodes` (never stored).
+    /// The lookup table, derived from `nodes` (never stored): `home`
+    /// entries that hashes land on, then overflow room, so that a probe
+    /// runs forward without wrapping and always ends on an empty entry.
     table: Vec<Entry>,
+    home: usize,
 }
 
 /// What artifacts hold of a [`DomainTrie`]: everything but the lookup
@@ -225,6 +230,7 @@ impl TryFrom<StoredTrie> for DomainTrie {
             star: s.star,
             ports: s.ports,
             table: Vec::new(),
+            home: 0,
         };
         t.index();
         Ok(t)
@@ -250,6 +256,7 @@ impl DomainTrie {
             star: Group::default(),
             ports: PortArena::default(),
             table: Vec::new(),
+            home: 0,
         };
         // The trie's nodes, found by (parent, label) while building.
         let mut children: HashMap<(u32, &str), u32> = HashMap::new();
@@ -325,7 +332,10 @@ impl DomainTrie {
     /// load of three fifths.
     fn index(&mut self) {
         let cap = (self.nodes.len() * 5 / 3 + 1).max(8);
-        self.table = vec![Entry::default(); cap];
+        self.home = cap;
+        // One empty entry past the home range; more are added if a probe
+        // runs past it.
+        self.table = vec![Entry::default(); cap + 1];
         let mut pos_of: Vec<(u32, u64)> = Vec::with_capacity(self.nodes.len());
         let labels = self.labels.as_bytes();
         for n in &self.nodes {
@@ -342,7 +352,10 @@ impl DomainTrie {
             let x = edge(parent_hash, &k);
             let mut pos = self.home(x);
             while self.table.get(pos).is_some_and(|e| e.len != 0) {
-                pos = self.next(pos);
+                pos += 1;
+            }
+            if pos + 1 >= self.table.len() {
+                self.table.resize(pos + 2, Entry::default());
             }
             if let Some(e) = self.table.get_mut(pos) {
                 *e = Entry {
@@ -379,8 +392,9 @@ impl DomainTrie {
         *hash = x;
         let tag = (x >> 32) as u32;
         let mut pos = self.home(x);
-        // The table always has an empty entry; the bound is for safety.
-        for _ in 0..self.table.len() {
+        // The table ends with an empty entry, and `get` ends the probe past
+        // the end of a corrupt one.
+        loop {
             let e = self.table.get(pos)?;
             if e.len == 0 {
                 return None;
@@ -397,25 +411,15 @@ impl DomainTrie {
             {
                 return Some((pos as u32, e));
             }
-            pos = self.next(pos);
+            pos += 1;
         }
-        None
     }
 
     /// Where an edge hash starts probing: its low 32 bits scaled to the
     /// table (any size, no power of two needed).
     #[inline(always)]
     fn home(&self, x: u64) -> usize {
-        (((x & 0xffff_ffff) * self.table.len() as u64) >> 32) as usize
-    }
-
-    #[inline(always)]
-    fn next(&self, pos: usize) -> usize {
-        if pos + 1 == self.table.len() {
-            0
-        } else {
-            pos + 1
-        }
+        (((x & 0xffff_ffff) * self.home as u64) >> 32) as usize
     }
 
     fn long_label(&self, e: &Entry) -> Option<&[u8]> {
