@@ -370,6 +370,8 @@ impl DomainTrie {
             }
             pos_of.push((pos as u32, x));
         }
+        // Growing into overflow room may have doubled the allocation.
+        self.table.shrink_to_fit();
     }
 
     /// The child of `parent` (whose suffix hash is `*hash`, updated to the
@@ -548,6 +550,28 @@ mod tests {
             rule: RuleId(id),
             ports: None,
         }
+    }
+
+    #[test]
+    fn the_table_holds_no_spare_capacity() {
+        // Tables of many sizes, so that some probe runs into the overflow
+        // room (which grows the vector) in some of them.
+        let mut overflowed = 0;
+        for n in 1..400 {
+            let names: Vec<String> = (0..n).map(|i| format!("n{i}.example.com")).collect();
+            let rules: Vec<DomainRule<'_>> = names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| rule(n, Effect::Allow, i as u32))
+                .collect();
+            let t = DomainTrie::build(&rules);
+            if t.table.len() > t.home + 1 {
+                overflowed += 1;
+            }
+            assert_eq!(t.table.capacity(), t.table.len(), "{n} rules");
+            assert_eq!(t.table.last().map(|e| e.len), Some(0));
+        }
+        assert!(overflowed > 0);
     }
 
     #[test]
