@@ -84,8 +84,10 @@ fn fast_dotted_quad(input: &str) -> Option<Ipv4Addr> {
 }
 
 /// [`normalize_host`], with the name laid out for the domain automaton
-/// when the fast path took it.
-#[inline]
+/// when the fast path took it. Always inlined: returned through memory,
+/// the split's dot bitmap would be stored a word at a time and read back
+/// wider, which stalls.
+#[inline(always)]
 pub(crate) fn normalize_split<'b>(
     input: &'b str,
     buf: &'b mut HostBuf,
@@ -368,6 +370,13 @@ mod tests {
             "abcdefg#.x",
             "abcdefgh#.x",
             "abcdefghijklmno#.example.co.uk",
+            "abcdefghijklmnop#.example.co.uk",
+            "abcdefghijklmnopqrstuvwxyz01234#.x",
+            "abcdefghijklmnopqrstuvwxyz012345#.x",
+            "abcdefghijklmnopqrstuvwxyz.abcdefghijklmnopqrstuvwxyz.012345678#.x",
+            "abcdefghijklmnopqrstuvwxyz.abcdefghijklmnopqrstuvwxyz.0123456789#.x",
+            "abcdefghijklmnopqrstuvwxyz.abcdefghijklmnopqrstuvwxyz.0123456789a#.x",
+            "abcdefghijklmnopqrstuvwxyz.abcdefghijklmnopqrstuvwxyz.0123456789ab#.x",
             "x.#",
             "x.#.",
             "#.",
