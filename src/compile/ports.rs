@@ -103,6 +103,13 @@ impl Group {
         check_rule(self.any, rules)
     }
 
+    /// The group's one rule when it holds every port and keeps no port
+    /// segments (`Some(u32::MAX)` for an empty group): then every query
+    /// but port 0 gets that rule, and port 0 gets none.
+    pub(crate) fn whole(&self) -> Option<u32> {
+        (self.len == 0 && self.portless == self.any).then_some(self.any)
+    }
+
     /// The first rule whose port list holds `port`.
     #[inline]
     pub fn at(&self, arena: &PortArena, port: u16) -> Option<RuleId> {

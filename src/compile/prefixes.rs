@@ -54,10 +54,18 @@ impl IpHit {
 /// binary search over every interval would be a cache miss per step. The
 /// index is derived data: artifacts hold the intervals, and loading
 /// rebuilds it.
+///
+/// At run time each interval also carries a *code* (see [`code`]): an
+/// interval covered by one rule that holds every port names that rule
+/// itself, so the lookup does not touch the rule table; any other names
+/// its table slot. IPv4 intervals keep start and code side by side, one
+/// cache line for both.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(into = "StoredIntervals", try_from = "StoredIntervals")]
 pub struct Intervals {
     starts: Starts,
+    /// Each interval's slot in `table` ([`NONE`] for none): what artifacts
+    /// store; the lookup reads the codes instead.
     slots: Vec<u32>,
     table: Vec<IpSlot>,
     ports: PortArena,
@@ -69,11 +77,13 @@ pub struct Intervals {
     bits: u32,
 }
 
-/// Interval starts in the family's own width.
+/// Interval starts in the family's own width, with each interval's code.
 #[derive(Clone, Debug)]
 enum Starts {
-    V4(Vec<u32>),
-    V6(Vec<u128>),
+    /// `[start, code]` pairs.
+    V4(Vec<[u32; 2]>),
+    /// Starts, and codes beside them.
+    V6(Vec<u128>, Vec<u32>),
 }
 
 impl Default for Starts {
@@ -82,63 +92,101 @@ impl Default for Starts {
     }
 }
 
+/// Codes of intervals (see [`Intervals`]): [`NONE`] for no rule; a table
+/// slot below [`INLINE`]; or [`INLINE`] with the one rule's id in the low
+/// bits, and [`DENY`] for a deny rule or [`EXACT`] for an `allow ip` rule
+/// (which is also an allow).
+const INLINE: u32 = 1 << 31;
+const DENY: u32 = 1 << 30;
+const EXACT: u32 = 1 << 29;
+/// Rule ids an inline code can hold: below this (so that no code is
+/// [`NONE`]).
+const RULE_BITS: u32 = EXACT - 1;
+
+/// The code of an interval with table slot `slot`.
+fn code(table: &[IpSlot], slot: u32) -> u32 {
+    let Some(s) = table.get(slot as usize) else {
+        return NONE;
+    };
+    let one = |r: u32| r != NONE && r < RULE_BITS;
+    match (s.deny.whole(), s.allow.whole(), s.exact_allow.whole()) {
+        (Some(d), Some(NONE), Some(NONE)) if one(d) => INLINE | DENY | d,
+        (Some(NONE), Some(a), Some(NONE)) if one(a) => INLINE | a,
+        (Some(NONE), Some(a), Some(e)) if one(a) && a == e => INLINE | EXACT | a,
+        _ => slot,
+    }
+}
+
 impl Starts {
-    /// From widened starts: `None` if a start does not fit the width.
-    fn new(width: u32, wide: Vec<u128>) -> Option<Starts> {
+    /// From widened starts and their codes: `None` if a start does not fit
+    /// the width.
+    fn new(width: u32, wide: Vec<u128>, codes: Vec<u32>) -> Option<Starts> {
         if width == 32 {
             wide.into_iter()
-                .map(|s| u32::try_from(s).ok())
-                .collect::<Option<Vec<u32>>>()
+                .zip(codes)
+                .map(|(s, c)| u32::try_from(s).ok().map(|s| [s, c]))
+                .collect::<Option<Vec<[u32; 2]>>>()
                 .map(Starts::V4)
         } else {
-            Some(Starts::V6(wide))
+            Some(Starts::V6(wide, codes))
         }
     }
 
     fn len(&self) -> usize {
         match self {
             Starts::V4(v) => v.len(),
-            Starts::V6(v) => v.len(),
+            Starts::V6(v, _) => v.len(),
         }
     }
 
     fn get(&self, i: usize) -> Option<u128> {
         match self {
-            Starts::V4(v) => v.get(i).map(|&s| u128::from(s)),
-            Starts::V6(v) => v.get(i).copied(),
+            Starts::V4(v) => v.get(i).map(|&[s, _]| u128::from(s)),
+            Starts::V6(v, _) => v.get(i).copied(),
         }
     }
 
     fn wide(&self) -> Vec<u128> {
         match self {
-            Starts::V4(v) => v.iter().map(|&s| u128::from(s)).collect(),
-            Starts::V6(v) => v.clone(),
+            Starts::V4(v) => v.iter().map(|&[s, _]| u128::from(s)).collect(),
+            Starts::V6(v, _) => v.clone(),
         }
     }
 
-    /// How many of the starts in `lo..hi` are at most `addr`.
+    /// The code of the last interval starting at or before `addr`, whose
+    /// index is in `lo..=hi` (the intervals in `lo..hi` start in the
+    /// address's bucket; the one before `lo` started before it).
     #[inline(always)]
-    fn count_le(&self, lo: usize, hi: usize, addr: u128) -> usize {
-        match self {
+    fn code(&self, lo: usize, hi: usize, addr: u128) -> u32 {
+        let i = match self {
             Starts::V4(v) => {
-                let Some(s) = v.get(lo..hi) else { return 0 };
+                let Some(s) = v.get(lo..hi) else { return NONE };
                 // An IPv4 table is asked only IPv4 addresses; a wider one
                 // is past every start.
-                match u32::try_from(addr) {
-                    Ok(a) => s.partition_point(|&s| s <= a),
+                lo + match u32::try_from(addr) {
+                    Ok(a) => s.partition_point(|&[s, _]| s <= a),
                     Err(_) => s.len(),
                 }
             }
-            Starts::V6(v) => v
-                .get(lo..hi)
-                .map_or(0, |s| s.partition_point(|&s| s <= addr)),
+            Starts::V6(v, _) => {
+                lo + v
+                    .get(lo..hi)
+                    .map_or(0, |s| s.partition_point(|&s| s <= addr))
+            }
+        };
+        let Some(i) = i.checked_sub(1) else {
+            return NONE;
+        };
+        match self {
+            Starts::V4(v) => v.get(i).map_or(NONE, |&[_, c]| c),
+            Starts::V6(_, c) => c.get(i).copied().unwrap_or(NONE),
         }
     }
 
     fn ascending(&self) -> bool {
         match self {
             Starts::V4(v) => v.windows(2).all(|w| w.first() < w.get(1)),
-            Starts::V6(v) => v.windows(2).all(|w| w.first() < w.get(1)),
+            Starts::V6(v, _) => v.windows(2).all(|w| w.first() < w.get(1)),
         }
     }
 }
@@ -168,7 +216,11 @@ impl From<Intervals> for StoredIntervals {
 impl TryFrom<StoredIntervals> for Intervals {
     type Error = super::Inconsistency;
     fn try_from(s: StoredIntervals) -> Result<Intervals, super::Inconsistency> {
-        let starts = Starts::new(s.width, s.starts).ok_or(super::Inconsistency::Table(
+        if s.table.len() >= INLINE as usize || s.starts.len() != s.slots.len() {
+            return Err(super::Inconsistency::Table("interval table out of shape"));
+        }
+        let codes = s.slots.iter().map(|&slot| code(&s.table, slot)).collect();
+        let starts = Starts::new(s.width, s.starts, codes).ok_or(super::Inconsistency::Table(
             "interval start wider than its family",
         ))?;
         let mut i = Intervals {
@@ -289,7 +341,12 @@ impl Intervals {
             }
         }
         // Every cut is within the family's width (`max`).
-        out.starts = Starts::new(out.width, starts).unwrap_or_default();
+        let codes = out
+            .slots
+            .iter()
+            .map(|&slot| code(&out.table, slot))
+            .collect();
+        out.starts = Starts::new(out.width, starts, codes).unwrap_or_default();
         out.slots.shrink_to_fit();
         out.table.shrink_to_fit();
         out.ports.shrink();
@@ -353,13 +410,29 @@ impl Intervals {
             (Some(&lo), Some(&hi)) => (lo as usize, hi as usize),
             _ => (0, self.starts.len()),
         };
-        let i = lo + self.starts.count_le(lo, hi, addr);
-        let slot = i
-            .checked_sub(1)
-            .and_then(|i| self.slots.get(i))
-            .copied()
-            .unwrap_or(NONE);
-        match self.table.get(slot as usize) {
+        let code = self.starts.code(lo, hi, addr);
+        if code & INLINE != 0 && code != NONE {
+            // One rule holding every port: port 0 gets none (as its group
+            // would answer).
+            let r = if q == PortQ::Port(0) {
+                NONE
+            } else {
+                code & RULE_BITS
+            };
+            return if code & DENY != 0 {
+                IpHit {
+                    deny: r,
+                    ..IpHit::NONE
+                }
+            } else {
+                IpHit {
+                    deny: NONE,
+                    allow: r,
+                    exact_allow: if code & EXACT != 0 { r } else { NONE },
+                }
+            };
+        }
+        match self.table.get(code as usize) {
             None => IpHit::NONE,
             Some(s) => IpHit {
                 deny: s.deny.deny_raw(&self.ports, q),
@@ -470,6 +543,8 @@ mod tests {
             x ^= x << 17;
             x
         };
+        // Addresses answered by table slots and by inline codes.
+        let mut kinds = [0usize; 2];
         for (width, count) in [
             (32u32, 1usize),
             (32, 7),
@@ -483,24 +558,32 @@ mod tests {
             } else {
                 u128::MAX
             };
+            const WEB: &[PortRange] = &[PortRange { lo: 80, hi: 80 }];
             let mut rules = Vec::new();
             for i in 0..count {
-                let len = (next() % u64::from(width + 1)) as u32;
+                // Any length, or a long one (few rules cover it).
+                let len = if i % 2 == 0 {
+                    (next() % u64::from(width + 1)) as u32
+                } else {
+                    width - (next() % 9) as u32
+                };
                 let a = (u128::from(next()) << 64 | u128::from(next())) & max;
                 let mask = max & !max.checked_shr(len).unwrap_or(0);
                 let first = a & mask;
                 let last = first | (max & !mask);
+                // Deny and allow, exact addresses, port lists: intervals
+                // with inline codes and intervals with table slots.
                 rules.push(PrefixRule {
                     first,
                     last,
-                    exact: false,
+                    exact: i % 4 == 2,
                     effect: if i % 3 == 0 {
                         Effect::Deny
                     } else {
                         Effect::Allow
                     },
                     rule: RuleId(i as u32),
-                    ports: None,
+                    ports: (i % 5 == 1).then_some(WEB),
                 });
             }
             let t = Intervals::build(&rules, max);
@@ -522,21 +605,41 @@ mod tests {
                 probes.push((u128::from(next()) << 64 | u128::from(next())) & max);
             }
             for a in probes {
-                let want = full(a).and_then(|s| t.table.get(s as usize)).map(|s| {
-                    (
-                        s.deny.deny(&t.ports, PortQ::NoPort),
-                        s.allow.allow(&t.ports, PortQ::NoPort),
-                    )
-                });
-                let got = t.lookup(a, PortQ::NoPort);
-                let raw = |r: Option<RuleId>| r.map_or(NONE, |r| r.0);
-                let want = want.map_or((NONE, NONE), |(d, a)| (raw(d), raw(a)));
-                assert_eq!(want, (got.deny, got.allow), "{a:#x}");
+                for q in [
+                    PortQ::NoPort,
+                    PortQ::Port(0),
+                    PortQ::Port(80),
+                    PortQ::Port(443),
+                ] {
+                    let want = full(a).and_then(|s| t.table.get(s as usize)).map(|s| {
+                        (
+                            s.deny.deny(&t.ports, q),
+                            s.allow.allow(&t.ports, q),
+                            s.exact_allow.allow(&t.ports, q),
+                        )
+                    });
+                    let got = t.lookup(a, q);
+                    let raw = |r: Option<RuleId>| r.map_or(NONE, |r| r.0);
+                    let want = want.map_or(IpHit::NONE, |(d, a, e)| IpHit {
+                        deny: raw(d),
+                        allow: raw(a),
+                        exact_allow: raw(e),
+                    });
+                    assert_eq!(want, got, "{a:#x} {q:?}");
+                }
+                let slot = full(a).unwrap_or(NONE);
+                if slot != NONE {
+                    if let Some(k) = kinds.get_mut(usize::from(code(&t.table, slot) & INLINE != 0))
+                    {
+                        *k += 1;
+                    }
+                }
             }
             // And after a round trip through the stored form.
             let back = Intervals::try_from(StoredIntervals::from(t.clone()));
             assert!(back.is_ok_and(|b| b.index == t.index && b.starts.wide() == wide));
         }
+        assert!(kinds.iter().all(|&k| k > 1000), "{kinds:?}");
     }
 
     #[test]
