@@ -466,7 +466,7 @@ impl DomainTrie {
     }
 
     /// [`DomainTrie::lookup`] for a name the normaliser laid out.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn lookup_labels(&self, l: Labels<'_>, q: PortQ) -> DomainHit {
         let mut hit = self.empty_hit(q);
         let mut end = l.bytes.len();
