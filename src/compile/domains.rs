@@ -465,8 +465,10 @@ impl DomainTrie {
         }
     }
 
-    /// [`DomainTrie::lookup`] for a name the normaliser laid out.
-    #[inline(always)]
+    /// [`DomainTrie::lookup`] for a name the normaliser laid out (inlined
+    /// into each decision, but for the browser build's size).
+    #[cfg_attr(not(target_arch = "wasm32"), inline(always))]
+    #[cfg_attr(target_arch = "wasm32", inline)]
     pub(crate) fn lookup_labels(&self, l: Labels<'_>, q: PortQ) -> DomainHit {
         let mut hit = self.empty_hit(q);
         let mut end = l.bytes.len();

@@ -26,7 +26,7 @@ fn host_error(e: HostError) -> Decision {
 
 /// A resolver question must be a name: an address or a numeric spelling is
 /// `invalid_host`.
-#[inline(always)]
+#[cfg_attr(not(target_arch = "wasm32"), inline(always))]
 fn question_name<'b>(name: &'b str, buf: &'b mut HostBuf) -> Result<Named<'b>, Decision> {
     match normalize_split(name, buf) {
         Ok(Split {

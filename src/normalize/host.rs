@@ -86,8 +86,10 @@ fn fast_dotted_quad(input: &str) -> Option<Ipv4Addr> {
 /// [`normalize_host`], with the name laid out for the domain automaton
 /// when the fast path took it. Always inlined: returned through memory,
 /// the split's dot bitmap would be stored a word at a time and read back
-/// wider, which stalls.
-#[inline(always)]
+/// wider, which stalls. (Not forced in the browser build, where the
+/// module's size matters more: see docs/wasm.md.)
+#[cfg_attr(not(target_arch = "wasm32"), inline(always))]
+#[cfg_attr(target_arch = "wasm32", inline)]
 pub(crate) fn normalize_split<'b>(
     input: &'b str,
     buf: &'b mut HostBuf,
