@@ -305,9 +305,45 @@ fn wrapped(u: &mut Unstructured<'_>) -> Result<Vec<String>> {
     Ok(outer.unwrap_or_else(|| command.iter().map(|w| w.to_string()).collect()))
 }
 
+/// One word of a tail partly quoted, as the shell removes quotes
+/// (`r'm'`, `r"m"`, `r''m`, `r\m`, `-r'f'`), often with a redirection
+/// after it, which makes the script unknown (docs/language.md#sandbox).
+fn partly_quoted(u: &mut Unstructured<'_>) -> Result<Vec<String>> {
+    let mut words: Vec<String> = pick(u, TAILS)?.split(' ').map(String::from).collect();
+    let k = u.choose_index(words.len())?;
+    if let Some(w) = words.get_mut(k) {
+        let cuts: Vec<usize> = w.char_indices().map(|(i, _)| i).skip(1).collect();
+        let cut = if cuts.is_empty() {
+            w.len()
+        } else {
+            *u.choose(&cuts)?
+        };
+        let (a, b) = w.split_at(cut);
+        *w = match u.int_in_range(0..=5u8)? {
+            0 => format!("{a}'{b}'"),
+            1 => format!("{a}\"{b}\""),
+            2 => format!("{a}''{b}"),
+            3 => format!("{a}\\{b}"),
+            4 => format!("'{a}'{b}"),
+            _ => format!("{a}\"\"{b}"),
+        };
+    }
+    let redirect = pick(u, &["", " > /dev/null", " 2>&1", " >> log", " < /dev/null"])?;
+    let shell = pick(u, &["bash", "sh", "zsh", "/bin/bash", "dash"])?;
+    let flag = pick(u, &["-c", "-lc"])?;
+    Ok(vec![
+        shell.into(),
+        flag.into(),
+        format!("{}{redirect}", words.join(" ")),
+    ])
+}
+
 fn argv(u: &mut Unstructured<'_>) -> Result<Vec<String>> {
     if u.ratio(1u8, 4)? {
         return wrapped(u);
+    }
+    if u.ratio(1u8, 5)? {
+        return partly_quoted(u);
     }
     if u.ratio(1u8, 4)? {
         let shell = pick(u, &["bash", "sh", "/bin/bash", "zsh", "./bash"])?;
@@ -477,8 +513,24 @@ fn section(
         return Ok(());
     }
     out.push_str(&format!("  {keyword} {{\n"));
+    // Each setting once per section (`server S`, `tool S/T`, guardian
+    // `allow` and `authorize`); rules may repeat.
+    let mut settings: Vec<String> = Vec::new();
     for _ in 0..n {
-        out.push_str(&format!("    {}\n", pick(u, items)?));
+        let item = pick(u, items)?;
+        let words: Vec<&str> = item.split(' ').collect();
+        let key = match words.as_slice() {
+            [w @ ("server" | "tool"), target, ..] => Some(format!("{w} {target}")),
+            [w @ ("allow" | "authorize"), ..] if keyword == "guardian" => Some(w.to_string()),
+            _ => None,
+        };
+        if let Some(k) = key {
+            if settings.contains(&k) {
+                continue;
+            }
+            settings.push(k);
+        }
+        out.push_str(&format!("    {item}\n"));
     }
     out.push_str("  }\n");
     Ok(())
@@ -517,6 +569,9 @@ const REQUIREMENTS: &[&str] = &[
     "approvals untrusted on-request never",
     "reviewer auto_review user",
     "reviewer user",
+    "approvals granular never",
+    "approvals never",
+    "reviewer auto_review",
 ];
 
 /// One generated policy (the text of a file holding one `policy p`), the

@@ -118,7 +118,7 @@ pub mod testing {
     pub use crate::compile::compile;
     pub use crate::compile::guardian::Glob;
     pub use crate::eval::known_safe::{basename, is_known_safe, trusted_name};
-    pub use crate::eval::shell::{Script, loose_words, split};
+    pub use crate::eval::shell::{Script, script_words, split};
     /// The formatter over a parsed file (what `fmt::format_source` runs
     /// after parsing), for the round-trip tests.
     pub fn format_file(file: &ast::File, src: &crate::source::SourceFile) -> String {

@@ -135,7 +135,16 @@ fn policy() -> impl Strategy<Value = Gen> {
         prop::collection::vec(pick(GUARDIAN), 0..5),
     )
         .prop_map(
-            |(sandbox, approvals, reviewer, commands, mcp, mut guardian)| {
+            |(sandbox, approvals, reviewer, commands, mut mcp, mut guardian)| {
+                // Each MCP setting once (`server S`, `tool S/T`).
+                let mut keys: Vec<String> = Vec::new();
+                mcp.retain(|m| {
+                    let key: String = m.split(' ').take(2).collect::<Vec<_>>().join(" ");
+                    !keys.contains(&key) && {
+                        keys.push(key);
+                        true
+                    }
+                });
                 // One `allow` and one `authorize` at most.
                 let mut seen = (false, false);
                 guardian.retain(|g| {
@@ -285,6 +294,55 @@ fn wrapped() -> impl Strategy<Value = Vec<String>> + Clone {
         })
 }
 
+/// Quote removal in one word of a tail (spec §9 step 1: words are read
+/// with quote removal): `r'm'`, `r"m"`, `r''m`, `r\m`, `-r'f'`.
+fn partly_quoted(word: &str, how: u8, at: usize) -> String {
+    let cut = word
+        .char_indices()
+        .map(|(i, _)| i)
+        .filter(|&i| i > 0)
+        .nth(at % word.chars().count().max(2).saturating_sub(1))
+        .unwrap_or(word.len());
+    let (a, b) = word.split_at(cut);
+    match how {
+        0 => format!("{a}'{b}'"),
+        1 => format!("{a}\"{b}\""),
+        2 => format!("{a}''{b}"),
+        3 => format!("{a}\\{b}"),
+        4 => format!("'{a}'{b}"),
+        _ => format!("{a}\"\"{b}"),
+    }
+}
+
+/// A shell wrapper whose script holds a command with one partly quoted
+/// word, often with a redirection (which makes the script unknown).
+fn quoted_script() -> impl Strategy<Value = Vec<String>> + Clone {
+    (
+        pick(TAILS),
+        any::<prop::sample::Index>(),
+        0..6u8,
+        0..8usize,
+        pick(&[
+            "",
+            " > /dev/null",
+            " 2>&1",
+            " >> log",
+            " < /dev/null",
+            " | tee x > y",
+        ]),
+        pick(SHELLS),
+        pick(SIBLINGS),
+    )
+        .prop_map(|(tail, i, how, at, redirect, (shell, flag), sibling)| {
+            let words: Vec<&str> = tail.split(' ').collect();
+            let k = i.index(words.len());
+            let mut out: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+            out[k] = partly_quoted(words[k], how, at);
+            let script = format!("{sibling}{}{redirect}", out.join(" "));
+            vec![shell.to_string(), flag.to_string(), script]
+        })
+}
+
 fn query() -> impl Strategy<Value = Query> {
     let write = pick(&[
         "/w/src/main.rs",
@@ -323,7 +381,10 @@ fn query() -> impl Strategy<Value = Query> {
                 open_world_hint: o,
             },
         });
-    let exec = (prop_oneof![2 => argv(), 1 => wrapped()], any::<bool>())
+    let exec = (
+        prop_oneof![2 => argv(), 1 => wrapped(), 1 => quoted_script()],
+        any::<bool>(),
+    )
         .prop_map(|(argv, escalate)| Query::Exec { argv, escalate });
     let prompt = pick(PromptCategory::ALL).prop_map(|category| Query::Prompt { category });
     let action = prop_oneof![
@@ -462,6 +523,9 @@ const REQUIREMENTS: &[&str] = &[
     "guardian { deny category exfiltration }",
     "reviewer auto_review",
     "approvals on-request untrusted",
+    "approvals granular never",
+    "approvals on-request never",
+    "reviewer user",
 ];
 
 /// A file holding the policy, then one requirements block per statement

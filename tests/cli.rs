@@ -405,6 +405,9 @@ fn every_expectation_holds_through_eval_in_both_query_forms() {
         "tests/data/spec-agent.policy",
         "tests/data/spec-requirements",
         "tests/data/rulings.policy",
+        "tests/data/rulings-29.policy",
+        "tests/data/rulings-29-agreed",
+        "tests/data/rulings-29-granular",
         "tests/data/adversarial.policy",
         "examples/enterprise",
     ] {

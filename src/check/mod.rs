@@ -20,10 +20,12 @@ use crate::syntax::ast::*;
 pub enum CheckError {
     #[error("policy `{0}` is defined more than once")]
     DuplicatePolicy(String),
+    #[error("requirements block `{0}` is defined more than once")]
+    DuplicateName(String),
     #[error("section `{0}` appears more than once in this block")]
     DuplicateSection(&'static str),
     #[error("`{0}` is set more than once in this block")]
-    DuplicateSetting(&'static str),
+    DuplicateSetting(String),
     #[error("`deny domain *` is not allowed")]
     DenyDomainStar,
     #[error("`deny socket *` is not allowed")]
@@ -72,6 +74,7 @@ impl CheckError {
     pub fn code(&self) -> &'static str {
         match self {
             CheckError::DuplicatePolicy(_) => "duplicate_policy",
+            CheckError::DuplicateName(_) => "duplicate_name",
             CheckError::DuplicateSection(_) => "duplicate_section",
             CheckError::DuplicateSetting(_) => "duplicate_setting",
             CheckError::DenyDomainStar => "deny_domain_star",
@@ -109,6 +112,7 @@ impl CheckError {
         use crate::normalize::pattern::PatternError as PE;
         Some(match self {
             CheckError::DuplicatePolicy(_) => "policy names are unique across every file of the set".into(),
+            CheckError::DuplicateName(_) => "requirements names are unique across every file of the set: rename one, or merge the two blocks".into(),
             CheckError::DuplicateSection(_) => "merge the two sections into one".into(),
             CheckError::DuplicateSetting(s) => format!("keep one `{s}` statement"),
             CheckError::DenyDomainStar => {
@@ -174,6 +178,7 @@ pub fn check_with(files: &[File], limits: &crate::Limits) -> Vec<Diagnostic> {
     let regex_bytes = limits.regex_bytes();
     let mut diags = Vec::new();
     let mut policies: HashMap<&str, Span> = HashMap::new();
+    let mut requirement_names: HashMap<&str, Span> = HashMap::new();
     for file in files {
         for item in &file.items {
             match item {
@@ -190,6 +195,15 @@ pub fn check_with(files: &[File], limits: &crate::Limits) -> Vec<Diagnostic> {
                     block(b, false, regex_bytes, &mut diags);
                 }
                 Item::Requirements(b) => {
+                    let name = b.name.node.as_str();
+                    if let Some(first) = requirement_names.get(name) {
+                        diags.push(
+                            error(CheckError::DuplicateName(name.to_string()), b.name.span)
+                                .with_label(*first, "first defined here"),
+                        );
+                    } else {
+                        requirement_names.insert(name, b.name.span);
+                    }
                     block(b, true, regex_bytes, &mut diags);
                     requirements::check_block(b, &mut diags);
                 }
@@ -198,13 +212,20 @@ pub fn check_with(files: &[File], limits: &crate::Limits) -> Vec<Diagnostic> {
         }
     }
     let reqs = requirements_of(files);
-    for p in files.iter().flat_map(|f| &f.items) {
-        if let Item::Policy(p) = p {
-            for r in &reqs {
-                requirements::check_policy(p, r, &mut diags);
-            }
+    let all: Vec<&Block> = files
+        .iter()
+        .flat_map(|f| &f.items)
+        .filter_map(|i| match i {
+            Item::Policy(p) => Some(p),
+            _ => None,
+        })
+        .collect();
+    for p in &all {
+        for r in &reqs {
+            requirements::check_policy(p, r, &mut diags);
         }
     }
+    requirements::check_set(&reqs, &all, &mut diags);
     let names: Vec<&str> = policies.keys().copied().collect();
     for file in files {
         for item in &file.items {
@@ -303,6 +324,7 @@ fn block(b: &Block, requirements: bool, regex_bytes: usize, diags: &mut Vec<Diag
                 ) => {}
             SectionKind::Sandbox(sb) => {
                 one_value(&sb.modes, "sandbox mode", s.span, diags);
+                sandbox_block_effect(sb, diags);
                 for st in sb.block.iter().flatten() {
                     match st {
                         SandboxStmt::Writable(v, _) => {
@@ -347,8 +369,59 @@ fn block(b: &Block, requirements: bool, regex_bytes: usize, diags: &mut Vec<Diag
                 lints::commands(rules, diags);
             }
             SectionKind::Guardian(stmts) => guardian(stmts, s.keyword, regex_bytes, diags),
-            SectionKind::Apps(_) | SectionKind::Mcp(_) | SectionKind::Log(_) => {}
+            SectionKind::Mcp(stmts) => {
+                let mut once = Once::default();
+                for st in stmts {
+                    match st {
+                        McpStmt::Server { server, span, .. } => {
+                            once.see(format!("server {}", server.node), *span, diags)
+                        }
+                        McpStmt::Tool {
+                            server, tool, span, ..
+                        } => once.see(format!("tool {server}/{tool}"), *span, diags),
+                    }
+                }
+            }
+            SectionKind::Apps(_) | SectionKind::Log(_) => {}
         }
+    }
+}
+
+/// A `{ ... }` block after `sandbox read-only` or `sandbox
+/// danger-full-access`: writable roots, protected names and `exclude` mean
+/// something under `workspace-write` only.
+fn sandbox_block_effect(sb: &SandboxSection, diags: &mut Vec<Diagnostic>) {
+    let Some(mode) = sb.modes.first() else {
+        return;
+    };
+    if mode.node == SandboxMode::WorkspaceWrite {
+        return;
+    }
+    for st in sb.block.iter().flatten() {
+        let (what, span) = match st {
+            SandboxStmt::Writable(_, span) => ("writable", *span),
+            SandboxStmt::Protect(_, span) => ("protect", *span),
+            SandboxStmt::Exclude(_, span) => ("exclude", *span),
+        };
+        let why = if mode.node == SandboxMode::ReadOnly {
+            "nothing is writable without a prompt"
+        } else {
+            "every write is allowed"
+        };
+        diags.push(
+            Diagnostic::warning(
+                "no_effect",
+                format!(
+                    "`{what}` has no effect under `sandbox {}`: {why}",
+                    mode.node
+                ),
+                span,
+            )
+            .with_label(mode.span, "this mode")
+            .with_help(Some(
+                "remove the statement, or write `sandbox workspace-write { ... }`".into(),
+            )),
+        );
     }
 }
 
@@ -392,6 +465,14 @@ fn guardian(
         }
         Matcher::CommandPrefix(_) | Matcher::Path(_) => {}
     };
+    let mut once = Once::default();
+    for st in stmts {
+        match st {
+            GuardianStmt::Allow { span, .. } => once.see("allow", *span, diags),
+            GuardianStmt::Authorize { span, .. } => once.see("authorize", *span, diags),
+            _ => {}
+        }
+    }
     for st in stmts {
         match st {
             GuardianStmt::Allow { levels, .. } => {
@@ -457,13 +538,14 @@ fn approvals(a: &ApprovalsSection, span: Span, diags: &mut Vec<Diagnostic>) {
     }
 }
 
-/// Reports settings written twice.
+/// Reports settings written twice in one section.
 #[derive(Default)]
-struct Once(HashMap<&'static str, Span>);
+struct Once(HashMap<String, Span>);
 
 impl Once {
-    fn see(&mut self, key: &'static str, span: Span, diags: &mut Vec<Diagnostic>) {
-        match self.0.get(key) {
+    fn see(&mut self, key: impl Into<String>, span: Span, diags: &mut Vec<Diagnostic>) {
+        let key = key.into();
+        match self.0.get(&key) {
             Some(first) => diags.push(
                 error(CheckError::DuplicateSetting(key), span).with_label(*first, "first set here"),
             ),

@@ -59,10 +59,24 @@ pub(super) fn check(stmts: &[NetStmt], diags: &mut Vec<Diagnostic>) {
                     rule: r,
                     target: Target::Net(IpNet::from(canonical_ip(*ip)), true),
                 }),
-                NetTarget::Cidr(c) => rules.push(R {
-                    rule: r,
-                    target: Target::Net(crate::normalize::addr::canonical_net(*c), false),
-                }),
+                NetTarget::Cidr(c) => {
+                    if let Some(v4) = compatible_prefix(*c) {
+                        diags.push(
+                            Diagnostic::warning(
+                                "no_effect",
+                                format!(
+                                    "`{c}` lies inside `::/96`, where every address is decided as the IPv4 address it embeds: this IPv6 prefix never matches"
+                                ),
+                                r.target_span,
+                            )
+                            .with_help(Some(format!("write `cidr {v4}`"))),
+                        );
+                    }
+                    rules.push(R {
+                        rule: r,
+                        target: Target::Net(crate::normalize::addr::canonical_net(*c), false),
+                    })
+                }
                 NetTarget::Socket(SocketTarget::Any) if r.effect == Effect::Deny => {
                     diags.push(error(CheckError::DenySocketStar, r.span));
                 }
@@ -76,6 +90,21 @@ pub(super) fn check(stmts: &[NetStmt], diags: &mut Vec<Diagnostic>) {
         }
     }
     lints(&rules, default_allow, local_allow, diags);
+}
+
+/// The IPv4 prefix an IPv6 prefix inside `::/96` spells in the
+/// IPv4-compatible form (`::10.0.0.0/104` is `10.0.0.0/8`), when the prefix
+/// covers neither `::` nor `::1`. Queries turn such addresses into IPv4
+/// (docs/language.md#host-normalisation) and an IPv6 prefix outside
+/// `::ffff:0:0/96` covers IPv6 only, so the rule can never match.
+fn compatible_prefix(net: IpNet) -> Option<ipnet::Ipv4Net> {
+    let IpNet::V6(n) = net else { return None };
+    let bits = u128::from(n.network());
+    let inside = n.prefix_len() >= 96 && bits >> 32 == 0 && bits > 1;
+    let low = u32::try_from(bits & 0xffff_ffff).ok()?;
+    inside
+        .then(|| ipnet::Ipv4Net::new(std::net::Ipv4Addr::from(low), n.prefix_len() - 96).ok())
+        .flatten()
 }
 
 /// An `allow` rule that can pass a local target under `local deny`: an

@@ -24,12 +24,15 @@ pub enum RequirementError {
     GranularBlock,
     #[error("this policy breaks a requirement: {0}")]
     Violation(String),
+    #[error("requirements {blocks} allow no common {what}")]
+    Conflict { what: &'static str, blocks: String },
 }
 
 impl RequirementError {
     pub fn code(&self) -> &'static str {
         match self {
             RequirementError::Violation(_) => "requirement_violation",
+            RequirementError::Conflict { .. } => "requirement_conflict",
             _ => "invalid_requirement",
         }
     }
@@ -40,6 +43,9 @@ impl RequirementError {
             RequirementError::GuardianNotDeny => "use `deny category CATEGORY` or `deny MATCHER`".into(),
             RequirementError::SandboxBlock => "write the most permissive mode allowed, for example `sandbox workspace-write`".into(),
             RequirementError::GranularBlock => "write `approvals granular` in the list; policies set the categories".into(),
+            RequirementError::Conflict { what, .. } => format!(
+                "no policy can satisfy every block: list at least one {what} in each of them"
+            ),
             RequirementError::Violation(_) => return None,
         })
     }
@@ -104,6 +110,97 @@ fn net_stmts(b: &Block) -> Option<&[NetStmt]> {
         SectionKind::Network(Network::Block(stmts)) => Some(stmts.as_slice()),
         _ => None,
     })
+}
+
+/// Checks what the requirements blocks of a set say together: a listed
+/// setting whose lists share no value (`requirement_conflict`, at the last
+/// such list, the others labelled), and a policy that writes no approval
+/// policy where the agreed default is `granular`, which comes with every
+/// category off (`granular_default`, a warning).
+pub(super) fn check_set(reqs: &[&Block], policies: &[&Block], diags: &mut Vec<Diagnostic>) {
+    conflict(reqs, "approval policy", diags, |k| match k {
+        SectionKind::Approvals(a) => Some(&a.modes),
+        _ => None,
+    });
+    conflict(reqs, "reviewer", diags, |k| match k {
+        SectionKind::Reviewer(v) => Some(v),
+        _ => None,
+    });
+    conflict(reqs, "web search mode", diags, |k| match k {
+        SectionKind::WebSearch(v) => Some(v),
+        _ => None,
+    });
+    let Some(default) = agreed_default(reqs, |k| match k {
+        SectionKind::Approvals(a) => Some(&a.modes),
+        _ => None,
+    }) else {
+        return;
+    };
+    if default.node != ApprovalMode::Granular {
+        return;
+    }
+    for p in policies
+        .iter()
+        .filter(|p| section(p, "approvals").is_none())
+    {
+        diags.push(
+            Diagnostic::warning(
+                "granular_default",
+                format!(
+                    "policy `{}` writes no approval policy, so the requirements make it `approvals granular` with every category off: every prompt is rejected",
+                    p.name.node
+                ),
+                p.name.span,
+            )
+            .with_label(default.span, "the default the requirements agree on")
+            .with_help(Some(
+                "write `approvals granular { sandbox_approval on; rules on; mcp_elicitations on }`, or another approval policy the requirements allow".into(),
+            )),
+        );
+    }
+}
+
+fn conflict<T: PartialEq>(
+    reqs: &[&Block],
+    what: &'static str,
+    diags: &mut Vec<Diagnostic>,
+    list: impl Fn(&SectionKind) -> Option<&Vec<Spanned<T>>>,
+) {
+    let lists: Vec<(&Block, &Section, &Vec<Spanned<T>>)> = reqs
+        .iter()
+        .filter_map(|r| {
+            r.sections
+                .iter()
+                .find_map(|s| list(&s.kind).map(|l| (*r, s, l)))
+        })
+        .collect();
+    let common = lists.iter().flat_map(|(_, _, l)| l.iter()).any(|v| {
+        lists
+            .iter()
+            .all(|(_, _, l)| l.iter().any(|x| x.node == v.node))
+    });
+    // An empty list is its own error (invalid_requirement).
+    if common || lists.len() < 2 || lists.iter().any(|(_, _, l)| l.is_empty()) {
+        return;
+    }
+    let names: Vec<String> = lists
+        .iter()
+        .map(|(r, _, _)| format!("`{}`", r.name.node))
+        .collect();
+    let Some(((_, last, _), others)) = lists.split_last() else {
+        return;
+    };
+    let mut d = req_error(
+        RequirementError::Conflict {
+            what,
+            blocks: names.join(", "),
+        },
+        last.span,
+    );
+    for (r, s, _) in others {
+        d = d.with_label(s.span, format!("allowed by `{}`", r.name.node));
+    }
+    diags.push(d);
 }
 
 /// Checks one policy against one requirements block.

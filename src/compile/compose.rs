@@ -4,19 +4,50 @@
 //! spans, so a decision names the requirement's file and line. A capped
 //! setting the policy does not write takes the language default when that
 //! lies within the cap, otherwise the cap's value; an absent listed setting
-//! takes the first of the list. Violations are the checker's business.
+//! takes the first entry of the first list that every block allows.
+//! Violations and conflicts are the checker's business.
 
 use crate::syntax::ast::*;
 
 /// The policy with every requirements block applied.
 pub(crate) fn compose(policy: &Block, requirements: &[&Block]) -> Block {
     let mut p = policy.clone();
+    let agreed = Agreed::of(requirements);
     for r in requirements {
         for rs in &r.sections {
-            apply(&mut p, rs);
+            apply(&mut p, rs, &agreed);
         }
     }
     p
+}
+
+/// The default of each listed setting under several requirements blocks:
+/// the first entry of the first list that every block allows
+/// (docs/language.md#requirements). `None` where the blocks allow no common
+/// value: the checker refuses that set (`requirement_conflict`).
+struct Agreed {
+    approvals: Option<Spanned<ApprovalMode>>,
+    reviewer: Option<Spanned<Reviewer>>,
+    web_search: Option<Spanned<WebSearchMode>>,
+}
+
+impl Agreed {
+    fn of(requirements: &[&Block]) -> Self {
+        Agreed {
+            approvals: agreed_default(requirements, |k| match k {
+                SectionKind::Approvals(a) => Some(&a.modes),
+                _ => None,
+            }),
+            reviewer: agreed_default(requirements, |k| match k {
+                SectionKind::Reviewer(v) => Some(v),
+                _ => None,
+            }),
+            web_search: agreed_default(requirements, |k| match k {
+                SectionKind::WebSearch(v) => Some(v),
+                _ => None,
+            }),
+        }
+    }
 }
 
 fn find<'a>(p: &'a mut Block, keyword: &str) -> Option<&'a mut SectionKind> {
@@ -44,7 +75,7 @@ fn find_or_add<'a>(
     find(p, keyword)
 }
 
-fn apply(p: &mut Block, rs: &Section) {
+fn apply(p: &mut Block, rs: &Section, agreed: &Agreed) {
     match &rs.kind {
         SectionKind::Network(Network::Block(req)) => {
             // Only a constrained policy network has rules to join; `off` and
@@ -151,9 +182,11 @@ fn apply(p: &mut Block, rs: &Section) {
                 });
             }
         }
-        SectionKind::Approvals(req) => {
+        SectionKind::Approvals(_) => {
             if find(p, "approvals").is_none() {
-                let modes: Vec<_> = req.modes.iter().take(1).cloned().collect();
+                let modes: Vec<_> = agreed.approvals.iter().cloned().collect();
+                // A granular default comes with every category off: every
+                // prompt is rejected (the checker warns, `granular_default`).
                 let granular = modes
                     .first()
                     .filter(|m| m.node == ApprovalMode::Granular)
@@ -164,20 +197,18 @@ fn apply(p: &mut Block, rs: &Section) {
                 });
             }
         }
-        SectionKind::Reviewer(req) => {
+        SectionKind::Reviewer(_) => {
             if find(p, "reviewer").is_none() {
-                let first = req.iter().take(1).cloned().collect();
                 p.sections.push(Section {
-                    kind: SectionKind::Reviewer(first),
+                    kind: SectionKind::Reviewer(agreed.reviewer.iter().cloned().collect()),
                     ..rs.clone()
                 });
             }
         }
-        SectionKind::WebSearch(req) => {
+        SectionKind::WebSearch(_) => {
             if find(p, "web_search").is_none() {
-                let first = req.iter().take(1).cloned().collect();
                 p.sections.push(Section {
-                    kind: SectionKind::WebSearch(first),
+                    kind: SectionKind::WebSearch(agreed.web_search.iter().cloned().collect()),
                     ..rs.clone()
                 });
             }

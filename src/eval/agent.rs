@@ -247,7 +247,7 @@ impl Policy {
     /// raised by every `forbid`/`prompt` program name and `rm -f` in it.
     fn judge_unknown(&self, argv: &[String], script: &str, escalate: bool) -> Decision {
         let own = self.judge_argv(argv, escalate, false);
-        let words: Vec<String> = shell::loose_words(script).map(String::from).collect();
+        let words: Vec<String> = shell::script_words(script);
         let mut raise: Option<Decision> = None;
         let consider = |d: Decision, raise: &mut Option<Decision>| {
             if raise.is_none_or(|r| severity(&d) > severity(&r)) {

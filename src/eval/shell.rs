@@ -148,13 +148,114 @@ fn is_name(s: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-/// The words of any script, for the raises of an unknown script: split at
-/// blanks, quotes and shell punctuation, so that `$(rm -rf /)` and
-/// `` `git push` `` show their words.
-pub fn loose_words(script: &str) -> impl Iterator<Item = &str> {
-    script
-        .split(|c: char| c.is_whitespace() || "'\"`$(){}[]<>;&|\\!#=".contains(c))
-        .filter(|w| !w.is_empty())
+/// Shell punctuation: where a word ends in either reading of
+/// [`script_words`], outside quotes.
+const PUNCTUATION: &str = "`$(){}[]<>;&|!#=";
+
+/// The words of any script, for the raises of an unknown script
+/// (docs/language.md#sandbox, `exec` step 1), read twice and merged in the
+/// order they start in the script:
+///
+/// - *loosely*: split at blanks, quotes, backslashes and shell punctuation,
+///   so that words inside quotes and substitutions show (`$(rm -rf /)`,
+///   `` `git push` ``, `echo "rm -rf x"`);
+/// - *as the shell reads them*, with quote removal: quotes join what they
+///   touch (`r'm'`, `r''m`, `-r"f"` are `rm`, `rm`, `-rf`) and a backslash
+///   takes the next character literally (`r\m` is `rm`), split at unquoted
+///   blanks and punctuation.
+///
+/// A word both readings find at the same place appears once. A partly
+/// quoted word therefore never hides its command, whatever else (a
+/// redirection) makes the script unknown.
+pub fn script_words(script: &str) -> Vec<String> {
+    let mut words: Vec<(usize, String)> = Vec::new();
+    // Loosely.
+    let mut start = None;
+    for (i, c) in script
+        .char_indices()
+        .chain(std::iter::once((script.len(), ' ')))
+    {
+        let sep =
+            c.is_whitespace() || c == '\'' || c == '"' || c == '\\' || PUNCTUATION.contains(c);
+        match (sep, start) {
+            (true, Some(s)) => {
+                if let Some(w) = script.get(s..i) {
+                    words.push((s, w.to_string()));
+                }
+                start = None;
+            }
+            (false, None) => start = Some(i),
+            _ => {}
+        }
+    }
+    let loose = words.len();
+    // With quote removal.
+    let mut word = String::new();
+    let mut begun: Option<usize> = None;
+    let mut chars = script.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if c.is_whitespace() || PUNCTUATION.contains(c) {
+            if let Some(s) = begun.take() {
+                words.push((s, std::mem::take(&mut word)));
+            }
+            continue;
+        }
+        begun.get_or_insert(i);
+        match c {
+            '\'' => {
+                for (_, q) in chars.by_ref() {
+                    if q == '\'' {
+                        break;
+                    }
+                    word.push(q);
+                }
+            }
+            '"' => {
+                while let Some((_, q)) = chars.next() {
+                    match q {
+                        '"' => break,
+                        '\\' => match chars.peek() {
+                            Some(&(_, n)) if matches!(n, '$' | '`' | '"' | '\\') => {
+                                word.push(n);
+                                chars.next();
+                            }
+                            Some(&(_, '\n')) => {
+                                chars.next();
+                            }
+                            _ => word.push('\\'),
+                        },
+                        q => word.push(q),
+                    }
+                }
+            }
+            '\\' => match chars.next() {
+                Some((_, '\n')) | None => {}
+                Some((_, n)) => word.push(n),
+            },
+            c => word.push(c),
+        }
+    }
+    if let Some(s) = begun {
+        words.push((s, word));
+    }
+    // Merge by start; the loose reading first where both start together.
+    let (a, b) = words.split_at(loose);
+    let mut out: Vec<(usize, &String)> = Vec::with_capacity(words.len());
+    let (mut x, mut y) = (a.iter().peekable(), b.iter().peekable());
+    loop {
+        let next = match (x.peek(), y.peek()) {
+            (Some(p), Some(q)) if q.0 < p.0 => y.next(),
+            (Some(_), _) => x.next(),
+            (None, Some(_)) => y.next(),
+            (None, None) => break,
+        };
+        if let Some((s, w)) = next {
+            if !w.is_empty() && !out.iter().rev().take_while(|o| o.0 == *s).any(|o| o.1 == w) {
+                out.push((*s, w));
+            }
+        }
+    }
+    out.into_iter().map(|(_, w)| w.clone()).collect()
 }
 
 #[cfg(test)]
@@ -228,8 +329,33 @@ mod tests {
     }
 
     #[test]
-    fn loose_words_see_through_substitutions() {
-        let w: Vec<&str> = loose_words("echo $(rm -rf /) `git push` > x").collect();
+    fn script_words_see_through_substitutions() {
+        let w = script_words("echo $(rm -rf /) `git push` > x");
         assert_eq!(w, ["echo", "rm", "-rf", "/", "git", "push", "x"]);
+    }
+
+    #[test]
+    fn script_words_remove_quotes_and_keep_quoted_words() {
+        let w = |s: &str| script_words(s);
+        assert_eq!(
+            w("r'm' -rf x > /dev/null"),
+            ["r", "rm", "m", "-rf", "x", "/dev/null"]
+        );
+        assert_eq!(w("g'it' push"), ["g", "git", "it", "push"]);
+        assert_eq!(w("rm -r'f'"), ["rm", "-r", "-rf", "f"]);
+        assert_eq!(w("r\"m\""), ["r", "rm", "m"]);
+        assert_eq!(w("r''m"), ["r", "rm", "m"]);
+        assert_eq!(w("r\\m"), ["r", "rm", "m"]);
+        // Words inside quotes still show; the quoted word itself too.
+        assert_eq!(
+            w("echo \"rm -rf x\""),
+            ["echo", "rm -rf x", "rm", "-rf", "x"]
+        );
+        // In double quotes a backslash escapes only `$ ` " \\`.
+        assert_eq!(w("\"a\\$b\\c\""), ["a$b\\c", "a", "b", "c"]);
+        // Unterminated quotes read to the end.
+        assert_eq!(w("'rm -f"), ["rm -f", "rm", "-f"]);
+        assert_eq!(w(""), Vec::<String>::new());
+        assert_eq!(w("''"), Vec::<String>::new());
     }
 }

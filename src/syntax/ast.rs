@@ -98,6 +98,25 @@ pub fn requirements_of(files: &[File]) -> Vec<&Block> {
         .collect()
 }
 
+/// The default of a listed setting under several requirements blocks
+/// (docs/language.md#requirements): the first entry, in block order, that
+/// every block's list (of those that write one) holds; `None` when they
+/// share none.
+pub fn agreed_default<T: PartialEq + Clone>(
+    requirements: &[&Block],
+    list: impl Fn(&SectionKind) -> Option<&Vec<Spanned<T>>>,
+) -> Option<Spanned<T>> {
+    let lists: Vec<&Vec<Spanned<T>>> = requirements
+        .iter()
+        .filter_map(|r| r.sections.iter().find_map(|s| list(&s.kind)))
+        .collect();
+    lists
+        .iter()
+        .flat_map(|l| l.iter())
+        .find(|v| lists.iter().all(|l| l.iter().any(|x| x.node == v.node)))
+        .cloned()
+}
+
 /// A `policy` or `requirements` block.
 #[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
 pub struct Block {

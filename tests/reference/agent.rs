@@ -1,7 +1,8 @@
 //! The oracle for agent queries (language spec §9–§11), read straight off
 //! the spec: linear scans over the AST, no indexes.
 //!
-//! Shared with the engine, deliberately: the shell splitter, the known-safe
+//! Shared with the engine, deliberately: the shell splitter (but not the
+//! words of an unknown script, read here on their own), the known-safe
 //! classifier and the glob matcher. Each has
 //! its own unit tables; what this oracle checks is everything built on them
 //! (mode tables, the category rule, rule matching and strictness, paths,
@@ -9,10 +10,86 @@
 
 use gatehouse::query::{Annotations, Assessment, Query, ReviewOutcome, ReviewStatus};
 use gatehouse::testing::ast::*;
-use gatehouse::testing::{Script, loose_words, split};
+use gatehouse::testing::{Script, split};
 use gatehouse::testing::{basename, is_known_safe, trusted_name};
 
 use super::{RefDecision, RefPolicy, d};
+
+/// Spec §9 step 1, written out for the oracle (the engine's reader is
+/// `gatehouse::testing::script_words`): the words of an unknown script, read
+/// loosely (split at blanks, quotes, backslashes and punctuation, so quoted
+/// words show) and with quote removal (as the shell reads a word), in the
+/// order they start, each (start, word) once.
+pub(crate) fn script_words(script: &str) -> Vec<String> {
+    let chars: Vec<(usize, char)> = script.char_indices().collect();
+    let punct = |c: char| "`$(){}[]<>;&|!#=".contains(c) || c.is_whitespace();
+    // (start, reading, word)
+    let mut all: Vec<(usize, u8, String)> = Vec::new();
+    let mut cur: Option<(usize, String)> = None;
+    for &(i, c) in &chars {
+        if punct(c) || "'\"\\".contains(c) {
+            if let Some((s, w)) = cur.take() {
+                all.push((s, 0, w));
+            }
+        } else {
+            cur.get_or_insert((i, String::new())).1.push(c);
+        }
+    }
+    if let Some((s, w)) = cur.take() {
+        all.push((s, 0, w));
+    }
+    let mut k = 0;
+    let mut cur: Option<(usize, String)> = None;
+    while k < chars.len() {
+        let (i, c) = chars[k];
+        k += 1;
+        if punct(c) {
+            if let Some((s, w)) = cur.take() {
+                all.push((s, 1, w));
+            }
+            continue;
+        }
+        let w = &mut cur.get_or_insert((i, String::new())).1;
+        if c == '\'' {
+            while k < chars.len() && chars[k].1 != '\'' {
+                w.push(chars[k].1);
+                k += 1;
+            }
+            k += 1;
+        } else if c == '"' {
+            while k < chars.len() && chars[k].1 != '"' {
+                let x = chars[k].1;
+                let next = chars.get(k + 1).map(|p| p.1);
+                if x == '\\' && matches!(next, Some('$' | '`' | '"' | '\\')) {
+                    w.push(next.unwrap());
+                    k += 2;
+                } else if x == '\\' && next == Some('\n') {
+                    k += 2;
+                } else {
+                    w.push(x);
+                    k += 1;
+                }
+            }
+            k += 1;
+        } else if c == '\\' {
+            if k < chars.len() {
+                if chars[k].1 != '\n' {
+                    w.push(chars[k].1);
+                }
+                k += 1;
+            }
+        } else {
+            w.push(c);
+        }
+    }
+    if let Some((s, w)) = cur.take() {
+        all.push((s, 1, w));
+    }
+    all.retain(|x| !x.2.is_empty());
+    all.sort_by_key(|x| (x.0, x.1));
+    all.dedup_by(|b, a| a.0 == b.0 && a.2 == b.2);
+    all.into_iter().map(|x| x.2).collect()
+}
 
 fn rank(r: &RefDecision) -> u8 {
     match r.outcome {
@@ -49,24 +126,30 @@ impl RefPolicy<'_> {
             _ => None,
         })
     }
-    /// The policy's own; else the first of a requirement's list; else
+    /// The policy's own; else the first entry of the first requirements
+    /// list that every requirements list holds (issue 29, ruling 3); else
     /// on-request.
     fn approvals(&self) -> ApprovalMode {
-        self.all_sections()
-            .find_map(|k| match k {
-                SectionKind::Approvals(a) => a.modes.first().map(|m| m.node),
-                _ => None,
+        self.own_approvals()
+            .or_else(|| {
+                super::requirements::agreed(&self.reqs, |k| match k {
+                    SectionKind::Approvals(a) => Some(a.modes.iter().map(|m| m.node).collect()),
+                    _ => None,
+                })
             })
             .unwrap_or(ApprovalMode::OnRequest)
     }
     fn reviewer(&self) -> Reviewer {
-        self.all_sections()
-            .find_map(|k| {
-                if let SectionKind::Reviewer(r) = k {
-                    r.first().map(|m| m.node)
-                } else {
-                    None
-                }
+        self.sections()
+            .find_map(|k| match k {
+                SectionKind::Reviewer(r) => r.first().map(|m| m.node),
+                _ => None,
+            })
+            .or_else(|| {
+                super::requirements::agreed(&self.reqs, |k| match k {
+                    SectionKind::Reviewer(r) => Some(r.iter().map(|m| m.node).collect()),
+                    _ => None,
+                })
             })
             .unwrap_or(Reviewer::User)
     }
@@ -320,7 +403,7 @@ impl RefPolicy<'_> {
 
     fn unknown(&self, argv: &[String], script: &str, escalate: bool) -> RefDecision {
         let own = self.plain_argv(argv, escalate, false);
-        let words: Vec<&str> = loose_words(script).collect();
+        let words: Vec<String> = script_words(script);
         let raising: Vec<&str> = self
             .command_rules()
             .iter()
@@ -333,7 +416,7 @@ impl RefPolicy<'_> {
             if raising.iter().any(|p| *p == *w || *p == basename(w)) {
                 here.push(self.prompt(PromptCategory::Rules, "prompt_rule", None));
             }
-            let rest: Vec<String> = words[i + 1..].iter().map(|s| s.to_string()).collect();
+            let rest: Vec<String> = words[i + 1..].to_vec();
             if basename(w) == "rm" && Self::forced(&rest) {
                 here.push(self.dangerous());
             }
@@ -501,7 +584,7 @@ impl RefPolicy<'_> {
                     argvs.push(a.clone());
                     if a.len() == 3 && (a[1] == "-c" || a[1] == "-lc") {
                         lines.push(a[2].clone());
-                        words.extend(loose_words(&a[2]).map(String::from));
+                        words.extend(script_words(&a[2]));
                         if depth <= 3 && trusted_name(&a[0]).is_some() {
                             if let Script::Plain(c) = split(&a[2]) {
                                 todo.extend(c.into_iter().map(|x| (x, depth + 1)));

@@ -161,51 +161,108 @@ fn permission_default(b: &Block) -> Option<Effect> {
     })
 }
 
-/// Whether policy `p` breaks any of the requirements blocks `reqs`.
+/// A listed setting's default under several blocks: the entries of each
+/// block that writes the list, in order; the first entry, over all lists
+/// in order, that is in every list.
+pub fn agreed<T: PartialEq + Copy>(
+    reqs: &[&Block],
+    list: impl Fn(&SectionKind) -> Option<Vec<T>>,
+) -> Option<T> {
+    let lists: Vec<Vec<T>> = reqs
+        .iter()
+        .filter_map(|r| r.sections.iter().find_map(|s| list(&s.kind)))
+        .collect();
+    for l in &lists {
+        for v in l {
+            if lists.iter().all(|other| other.contains(v)) {
+                return Some(*v);
+            }
+        }
+    }
+    None
+}
+
+/// Two or more blocks list a setting, and no value is in all their lists.
+fn conflicting(reqs: &[&Block]) -> bool {
+    let count = |pick: &dyn Fn(&SectionKind) -> bool| {
+        reqs.iter()
+            .filter(|r| r.sections.iter().any(|s| pick(&s.kind)))
+            .count()
+    };
+    let approvals = count(&|k| matches!(k, SectionKind::Approvals(_))) > 1
+        && agreed(reqs, |k| match k {
+            SectionKind::Approvals(a) => Some(a.modes.iter().map(|m| m.node).collect()),
+            _ => None,
+        })
+        .is_none();
+    let reviewer = count(&|k| matches!(k, SectionKind::Reviewer(_))) > 1
+        && agreed(reqs, |k| match k {
+            SectionKind::Reviewer(v) => Some(v.iter().map(|m| m.node).collect()),
+            _ => None,
+        })
+        .is_none();
+    let web = count(&|k| matches!(k, SectionKind::WebSearch(_))) > 1
+        && agreed(reqs, |k| match k {
+            SectionKind::WebSearch(v) => Some(v.iter().map(|m| m.node).collect()),
+            _ => None,
+        })
+        .is_none();
+    approvals || reviewer || web
+}
+
+/// Whether policy `p` breaks any of the requirements blocks `reqs`, or the
+/// blocks conflict among themselves.
 pub fn violated(p: &Block, reqs: &[&Block]) -> bool {
-    reqs.iter().any(|r| {
-        let proxy = proxy_values(r)
-            .iter()
-            .any(|(k, open)| !open && proxy_values(p).iter().any(|(pk, popen)| pk == k && *popen));
-        let permissions = permission_default(r) == Some(Effect::Deny)
-            && permission_default(p) == Some(Effect::Allow);
-        let sandbox = match (
-            section(r, |k| matches!(k, SectionKind::Sandbox(_))),
-            section(p, |k| matches!(k, SectionKind::Sandbox(_))),
-        ) {
-            (Some(SectionKind::Sandbox(rs)), Some(SectionKind::Sandbox(ps))) => {
-                ps.modes.first().map(|m| m.node) > rs.modes.first().map(|m| m.node)
-            }
-            _ => false,
-        };
-        let approvals = match (
-            section(r, |k| matches!(k, SectionKind::Approvals(_))),
-            section(p, |k| matches!(k, SectionKind::Approvals(_))),
-        ) {
-            (Some(SectionKind::Approvals(ra)), Some(SectionKind::Approvals(pa))) => pa
-                .modes
-                .iter()
-                .any(|m| !ra.modes.iter().any(|x| x.node == m.node)),
-            _ => false,
-        };
-        let reviewer = match (
-            section(r, |k| matches!(k, SectionKind::Reviewer(_))),
-            section(p, |k| matches!(k, SectionKind::Reviewer(_))),
-        ) {
-            (Some(SectionKind::Reviewer(rv)), Some(SectionKind::Reviewer(pv))) => {
-                pv.iter().any(|m| !rv.iter().any(|x| x.node == m.node))
-            }
-            _ => false,
-        };
-        let web = match (
-            section(r, |k| matches!(k, SectionKind::WebSearch(_))),
-            section(p, |k| matches!(k, SectionKind::WebSearch(_))),
-        ) {
-            (Some(SectionKind::WebSearch(rv)), Some(SectionKind::WebSearch(pv))) => {
-                pv.iter().any(|m| !rv.iter().any(|x| x.node == m.node))
-            }
-            _ => false,
-        };
-        network_violated(p, r) || proxy || permissions || sandbox || approvals || reviewer || web
-    })
+    conflicting(reqs)
+        || reqs.iter().any(|r| {
+            let proxy = proxy_values(r).iter().any(|(k, open)| {
+                !open && proxy_values(p).iter().any(|(pk, popen)| pk == k && *popen)
+            });
+            let permissions = permission_default(r) == Some(Effect::Deny)
+                && permission_default(p) == Some(Effect::Allow);
+            let sandbox = match (
+                section(r, |k| matches!(k, SectionKind::Sandbox(_))),
+                section(p, |k| matches!(k, SectionKind::Sandbox(_))),
+            ) {
+                (Some(SectionKind::Sandbox(rs)), Some(SectionKind::Sandbox(ps))) => {
+                    ps.modes.first().map(|m| m.node) > rs.modes.first().map(|m| m.node)
+                }
+                _ => false,
+            };
+            let approvals = match (
+                section(r, |k| matches!(k, SectionKind::Approvals(_))),
+                section(p, |k| matches!(k, SectionKind::Approvals(_))),
+            ) {
+                (Some(SectionKind::Approvals(ra)), Some(SectionKind::Approvals(pa))) => pa
+                    .modes
+                    .iter()
+                    .any(|m| !ra.modes.iter().any(|x| x.node == m.node)),
+                _ => false,
+            };
+            let reviewer = match (
+                section(r, |k| matches!(k, SectionKind::Reviewer(_))),
+                section(p, |k| matches!(k, SectionKind::Reviewer(_))),
+            ) {
+                (Some(SectionKind::Reviewer(rv)), Some(SectionKind::Reviewer(pv))) => {
+                    pv.iter().any(|m| !rv.iter().any(|x| x.node == m.node))
+                }
+                _ => false,
+            };
+            let web = match (
+                section(r, |k| matches!(k, SectionKind::WebSearch(_))),
+                section(p, |k| matches!(k, SectionKind::WebSearch(_))),
+            ) {
+                (Some(SectionKind::WebSearch(rv)), Some(SectionKind::WebSearch(pv))) => {
+                    pv.iter().any(|m| !rv.iter().any(|x| x.node == m.node))
+                }
+                _ => false,
+            };
+            network_violated(p, r)
+                || proxy
+                || permissions
+                || sandbox
+                || approvals
+                || reviewer
+                || web
+        })
 }

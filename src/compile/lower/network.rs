@@ -62,7 +62,10 @@ impl Compiler<'_> {
                             });
                         }
                         NetTarget::Ip(ip) => {
-                            let net_ = ipnet::IpNet::from(*ip);
+                            // A mapped or compatible address is its IPv4
+                            // address, in rules as in queries
+                            // (docs/language.md#host-normalisation).
+                            let net_ = ipnet::IpNet::from(crate::normalize::canonical_ip(*ip));
                             push_ranges(
                                 &mut v4_rules,
                                 &mut v6_rules,
