@@ -312,21 +312,9 @@ fn partly_quoted(u: &mut Unstructured<'_>) -> Result<Vec<String>> {
     let mut words: Vec<String> = pick(u, TAILS)?.split(' ').map(String::from).collect();
     let k = u.choose_index(words.len())?;
     if let Some(w) = words.get_mut(k) {
-        let cuts: Vec<usize> = w.char_indices().map(|(i, _)| i).skip(1).collect();
-        let cut = if cuts.is_empty() {
-            w.len()
-        } else {
-            *u.choose(&cuts)?
-        };
-        let (a, b) = w.split_at(cut);
-        *w = match u.int_in_range(0..=5u8)? {
-            0 => format!("{a}'{b}'"),
-            1 => format!("{a}\"{b}\""),
-            2 => format!("{a}''{b}"),
-            3 => format!("{a}\\{b}"),
-            4 => format!("'{a}'{b}"),
-            _ => format!("{a}\"\"{b}"),
-        };
+        let how = u.int_in_range(0..=5u8)?;
+        let at = u.int_in_range(0..=7usize)?;
+        *w = crate::samples::partly_quoted(w, how, at);
     }
     let redirect = pick(u, &["", " > /dev/null", " 2>&1", " >> log", " < /dev/null"])?;
     let shell = pick(u, &["bash", "sh", "zsh", "/bin/bash", "dash"])?;

@@ -59,3 +59,41 @@ pub const CIDRS: &[&str] = &[
     "169.254.169.254/32",
     "::10.0.0.0/104",
 ];
+
+/// A word partly quoted, as a shell removes the quotes again (`r'm'`,
+/// `r"m"`, `r''m`, `r\m`, `'r'm`, `r""m` for `rm`): quoting `how` (0 to 5,
+/// larger is 5) split after the `at`-th character (wrapping). Every form
+/// reads as `word` with quote removal (docs/language.md#sandbox).
+pub fn partly_quoted(word: &str, how: u8, at: usize) -> String {
+    let cuts: Vec<usize> = word.char_indices().map(|(i, _)| i).skip(1).collect();
+    let cut = match cuts.len() {
+        0 => word.len(),
+        n => cuts.get(at % n).copied().unwrap_or(word.len()),
+    };
+    let (a, b) = word.split_at_checked(cut).unwrap_or((word, ""));
+    match how {
+        0 => format!("{a}'{b}'"),
+        1 => format!("{a}\"{b}\""),
+        2 => format!("{a}''{b}"),
+        3 => format!("{a}\\{b}"),
+        4 => format!("'{a}'{b}"),
+        _ => format!("{a}\"\"{b}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn partly_quoted_words_read_back_as_the_word() {
+        for word in ["rm", "-rf", "git", "x", "/bin/rm", "--force"] {
+            for how in 0..6 {
+                for at in 0..4 {
+                    let q = super::partly_quoted(word, how, at);
+                    assert_ne!(q, word);
+                    let shell = crate::eval::shell::script_words(&q);
+                    assert!(shell.iter().any(|w| w == word), "{q}: {shell:?}");
+                }
+            }
+        }
+    }
+}

@@ -294,26 +294,6 @@ fn wrapped() -> impl Strategy<Value = Vec<String>> + Clone {
         })
 }
 
-/// Quote removal in one word of a tail (spec §9 step 1: words are read
-/// with quote removal): `r'm'`, `r"m"`, `r''m`, `r\m`, `-r'f'`.
-fn partly_quoted(word: &str, how: u8, at: usize) -> String {
-    let cut = word
-        .char_indices()
-        .map(|(i, _)| i)
-        .filter(|&i| i > 0)
-        .nth(at % word.chars().count().max(2).saturating_sub(1))
-        .unwrap_or(word.len());
-    let (a, b) = word.split_at(cut);
-    match how {
-        0 => format!("{a}'{b}'"),
-        1 => format!("{a}\"{b}\""),
-        2 => format!("{a}''{b}"),
-        3 => format!("{a}\\{b}"),
-        4 => format!("'{a}'{b}"),
-        _ => format!("{a}\"\"{b}"),
-    }
-}
-
 /// A shell wrapper whose script holds a command with one partly quoted
 /// word, often with a redirection (which makes the script unknown).
 fn quoted_script() -> impl Strategy<Value = Vec<String>> + Clone {
@@ -337,7 +317,7 @@ fn quoted_script() -> impl Strategy<Value = Vec<String>> + Clone {
             let words: Vec<&str> = tail.split(' ').collect();
             let k = i.index(words.len());
             let mut out: Vec<String> = words.iter().map(|w| w.to_string()).collect();
-            out[k] = partly_quoted(words[k], how, at);
+            out[k] = gatehouse::testing::partly_quoted(words[k], how, at);
             let script = format!("{sibling}{}{redirect}", out.join(" "));
             vec![shell.to_string(), flag.to_string(), script]
         })

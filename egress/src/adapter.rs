@@ -21,9 +21,20 @@ pub struct Source {
     pub fleet: crate::fleet::Options,
 }
 
+/// A command line an adapter cannot run: what is wrong, then the usage.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(String);
+
+impl From<String> for UsageError {
+    fn from(s: String) -> Self {
+        UsageError(s)
+    }
+}
+
 /// Parses the flags every adapter takes (`--policy FILE`, `--policy-name
 /// NAME`, `--log FILE`); anything else is an error naming it.
-pub fn parse(args: &[String], usage: &str) -> Result<Source, String> {
+pub fn parse(args: &[String], usage: &str) -> Result<Source, UsageError> {
     let mut s = Source::default();
     let mut policy = None;
     let mut it = args.iter();
@@ -37,7 +48,7 @@ pub fn parse(args: &[String], usage: &str) -> Result<Source, String> {
             "--policy" => policy = Some(PathBuf::from(value()?)),
             "--policy-name" => s.name = Some(value()?),
             "--log" => s.log = Some(PathBuf::from(value()?)),
-            "-h" | "--help" => return Err(usage.to_string()),
+            "-h" | "--help" => return Err(UsageError(usage.to_string())),
             other => {
                 let mut next = || it.next().cloned();
                 if !s
@@ -45,37 +56,40 @@ pub fn parse(args: &[String], usage: &str) -> Result<Source, String> {
                     .take(other, &mut next)
                     .map_err(|e| format!("{e}\n{usage}"))?
                 {
-                    return Err(format!("unknown argument `{other}`\n{usage}"));
+                    return Err(UsageError(format!("unknown argument `{other}`\n{usage}")));
                 }
             }
         }
     }
-    s.policy = policy.ok_or_else(|| usage.to_string())?;
+    s.policy = policy.ok_or_else(|| UsageError(usage.to_string()))?;
     Ok(s)
 }
 
 /// Loads the policy (an error is every diagnostic, rendered) and starts the
 /// thread that reloads it live.
-pub fn start(source: &Source) -> Result<Arc<Policies>, String> {
+pub fn start(source: &Source) -> Result<Arc<Policies>, crate::StartError> {
     let metrics = Arc::new(crate::metrics::Metrics::default());
     let keys = source
         .fleet
         .prepare(&source.policy, source.name.as_deref())?;
     let sink = source.fleet.sink(source.log.as_deref(), &metrics)?;
-    let policies = Arc::new(Policies::with_trust(
-        source.policy.clone(),
-        source.name.clone(),
-        sink,
-        false,
-        false,
+    let policies = Arc::new(Policies::open(
+        crate::policy::PolicyOptions {
+            name: source.name.clone(),
+            log: sink,
+            trusted: keys.clone(),
+            ..crate::policy::PolicyOptions::new(source.policy.clone())
+        },
         metrics,
-        keys.clone(),
     )?);
     let watched = policies.clone();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("runtime: {e}"))?;
+        .map_err(|source| crate::StartError::Runtime {
+            what: "runtime",
+            source,
+        })?;
     std::thread::Builder::new()
         .name("gatehouse-reload".into())
         .spawn(move || {
@@ -84,7 +98,10 @@ pub fn start(source: &Source) -> Result<Arc<Policies>, String> {
                 std::future::pending::<()>().await;
             });
         })
-        .map_err(|e| format!("reload thread: {e}"))?;
+        .map_err(|source| crate::StartError::Runtime {
+            what: "reload thread",
+            source,
+        })?;
     source
         .fleet
         .start_polling(&source.policy, source.name.clone(), keys);

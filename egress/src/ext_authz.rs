@@ -36,7 +36,7 @@ use envoy_types::ext_authz::v3::pb::{
 use envoy_types::pb::envoy::config::core::v3::address::Address;
 use envoy_types::pb::envoy::config::core::v3::socket_address::PortSpecifier;
 use envoy_types::pb::google::rpc;
-use gatehouse::query::{QueryRef, Via};
+use gatehouse::query::Via;
 
 use crate::adapter::same_destination;
 use crate::policy::Policies;
@@ -116,13 +116,8 @@ impl Service {
             return (Outcome::Deny("sni_mismatch"), revision);
         }
         let via = if https { Via::Https } else { Via::Http };
-        let v = r.decide(QueryRef::Connect {
-            host: &host,
-            port,
-            via,
-        });
-        if !v.is_allow() {
-            let reason = v.reason.as_str();
+        if let Err(refusal) = crate::gate::admit(&mut r, &host, port, via) {
+            let reason = refusal.as_str();
             r.finish(&what, &format!("refused ({reason})"));
             return (Outcome::Deny(reason), revision);
         }
@@ -136,14 +131,10 @@ impl Service {
                     == gatehouse::normalize::canonical_ip(dst.ip())
                     && dst.port() == port
             } else {
-                let addrs = [dst.ip()];
-                let d = r.decide(QueryRef::Resolved {
-                    host: &host,
-                    addrs: &addrs,
-                    port: Some(dst.port()),
-                });
-                if !d.is_allow() {
-                    let reason = d.reason.as_str();
+                if let Err(refusal) =
+                    crate::gate::admit_resolved(&mut r, &host, &[dst.ip()], dst.port())
+                {
+                    let reason = refusal.as_str();
                     r.finish(&what, &format!("refused ({reason})"));
                     return (Outcome::Deny(reason), revision);
                 }

@@ -18,6 +18,17 @@ use std::time::{Duration, Instant};
 use gatehouse::bundle::PublicKey;
 use gatehouse::log::{DecisionEvent, DecisionSink};
 
+/// Why the fleet options or a bundle could not be used: what a person
+/// should read (the URL or file, and what went wrong).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct FleetError(String);
+
+impl From<String> for FleetError {
+    fn from(s: String) -> Self {
+        FleetError(s)
+    }
+}
 use crate::policy::{load_bytes, stderr_line};
 
 /// The largest bundle fetched.
@@ -51,7 +62,7 @@ enum Fetched {
     },
 }
 
-fn fetch(agent: &ureq::Agent, url: &str, etag: Option<&str>) -> Result<Fetched, String> {
+fn fetch(agent: &ureq::Agent, url: &str, etag: Option<&str>) -> Result<Fetched, FleetError> {
     let mut req = agent.get(url);
     if let Some(e) = etag {
         req = req.header("If-None-Match", e);
@@ -72,13 +83,13 @@ fn fetch(agent: &ureq::Agent, url: &str, etag: Option<&str>) -> Result<Fetched, 
                 .read_to_end(&mut bytes)
                 .map_err(|e| e.to_string())?;
             if bytes.len() as u64 > MAX_BUNDLE_BYTES {
-                return Err(format!(
+                return Err(FleetError::from(format!(
                     "the bundle is larger than {MAX_BUNDLE_BYTES} bytes"
-                ));
+                )));
             }
             Ok(Fetched::New { bytes, etag })
         }
-        s => Err(format!("HTTP {s}")),
+        s => Err(FleetError::from(format!("HTTP {s}"))),
     }
 }
 
@@ -105,7 +116,7 @@ struct Poller {
 
 impl Poller {
     /// One poll: `Ok(true)` when a new verified bundle was stored.
-    fn poll(&mut self) -> Result<bool, String> {
+    fn poll(&mut self) -> Result<bool, FleetError> {
         match fetch(&self.agent, &self.fleet.url, self.etag.as_deref())? {
             Fetched::NotModified => Ok(false),
             Fetched::New { bytes, etag } => {
@@ -146,7 +157,7 @@ pub fn prime(
     cache: &Path,
     name: Option<&str>,
     trusted: &[PublicKey],
-) -> Result<(), String> {
+) -> Result<(), FleetError> {
     let mut p = Poller {
         fleet: fleet.clone(),
         cache: cache.to_path_buf(),
@@ -160,7 +171,7 @@ pub fn prime(
         Err(e) => {
             let last = std::fs::read(cache)
                 .map_err(|r| format!("{}: {r}", cache.display()))
-                .and_then(|b| load_bytes(cache, b, name, trusted));
+                .and_then(|b| load_bytes(cache, b, name, trusted).map_err(|e| e.to_string()));
             match last {
                 Ok(set) => {
                     stderr_line(format!(
@@ -171,10 +182,10 @@ pub fn prime(
                     ));
                     Ok(())
                 }
-                Err(last) => Err(format!(
+                Err(last) => Err(FleetError::from(format!(
                     "no policy: {}: {e}; and no last good bundle: {last}",
                     fleet.url
-                )),
+                ))),
             }
         }
     }
@@ -333,16 +344,16 @@ impl Options {
         &mut self,
         flag: &str,
         next: &mut dyn FnMut() -> Option<String>,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, FleetError> {
         let mut value = || next().ok_or_else(|| format!("{flag} needs a value"));
         match flag {
             "--trusted-key" => self.trusted_keys.push(PathBuf::from(value()?)),
             "--bundle-url" => {
                 let url = value()?;
                 if !(url.starts_with("http://") || url.starts_with("https://")) {
-                    return Err(format!(
+                    return Err(FleetError::from(format!(
                         "--bundle-url: expected an http:// or https:// URL, not `{url}`"
-                    ));
+                    )));
                 }
                 self.bundle_url = Some(url);
             }
@@ -351,18 +362,18 @@ impl Options {
                     .parse()
                     .map_err(|_| String::from("--poll-interval: expected a number of seconds"))?;
                 if !(0.1..=86_400.0).contains(&secs) {
-                    return Err(String::from(
+                    return Err(FleetError::from(String::from(
                         "--poll-interval: expected 0.1 to 86400 seconds",
-                    ));
+                    )));
                 }
                 self.poll_interval = Some(Duration::from_secs_f64(secs));
             }
             "--log-url" => {
                 let url = value()?;
                 if !(url.starts_with("http://") || url.starts_with("https://")) {
-                    return Err(format!(
+                    return Err(FleetError::from(format!(
                         "--log-url: expected an http:// or https:// URL, not `{url}`"
-                    ));
+                    )));
                 }
                 self.log_url = Some(url);
             }
@@ -372,7 +383,7 @@ impl Options {
     }
 
     /// The trusted keys, read.
-    pub fn keys(&self) -> Result<Vec<PublicKey>, String> {
+    pub fn keys(&self) -> Result<Vec<PublicKey>, FleetError> {
         self.trusted_keys
             .iter()
             .map(|p| {
@@ -380,19 +391,20 @@ impl Options {
                     std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
                 PublicKey::parse(&text).map_err(|e| format!("{}: {e}", p.display()))
             })
-            .collect()
+            .collect::<Result<_, String>>()
+            .map_err(FleetError)
     }
 
     /// Before serving: checks the flags together and, with a bundle URL,
     /// fetches the first bundle into `policy` (or falls back to the last
     /// good one there). Returns the trusted keys.
-    pub fn prepare(&self, policy: &Path, name: Option<&str>) -> Result<Vec<PublicKey>, String> {
+    pub fn prepare(&self, policy: &Path, name: Option<&str>) -> Result<Vec<PublicKey>, FleetError> {
         let keys = self.keys()?;
         if let Some(url) = &self.bundle_url {
             if keys.is_empty() {
-                return Err(String::from(
+                return Err(FleetError::from(String::from(
                     "--bundle-url needs --trusted-key: a fleet must accept only the bundles its owner signed",
-                ));
+                )));
             }
             prime(
                 &Fleet {
@@ -432,7 +444,7 @@ impl Options {
         &self,
         log: Option<&Path>,
         metrics: &crate::metrics::Metrics,
-    ) -> Result<Option<Arc<dyn DecisionSink>>, String> {
+    ) -> Result<Option<Arc<dyn DecisionSink>>, FleetError> {
         let mut sinks: Vec<Arc<dyn DecisionSink>> = Vec::new();
         if let Some(path) = log {
             let f = std::fs::OpenOptions::new()

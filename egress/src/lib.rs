@@ -18,6 +18,7 @@ pub mod authority;
 pub mod dns;
 pub mod ext_authz;
 pub mod fleet;
+pub mod gate;
 pub mod http;
 pub mod listener;
 pub mod metrics;
@@ -111,14 +112,53 @@ pub fn system_dns() -> Option<SocketAddr> {
     })
 }
 
+/// Why the daemon did not start. Each variant says what to change.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    /// The connection cap does not fit the descriptor limit.
+    #[error(transparent)]
+    Cap(#[from] listener::CapError),
+    /// The fleet flags, the first bundle, or the decision-record shipper.
+    #[error(transparent)]
+    Fleet(#[from] fleet::FleetError),
+    /// The policy file could not be put in force.
+    #[error(transparent)]
+    Policy(#[from] policy::PolicyError),
+    /// The policy's `listen` rule does not allow this address.
+    #[error(
+        "the policy does not allow listening on {0} (proxy {{ listen any }} allows non-loopback addresses)"
+    )]
+    ListenNotAllowed(SocketAddr),
+    /// The upstream DNS server's socket could not be opened.
+    #[error("upstream dns {addr}: {source}")]
+    UpstreamDns {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    /// A thread or runtime of the daemon's own could not be started.
+    #[error("{what}: {source}")]
+    Runtime {
+        what: &'static str,
+        source: std::io::Error,
+    },
+    /// A listener could not be bound.
+    #[error("{what} on {addr}: {source}")]
+    Bind {
+        what: &'static str,
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+}
+
 /// Binds every listener (each one first allowed by the policy's `listen`
 /// rule: loopback unless the policy says `listen any`) and starts serving.
-pub async fn start(config: Config) -> Result<Running, String> {
+pub async fn start(config: Config) -> Result<Running, StartError> {
     // The descriptors every cap together may need, checked against the
     // limit (raised to the hard limit first).
     let max_connections = listener::connection_cap(
         config.max_connections,
-        http::MAX_CONNECTIONS,
+        gate::MAX_CONNECTIONS,
         config.socks.is_some(),
         config.dns.map(|_| dns::MAX_TCP_CONNECTIONS),
         http::pool::MAX_IDLE,
@@ -128,14 +168,16 @@ pub async fn start(config: Config) -> Result<Running, String> {
         .fleet
         .prepare(&config.policy, config.policy_name.as_deref())?;
     let sink = config.fleet.sink(config.log.as_deref(), &metrics)?;
-    let policies = Arc::new(policy::Policies::with_trust(
-        config.policy.clone(),
-        config.policy_name.clone(),
-        sink,
-        config.no_policy,
-        config.keep_access_records,
+    let policies = Arc::new(policy::Policies::open(
+        policy::PolicyOptions {
+            path: config.policy.clone(),
+            name: config.policy_name.clone(),
+            log: sink,
+            bypass: config.no_policy,
+            keep_records: config.keep_access_records,
+            trusted: keys.clone(),
+        },
         metrics.clone(),
-        keys.clone(),
     )?);
     for addr in [Some(config.http), config.socks, config.dns, config.metrics]
         .into_iter()
@@ -148,40 +190,45 @@ pub async fn start(config: Config) -> Result<Running, String> {
         };
         let d = p.map(|p| p.listen_on(addr.ip(), addr.port()));
         if !d.is_some_and(|d| d.is_allow()) {
-            return Err(format!(
-                "the policy does not allow listening on {addr} (proxy {{ listen any }} allows non-loopback addresses)"
-            ));
+            return Err(StartError::ListenNotAllowed(addr));
         }
     }
     let resolver = Arc::new(
         dns::Upstream::new(config.upstream_dns, metrics.clone())
             .await
-            .map_err(|e| format!("upstream dns {}: {e}", config.upstream_dns))?,
+            .map_err(|source| StartError::UpstreamDns {
+                addr: config.upstream_dns,
+                source,
+            })?,
     );
-    let ctx = Arc::new(http::Ctx {
+    let ctx = Arc::new(gate::Ctx {
         policies: policies.clone(),
         resolver: resolver.clone(),
         upstream_proxy: config
             .upstream_proxy
             .clone()
-            .map(|addr| http::UpstreamProxy { addr }),
+            .map(|addr| gate::UpstreamProxy { addr }),
         timeouts: config.timeouts,
         pool: http::pool::Pool::new(metrics.clone(), max_connections),
         metrics: metrics.clone(),
         max_connections,
     });
-    let bind_err = |what: &str, a: SocketAddr, e: std::io::Error| format!("{what} on {a}: {e}");
+    let bind_err = |what: &'static str, addr: SocketAddr, source: std::io::Error| {
+        StartError::Bind { what, addr, source }
+    };
     let listener = TcpListener::bind(config.http)
         .await
         .map_err(|e| bind_err("http", config.http, e))?;
-    let http = listener.local_addr().map_err(|e| e.to_string())?;
+    let http = listener
+        .local_addr()
+        .map_err(|e| bind_err("http", config.http, e))?;
     http::serve(ctx.clone(), listener);
     let socks = match config.socks {
         Some(a) => {
             let l = TcpListener::bind(a)
                 .await
                 .map_err(|e| bind_err("socks5", a, e))?;
-            let bound = l.local_addr().map_err(|e| e.to_string())?;
+            let bound = l.local_addr().map_err(|e| bind_err("socks5", a, e))?;
             socks::serve(ctx.clone(), l);
             Some(bound)
         }
@@ -197,7 +244,7 @@ pub async fn start(config: Config) -> Result<Running, String> {
                 let udp = UdpSocket::bind(a)
                     .await
                     .map_err(|e| bind_err("dns", a, e))?;
-                let bound = udp.local_addr().map_err(|e| e.to_string())?;
+                let bound = udp.local_addr().map_err(|e| bind_err("dns", a, e))?;
                 match TcpListener::bind(bound).await {
                     Ok(tcp) => break (udp, tcp, bound),
                     Err(_) if a.port() == 0 && tries < 20 => continue,
@@ -214,7 +261,7 @@ pub async fn start(config: Config) -> Result<Running, String> {
             let l = TcpListener::bind(a)
                 .await
                 .map_err(|e| bind_err("metrics", a, e))?;
-            let bound = l.local_addr().map_err(|e| e.to_string())?;
+            let bound = l.local_addr().map_err(|e| bind_err("metrics", a, e))?;
             metrics::serve(metrics.clone(), l);
             Some(bound)
         }

@@ -79,6 +79,12 @@ pub fn descriptors_needed(
     (per * cap + dns_tcp_cap.unwrap_or(0) + pool_cap.min(cap) + 64) as u64
 }
 
+/// A connection cap the descriptor limit cannot hold: what was asked, what
+/// it needs, and how to raise the limit.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct CapError(String);
+
 /// The connection cap per listener: `asked` if the descriptor limit (raised
 /// to the hard limit first) holds it, else an error; when nothing was
 /// asked, the default cap or the largest that the limit holds, whichever is
@@ -89,15 +95,15 @@ pub fn connection_cap(
     socks: bool,
     dns_tcp_cap: Option<usize>,
     pool_cap: usize,
-) -> Result<usize, String> {
+) -> Result<usize, CapError> {
     let limit = raise_descriptor_limit();
     let needed = |cap| descriptors_needed(cap, socks, dns_tcp_cap, pool_cap);
     match asked {
-        Some(cap) if needed(cap) > limit => Err(format!(
+        Some(cap) if needed(cap) > limit => Err(CapError(format!(
             "--max-connections {cap} needs up to {} file descriptors, but the limit is {limit} \
              (raise it with `ulimit -n`, or lower --max-connections)",
             needed(cap)
-        )),
+        ))),
         Some(cap) => Ok(cap),
         None => {
             let mut cap = default;
@@ -105,9 +111,9 @@ pub fn connection_cap(
                 cap /= 2;
             }
             if needed(cap) > limit {
-                return Err(format!(
+                return Err(CapError(format!(
                     "the descriptor limit {limit} is too low to serve even {cap} connections (raise it with `ulimit -n`)"
-                ));
+                )));
             }
             Ok(cap)
         }

@@ -30,7 +30,7 @@ fn parse(args: &[String]) -> Result<(Config, Option<usize>), String> {
         PathBuf::new(),
         system_dns().unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 53], 53))),
     );
-    c.upstream_proxy = gatehouse_egress::http::UpstreamProxy::from_env().map(|u| u.addr);
+    c.upstream_proxy = gatehouse_egress::gate::UpstreamProxy::from_env().map(|u| u.addr);
     let secs = |v: Option<&String>, flag: &str| -> Result<std::time::Duration, String> {
         let s: f64 = v
             .ok_or(format!("{flag} needs a number of seconds"))?
@@ -83,7 +83,7 @@ fn parse(args: &[String]) -> Result<(Config, Option<usize>), String> {
             "-h" | "--help" => return Err(USAGE.to_string()),
             other => {
                 let mut next = || it.next().cloned();
-                if !c.fleet.take(other, &mut next)? {
+                if !c.fleet.take(other, &mut next).map_err(|e| e.to_string())? {
                     return Err(format!("unknown argument `{other}`\n{USAGE}"));
                 }
             }

@@ -47,26 +47,6 @@ impl Gauge {
     }
 }
 
-/// The proxy's refusals that are not engine decisions.
-pub const PROXY_REFUSALS: &[&str] = &[
-    "bad_request",
-    "absolute_form_required",
-    "invalid_host",
-    "host_mismatch",
-    "sni_mismatch",
-    "sni_missing",
-    "encrypted_client_hello",
-    "unrecognised_protocol",
-    "target_outside_tunnel",
-    "first_bytes_timeout",
-    "lookup_failed",
-    "connect_failed",
-    "bad_gateway",
-    "upstream_proxy_unreachable",
-    "upstream_proxy_refused",
-    "other",
-];
-
 /// Every metric of one daemon.
 pub struct Metrics {
     /// Requests by kind: HTTP requests (every one on a kept-alive
@@ -104,7 +84,7 @@ impl Default for Metrics {
             dns_questions: Counter::default(),
             allow: counters(n),
             deny: counters(n),
-            refusals: counters(PROXY_REFUSALS.len()),
+            refusals: counters(crate::gate::Refusal::ALL.len()),
             open_connections: Gauge::default(),
             tunnel_bytes_up: Counter::default(),
             tunnel_bytes_down: Counter::default(),
@@ -135,14 +115,10 @@ impl Metrics {
         }
     }
 
-    /// Counts one refusal by the proxy itself (`reason` one of
-    /// [`PROXY_REFUSALS`]; anything else counts as `other`).
-    pub fn refusal(&self, reason: &str) {
-        let i = PROXY_REFUSALS
-            .iter()
-            .position(|r| *r == reason)
-            .unwrap_or(PROXY_REFUSALS.len() - 1);
-        if let Some(c) = self.refusals.get(i) {
+    /// Counts one refusal by the proxy itself; the policy's own denials
+    /// are counted with the decisions.
+    pub fn refusal(&self, refusal: crate::gate::Refusal) {
+        if let Some(c) = refusal.metric().and_then(|i| self.refusals.get(i)) {
             c.inc();
         }
     }
@@ -197,7 +173,7 @@ impl Metrics {
             "Engine decisions by outcome and reason code.",
             &rows,
         );
-        let rows: Vec<(String, u64)> = PROXY_REFUSALS
+        let rows: Vec<(String, u64)> = crate::gate::Refusal::ALL
             .iter()
             .zip(&self.refusals)
             .map(|(r, c)| (format!("{{reason=\"{r}\"}}"), c.get()))

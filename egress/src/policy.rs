@@ -36,33 +36,79 @@ pub struct Policies {
     pub metrics: Arc<crate::metrics::Metrics>,
 }
 
+/// Why a policy file could not be put in force. Every variant names the
+/// file; [`PolicyError::Compile`] holds every diagnostic, rendered.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PolicyError {
+    /// The file could not be read.
+    #[error("{path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A FIFO, a device or a directory at the path: never waited on.
+    #[error("{path}: not a regular file")]
+    NotRegularFile { path: PathBuf },
+    /// Larger than the engine's source limit.
+    #[error("{path}: larger than {limit} bytes")]
+    TooLarge { path: PathBuf, limit: u64 },
+    /// Neither UTF-8 text nor a compiled artifact or bundle.
+    #[error("{path}: neither policy text (UTF-8) nor a compiled artifact")]
+    NotPolicy { path: PathBuf },
+    /// A compiled artifact or bundle refused (tampered, foreign, unsigned
+    /// where a key is trusted, another format version).
+    #[error("{path}: {source}")]
+    Bundle {
+        path: PathBuf,
+        source: gatehouse::bundle::BundleError,
+    },
+    /// The policy text does not build: every diagnostic, rendered.
+    #[error("{0}")]
+    Compile(String),
+    /// `--policy-name` names no policy of the set.
+    #[error("no policy `{0}` in the file")]
+    NoSuchPolicy(String),
+    /// Several policies and no `--policy-name`.
+    #[error("the file holds several policies; pick one with --policy-name ({})", .0.join(", "))]
+    SeveralPolicies(Vec<String>),
+}
+
 /// The largest policy file read (the engine's own source limit).
 const MAX_POLICY_BYTES: u64 = 8 * 1024 * 1024;
 
 /// Reads the policy file: a regular file of at most [`MAX_POLICY_BYTES`]
 /// (a FIFO or a device at the path is refused, never waited on).
-fn read_policy(path: &Path) -> Result<Vec<u8>, String> {
+fn read_policy(path: &Path) -> Result<Vec<u8>, PolicyError> {
     use std::io::Read as _;
-    let at = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
-    let meta = std::fs::metadata(path).map_err(|e| at(&e))?;
+    let read = |source| PolicyError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let meta = std::fs::metadata(path).map_err(read)?;
     if !meta.is_file() {
-        return Err(at(&"not a regular file"));
+        return Err(PolicyError::NotRegularFile {
+            path: path.to_path_buf(),
+        });
     }
     let mut bytes = Vec::new();
     std::fs::File::open(path)
-        .map_err(|e| at(&e))?
+        .map_err(read)?
         .take(MAX_POLICY_BYTES + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| at(&e))?;
+        .map_err(read)?;
     if bytes.len() as u64 > MAX_POLICY_BYTES {
-        return Err(at(&format!("larger than {MAX_POLICY_BYTES} bytes")));
+        return Err(PolicyError::TooLarge {
+            path: path.to_path_buf(),
+            limit: MAX_POLICY_BYTES,
+        });
     }
     Ok(bytes)
 }
 
 /// Reads and compiles the policy file; the error is what a person should
 /// read (every diagnostic, rendered).
-pub fn load(path: &Path, name: Option<&str>) -> Result<PolicySet, String> {
+pub fn load(path: &Path, name: Option<&str>) -> Result<PolicySet, PolicyError> {
     let bytes = read_policy(path)?;
     load_bytes(path, bytes, name, &[])
 }
@@ -75,69 +121,86 @@ pub fn load_bytes(
     bytes: Vec<u8>,
     name: Option<&str>,
     trusted: &[PublicKey],
-) -> Result<PolicySet, String> {
+) -> Result<PolicySet, PolicyError> {
     let compiled =
         bytes.starts_with(gatehouse::artifact::MAGIC) || gatehouse::bundle::is_bundle(&bytes);
     let set = if compiled || !trusted.is_empty() {
-        gatehouse::bundle::load(&bytes, trusted).map_err(|e| format!("{}: {e}", path.display()))?
+        gatehouse::bundle::load(&bytes, trusted).map_err(|source| PolicyError::Bundle {
+            path: path.to_path_buf(),
+            source,
+        })?
     } else {
-        let text = String::from_utf8(bytes).map_err(|_| {
-            format!(
-                "{}: neither policy text (UTF-8) nor a compiled artifact",
-                path.display()
-            )
+        let text = String::from_utf8(bytes).map_err(|_| PolicyError::NotPolicy {
+            path: path.to_path_buf(),
         })?;
         let mut sources = SourceMap::new();
         sources.add(path.display().to_string(), text);
-        PolicySet::from_sources(sources).map_err(|e| e.to_string())?
+        PolicySet::from_sources(sources).map_err(|e| PolicyError::Compile(e.to_string()))?
     };
     pick(&set, name)?;
     Ok(set)
 }
 
-fn pick<'a>(set: &'a PolicySet, name: Option<&str>) -> Result<&'a Policy, String> {
+fn pick<'a>(set: &'a PolicySet, name: Option<&str>) -> Result<&'a Policy, PolicyError> {
     match name {
         Some(n) => set
             .policy(n)
-            .ok_or_else(|| format!("no policy `{n}` in the file")),
+            .ok_or_else(|| PolicyError::NoSuchPolicy(n.to_string())),
         None => set.single().ok_or_else(|| {
-            let names: Vec<&str> = set.policies().map(|p| p.name()).collect();
-            format!(
-                "the file holds several policies; pick one with --policy-name ({})",
-                names.join(", ")
-            )
+            PolicyError::SeveralPolicies(set.policies().map(|p| p.name().to_string()).collect())
         }),
     }
 }
 
-impl Policies {
-    pub fn new(
-        path: PathBuf,
-        name: Option<String>,
-        log: Option<Arc<dyn DecisionSink>>,
-        bypass: bool,
-        keep_records: bool,
-        metrics: Arc<crate::metrics::Metrics>,
-    ) -> Result<Self, String> {
-        Self::with_trust(path, name, log, bypass, keep_records, metrics, Vec::new())
-    }
+/// What to open a policy file with (an options struct: new fields do not
+/// break callers).
+#[derive(Clone, Default)]
+pub struct PolicyOptions {
+    /// The policy file: text, a compiled artifact or a signed bundle.
+    pub path: PathBuf,
+    /// Which policy of the file; none: the file's only one.
+    pub name: Option<String>,
+    /// The decision log; none: decisions are not written.
+    pub log: Option<Arc<dyn DecisionSink>>,
+    /// `--no-policy` (load tests only): every decision is an allow and
+    /// nothing is logged.
+    pub bypass: bool,
+    /// Keep every request's access record in memory (tests).
+    pub keep_records: bool,
+    /// Accept only bundles signed by one of these keys (when it holds
+    /// any), at start and at every reload.
+    pub trusted: Vec<PublicKey>,
+}
 
-    /// [`Policies::new`], accepting only bundles signed by `trusted` (when
-    /// it holds any key), at start and at every reload.
-    pub fn with_trust(
-        path: PathBuf,
-        name: Option<String>,
-        log: Option<Arc<dyn DecisionSink>>,
-        bypass: bool,
-        keep_records: bool,
+impl PolicyOptions {
+    /// The options for `path`, every other one at its default.
+    pub fn new(path: PathBuf) -> Self {
+        PolicyOptions {
+            path,
+            ..PolicyOptions::default()
+        }
+    }
+}
+
+impl Policies {
+    /// Opens the policy file and puts it in force.
+    pub fn open(
+        options: PolicyOptions,
         metrics: Arc<crate::metrics::Metrics>,
-        trusted: Vec<PublicKey>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, PolicyError> {
+        let PolicyOptions {
+            path,
+            name,
+            log,
+            bypass,
+            keep_records,
+            trusted,
+        } = options;
         let set = load_bytes(&path, read_policy(&path)?, name.as_deref(), &trusted)?;
         metrics.set_revision(set.revision());
         let unrestricted =
             PolicySet::from_source("<built-in>", "policy bypass { network unrestricted }")
-                .map_err(|e| format!("built-in policy: {e}"))?;
+                .map_err(|e| PolicyError::Compile(format!("built-in policy: {e}")))?;
         Ok(Policies {
             unrestricted,
             metrics,
@@ -160,7 +223,7 @@ impl Policies {
         self.reload_text(text)
     }
 
-    fn reload_text(&self, bytes: Result<Vec<u8>, String>) -> bool {
+    fn reload_text(&self, bytes: Result<Vec<u8>, PolicyError>) -> bool {
         match bytes.and_then(|b| load_bytes(&self.path, b, self.name.as_deref(), &self.trusted)) {
             Ok(set) => {
                 let rev = set.revision().to_string();
@@ -301,7 +364,7 @@ impl Request<'_> {
 pub fn watch(policies: Arc<Policies>) {
     let p = policies.clone();
     tokio::spawn(async move {
-        let digest = |t: &Result<Vec<u8>, String>| match t {
+        let digest = |t: &Result<Vec<u8>, PolicyError>| match t {
             Ok(bytes) => gatehouse::artifact::sha256_hex(bytes),
             Err(e) => format!("error: {e}"),
         };

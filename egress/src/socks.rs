@@ -10,7 +10,7 @@ use gatehouse::query::Via;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 
-use crate::http::{Ctx, open};
+use crate::gate::{self, Ctx};
 
 pub fn serve(ctx: Arc<Ctx>, listener: TcpListener) {
     let (cap, m) = (ctx.max_connections, ctx.metrics.clone());
@@ -107,28 +107,12 @@ async fn dispatch(
     port: u16,
 ) -> std::io::Result<()> {
     ctx.metrics.socks_requests.inc();
-    let mut req = ctx.policies.request();
+    let mut req = ctx.request();
     match cmd {
         1 => {
             let what = format!("socks5 CONNECT {host}:{port}");
-            match open(ctx, &mut req, &host, port, Via::Socks5).await {
-                Ok((mut up, via_proxy)) => {
-                    if via_proxy {
-                        // SOCKS through an HTTP upstream proxy: tunnel with CONNECT.
-                        let line = format!(
-                            "CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n"
-                        );
-                        up.write_all(line.as_bytes()).await?;
-                        let mut buf = Vec::new();
-                        while !buf.ends_with(b"\r\n\r\n") {
-                            let b = up.read_u8().await?;
-                            buf.push(b);
-                        }
-                        if !buf.starts_with(b"HTTP/1.1 2") && !buf.starts_with(b"HTTP/1.0 2") {
-                            req.finish(&what, "refused: upstream_proxy_refused");
-                            return reply(&mut s, 1, UNSPECIFIED).await;
-                        }
-                    }
+            match gate::tunnel(ctx, &mut req, &host, port, Via::Socks5).await {
+                Ok(mut up) => {
                     req.finish(&what, "tunnel");
                     let bound = up.local_addr().unwrap_or(UNSPECIFIED);
                     reply(&mut s, 0, bound).await?;
@@ -137,15 +121,9 @@ async fn dispatch(
                     ctx.metrics.tunnel_bytes_down.add(downb);
                     Ok(())
                 }
-                Err(reason) => {
-                    req.finish(&what, &format!("refused: {reason}"));
-                    // 2: connection not allowed by ruleset; 4: host unreachable.
-                    let code = if reason == "connect_failed" || reason == "lookup_failed" {
-                        4
-                    } else {
-                        2
-                    };
-                    reply(&mut s, code, UNSPECIFIED).await
+                Err(r) => {
+                    gate::record(ctx, &req, &what, r);
+                    reply(&mut s, r.socks_reply(), UNSPECIFIED).await
                 }
             }
         }
@@ -254,9 +232,9 @@ async fn outbound(ctx: &Ctx, relay: &UdpSocket, d: &[u8]) -> Option<SocketAddr> 
     };
     let port = u16::from_be_bytes(<[u8; 2]>::try_from(rest.get(..2)?).ok()?);
     let payload = rest.get(2..)?;
-    let mut req = ctx.policies.request();
+    let mut req = ctx.request();
     let what = format!("socks5 UDP {host}:{port}");
-    let addrs = match crate::http::vet(ctx, &mut req, &host, port, Via::Socks5Udp).await {
+    let addrs = match gate::vet(ctx, &mut req, &host, port, Via::Socks5Udp).await {
         Ok(a) => a,
         Err(reason) => {
             req.finish(&what, &format!("dropped: {reason}"));

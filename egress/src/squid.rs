@@ -26,7 +26,7 @@
 
 use std::io::{BufRead, Write};
 
-use gatehouse::query::{QueryRef, Via};
+use gatehouse::query::Via;
 
 use crate::policy::Policies;
 
@@ -98,18 +98,21 @@ pub fn answer(policies: &Policies, line: &str) -> String {
         .strip_prefix('[')
         .and_then(|h| h.strip_suffix(']'))
         .unwrap_or(&host);
-    let v = req.decide(QueryRef::Connect { host, port, via });
+    let admitted = crate::gate::admit(&mut req, host, port, via);
     let what = format!(
         "squid {} {host}:{port}",
         method.as_deref().unwrap_or("CONNECT")
     );
-    if v.is_allow() {
-        req.finish(&what, "allowed");
-        format!("{prefix}OK")
-    } else {
-        let reason = v.reason.as_str();
-        req.finish(&what, &format!("refused ({reason})"));
-        err(reason)
+    match admitted {
+        Ok(()) => {
+            req.finish(&what, "allowed");
+            format!("{prefix}OK")
+        }
+        Err(refusal) => {
+            let reason = refusal.as_str();
+            req.finish(&what, &format!("refused ({reason})"));
+            err(reason)
+        }
     }
 }
 

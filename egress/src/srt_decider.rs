@@ -40,7 +40,7 @@ use std::io::{Read, Write};
 
 use serde::Deserialize;
 
-use gatehouse::query::{QueryRef, Via};
+use gatehouse::query::Via;
 
 use crate::adapter::same_destination;
 use crate::policy::Policies;
@@ -236,20 +236,18 @@ fn decide(policies: &Policies, r: &Req) -> Answer {
     } else {
         Via::Http
     };
-    let v = req.decide(QueryRef::Connect {
-        host: &r.host,
-        port: r.port,
-        via,
-    });
-    if v.is_allow() {
-        req.finish(&what, "allowed");
-        Answer::Allow
-    } else {
-        let reason = v.reason.as_str();
-        req.finish(&what, &format!("refused ({reason})"));
-        Answer::Deny {
-            status: 403,
-            reason,
+    match crate::gate::admit(&mut req, &r.host, r.port, via) {
+        Ok(()) => {
+            req.finish(&what, "allowed");
+            Answer::Allow
+        }
+        Err(refusal) => {
+            let reason = refusal.as_str();
+            req.finish(&what, &format!("refused ({reason})"));
+            Answer::Deny {
+                status: 403,
+                reason,
+            }
         }
     }
 }
@@ -364,18 +362,18 @@ pub fn serve(
 pub fn lists(
     source: &crate::adapter::Source,
     set: &gatehouse::PolicySet,
-) -> Result<gatehouse::export::SrtLists, String> {
-    let bytes =
-        std::fs::read(&source.policy).map_err(|e| format!("{}: {e}", source.policy.display()))?;
+) -> Result<gatehouse::export::SrtLists, ListsError> {
+    let bytes = std::fs::read(&source.policy)
+        .map_err(|e| ListsError(format!("{}: {e}", source.policy.display())))?;
     let mut sources = gatehouse::SourceMap::new();
     let name = source.policy.display().to_string();
     let compiled =
         bytes.starts_with(gatehouse::artifact::MAGIC) || gatehouse::bundle::is_bundle(&bytes);
     let policy = if compiled {
         if set.policies().count() != 1 {
-            return Err(String::from(
+            return Err(ListsError(String::from(
                 "a compiled set of several policies: the hello's lists cannot tell their rules apart; compile the one policy the decider serves",
-            ));
+            )));
         }
         let mut text = String::from("policy served {\n  network {\n");
         for (_, rule) in set.rules() {
@@ -392,13 +390,19 @@ pub fn lists(
         sources.add(name, text);
         None
     } else {
-        let text = String::from_utf8(bytes).map_err(|_| format!("{name}: not UTF-8"))?;
+        let text =
+            String::from_utf8(bytes).map_err(|_| ListsError(format!("{name}: not UTF-8")))?;
         sources.add(name, text);
         source.name.as_deref()
     };
     let build = gatehouse::build(sources);
-    gatehouse::export::srt_lists(&build, policy).map_err(|e| e.to_string())
+    gatehouse::export::srt_lists(&build, policy).map_err(|e| ListsError(e.to_string()))
 }
+
+/// Why the hello's lists could not be made from the policy file.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ListsError(String);
 
 /// `gatehouse-egress srt-decider ...`: the process's exit code.
 pub fn main(args: &[String]) -> i32 {

@@ -151,12 +151,8 @@ pub fn policies(tag: &str, text: &str) -> Option<crate::policy::Policies> {
     std::fs::create_dir_all(&dir).ok()?;
     let path = dir.join("p.policy");
     std::fs::write(&path, text).ok()?;
-    crate::policy::Policies::new(
-        path,
-        None,
-        None,
-        false,
-        false,
+    crate::policy::Policies::open(
+        crate::policy::PolicyOptions::new(path),
         Arc::new(crate::metrics::Metrics::default()),
     )
     .ok()

@@ -36,6 +36,36 @@ struct Waiter {
 type Waiting = Arc<Mutex<HashMap<u16, Waiter>>>;
 
 /// The upstream server, the shared socket, and the vetted answers.
+/// Why a name could not be resolved upstream.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LookupError {
+    /// Too many questions are already waiting for the upstream server.
+    #[error("too many questions in flight")]
+    Busy,
+    /// No answer within the deadline.
+    #[error("upstream DNS timed out")]
+    Timeout,
+    /// The upstream socket's reader is gone.
+    #[error("upstream DNS gone")]
+    Gone,
+    /// An answer's CNAME chain does not lead to the name's addresses.
+    #[error("a broken CNAME chain")]
+    BrokenChain,
+    /// Not a name DNS can carry.
+    #[error("`{0}` is not a DNS name")]
+    BadName(String),
+    /// The question could not be encoded.
+    #[error("cannot encode the question: {0}")]
+    Encode(String),
+    /// The question could not be sent.
+    #[error("cannot send to the upstream server: {0}")]
+    Send(std::io::Error),
+    /// A lock was poisoned by a panic elsewhere.
+    #[error("the question table is poisoned")]
+    Poisoned,
+}
+
 pub struct Upstream {
     pub server: SocketAddr,
     pub vetted: Vetted,
@@ -178,14 +208,11 @@ impl Upstream {
 
     /// Asks the upstream server one question; its response, whose id and
     /// question match.
-    pub async fn ask(&self, name: &Name, kind: RecordType) -> Result<Message, String> {
-        let _slot = self
-            .slots
-            .try_acquire()
-            .map_err(|_| "too many questions in flight".to_string())?;
+    pub async fn ask(&self, name: &Name, kind: RecordType) -> Result<Message, LookupError> {
+        let _slot = self.slots.try_acquire().map_err(|_| LookupError::Busy)?;
         let (tx, rx) = oneshot::channel();
         let id = {
-            let mut waiting = self.waiting.lock().map_err(|_| "poisoned")?;
+            let mut waiting = self.waiting.lock().map_err(|_| LookupError::Poisoned)?;
             let mut id = rand_id();
             while waiting.contains_key(&id) {
                 id = id.wrapping_add(rand_id() | 1);
@@ -215,19 +242,19 @@ impl Upstream {
         let mut q = Message::new(id, MessageType::Query, OpCode::Query);
         q.metadata.recursion_desired = true;
         q.add_query(hickory_proto::op::Query::query(name.clone(), kind));
-        let bytes = q.to_vec().map_err(|e| e.to_string())?;
-        self.sock.send(&bytes).await.map_err(|e| e.to_string())?;
+        let bytes = q.to_vec().map_err(|e| LookupError::Encode(e.to_string()))?;
+        self.sock.send(&bytes).await.map_err(LookupError::Send)?;
         tokio::time::timeout(TIMEOUT, rx)
             .await
-            .map_err(|_| "upstream DNS timed out".to_string())?
-            .map_err(|_| "upstream DNS gone".to_string())
+            .map_err(|_| LookupError::Timeout)?
+            .map_err(|_| LookupError::Gone)
     }
 
     /// The A then AAAA addresses of `name` (CNAME chains followed, records
     /// of other owners dropped), and the fresh answers they came from.
-    pub async fn lookup(&self, name: &str) -> Result<Resolution, String> {
+    pub async fn lookup(&self, name: &str) -> Result<Resolution, LookupError> {
         let fq = Name::from_ascii(format!("{}.", name.trim_end_matches('.')))
-            .map_err(|e| e.to_string())?;
+            .map_err(|_| LookupError::BadName(name.to_string()))?;
         let (a, aaaa) = tokio::join!(
             self.ask(&fq, RecordType::A),
             self.ask(&fq, RecordType::AAAA)
@@ -238,7 +265,7 @@ impl Upstream {
             fresh: Vec::new(),
         };
         for (kind, r) in [(RecordType::A, a?), (RecordType::AAAA, aaaa?)] {
-            let chain = follow(&fq, kind, &r.answers).ok_or("a broken CNAME chain")?;
+            let chain = follow(&fq, kind, &r.answers).ok_or(LookupError::BrokenChain)?;
             out.addrs.extend(chain.addrs.iter().copied());
             out.fresh
                 .push((kind, chain.addrs, Duration::from_secs(u64::from(chain.ttl))));
@@ -249,7 +276,7 @@ impl Upstream {
     /// The addresses the proxy may dial for `host`: a literal is itself;
     /// a name takes the vetted answers, or is looked up now. The caller
     /// checks them with `resolved` and then [`Upstream::remember`]s them.
-    pub async fn addresses_for(&self, host: &str) -> Result<Resolution, String> {
+    pub async fn addresses_for(&self, host: &str) -> Result<Resolution, LookupError> {
         let bare = host.trim_start_matches('[').trim_end_matches(']');
         let fixed = |addrs| Resolution {
             addrs,

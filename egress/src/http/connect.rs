@@ -13,9 +13,10 @@ use tokio::net::TcpStream;
 use gatehouse::query::Via;
 
 use crate::authority::{is_literal, same_host, split_authority};
+use crate::gate::{self, Ctx, Refusal};
 use crate::http::conn::Conn;
 use crate::http::head::{self, Head, is_tchar};
-use crate::http::{Ctx, Exchange, Next, exchange, host_agrees, next_head, open, refuse, respond};
+use crate::http::{Exchange, Next, exchange, host_agrees, next_head, refuse, respond};
 use crate::policy::Request;
 use crate::tls::{Hello, client_hello};
 
@@ -27,6 +28,9 @@ enum Opening {
     Http(Head),
 }
 
+/// A `CONNECT` request, answered here: refused with its status before the
+/// `200`, and after it (the tunnel's first bytes) recorded, with a `400`
+/// inside the tunnel for what is not HTTP it can read.
 pub(crate) async fn connect(
     ctx: &Ctx,
     req: &mut Request<'_>,
@@ -34,39 +38,11 @@ pub(crate) async fn connect(
     head: Head,
 ) {
     let what = crate::http::What("CONNECT", head.target());
-    let Some((host, port)) = split_authority(head.target(), 443) else {
-        return refuse(ctx, req, &mut client.io, &what, "invalid_host").await;
-    };
-    if let Some(h) = head.header("Host") {
-        let agrees =
-            split_authority(h, port).is_some_and(|(hh, hp)| same_host(&hh, &host) && hp == port);
-        if !agrees {
-            return refuse(ctx, req, &mut client.io, &what, "host_mismatch").await;
-        }
-    }
-    let (upstream, via_proxy) = match open(ctx, req, &host, port, Via::Https).await {
-        Ok(s) => s,
-        Err(reason) => return refuse(ctx, req, &mut client.io, &what, &reason).await,
+    let (upstream, host, port) = match establish(ctx, req, &head).await {
+        Ok(t) => t,
+        Err(r) => return refuse(ctx, req, &mut client.io, &what, r).await,
     };
     let mut up = Conn::new(upstream, ctx.timeouts.tunnel_idle);
-    if via_proxy {
-        let line = format!("CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n");
-        if up.write_all(line.as_bytes()).await.is_err() {
-            return refuse(
-                ctx,
-                req,
-                &mut client.io,
-                &what,
-                "upstream_proxy_unreachable",
-            )
-            .await;
-        }
-        let answer = tokio::time::timeout(ctx.timeouts.first_bytes, head::read_raw(&mut up)).await;
-        let ok = matches!(&answer, Ok(Ok(Some(raw))) if head::parse_response(raw.clone()).is_some_and(|r| (200..300).contains(&r.code)));
-        if !ok || !up.buffered().is_empty() {
-            return refuse(ctx, req, &mut client.io, &what, "upstream_proxy_refused").await;
-        }
-    }
     let rev = crate::policy::short(req.revision()).to_string();
     let ok = format!("HTTP/1.1 200 Connection established\r\nX-Gatehouse-Revision: {rev}\r\n\r\n");
     if client.write_all(ok.as_bytes()).await.is_err() {
@@ -79,13 +55,12 @@ pub(crate) async fn connect(
         opening(&mut client, &host, port, is_literal(&host)),
     )
     .await
-    .unwrap_or(Err("first_bytes_timeout"));
+    .unwrap_or(Err(Refusal::FirstBytesTimeout));
     match verdict {
-        Err(reason) => {
-            ctx.metrics.refusal(reason);
-            req.finish(&what, &format!("refused: {reason}"));
-            if matches!(reason, "bad_request" | "target_outside_tunnel") {
-                respond(&mut client.io, "400 Bad Request", reason, &rev).await;
+        Err(r) => {
+            gate::record(ctx, req, &what, r);
+            if r.status() == 400 {
+                respond(&mut client.io, r.status_line(), r.as_str(), &rev).await;
             }
             // Dropping both streams closes the tunnel.
         }
@@ -106,6 +81,25 @@ pub(crate) async fn connect(
             http_tunnel(ctx, req, client, up, first, &host, port, &what).await;
         }
     }
+}
+
+/// The target of a `CONNECT`, checked against its `Host`, and the tunnel
+/// to it through the gate.
+async fn establish(
+    ctx: &Ctx,
+    req: &mut Request<'_>,
+    head: &Head,
+) -> Result<(TcpStream, String, u16), Refusal> {
+    let (host, port) = split_authority(head.target(), 443).ok_or(Refusal::InvalidHost)?;
+    if let Some(h) = head.header("Host") {
+        let agrees =
+            split_authority(h, port).is_some_and(|(hh, hp)| same_host(&hh, &host) && hp == port);
+        if !agrees {
+            return Err(Refusal::HostMismatch);
+        }
+    }
+    let s = gate::tunnel(ctx, req, &host, port, Via::Https).await?;
+    Ok((s, host, port))
 }
 
 /// Requests through a plain HTTP tunnel, one after the other, each checked
@@ -129,20 +123,20 @@ async fn http_tunnel(
                 upstream_keep: true,
             } => {}
             Exchange::BadGateway => {
-                return refuse(ctx, req, &mut client.io, what, "bad_gateway").await;
+                return refuse(ctx, req, &mut client.io, what, Refusal::BadGateway).await;
             }
             _ => return,
         }
         let next = match next_head(ctx, &mut client, false).await {
             Next::Closed => return,
-            Next::Bad => return refuse(ctx, req, &mut client.io, what, "bad_request").await,
+            Next::Bad => return refuse(ctx, req, &mut client.io, what, Refusal::BadRequest).await,
             Next::Head(h) => h,
         };
         if !tunnel_target_ok(&next, host, port) {
-            return refuse(ctx, req, &mut client.io, what, "target_outside_tunnel").await;
+            return refuse(ctx, req, &mut client.io, what, Refusal::TargetOutsideTunnel).await;
         }
         if !host_agrees(&next, host, port, port) {
-            return refuse(ctx, req, &mut client.io, what, "host_mismatch").await;
+            return refuse(ctx, req, &mut client.io, what, Refusal::HostMismatch).await;
         }
         head = next;
     }
@@ -156,21 +150,21 @@ async fn opening(
     host: &str,
     port: u16,
     literal: bool,
-) -> Result<Opening, &'static str> {
+) -> Result<Opening, Refusal> {
     loop {
         match client_hello(client.buffered()) {
             Hello::Sni(sni) => {
                 return if same_host(&sni, host) {
                     Ok(Opening::Raw)
                 } else {
-                    Err("sni_mismatch")
+                    Err(Refusal::SniMismatch)
                 };
             }
             Hello::NoSni => {
                 return if literal {
                     Ok(Opening::Raw)
                 } else {
-                    Err("sni_missing")
+                    Err(Refusal::SniMissing)
                 };
             }
             // The outer name of an Encrypted Client Hello is a cover name:
@@ -179,7 +173,7 @@ async fn opening(
                 return if literal {
                     Ok(Opening::Raw)
                 } else {
-                    Err("encrypted_client_hello")
+                    Err(Refusal::EncryptedClientHello)
                 };
             }
             Hello::NotTls if !client.buffered().is_empty() => {
@@ -189,20 +183,22 @@ async fn opening(
                     _ => None,
                 };
                 return match parsed {
-                    Some(h) if !tunnel_target_ok(&h, host, port) => Err("target_outside_tunnel"),
-                    Some(h) if !host_agrees(&h, host, port, port) => Err("host_mismatch"),
+                    Some(h) if !tunnel_target_ok(&h, host, port) => {
+                        Err(Refusal::TargetOutsideTunnel)
+                    }
+                    Some(h) if !host_agrees(&h, host, port, port) => Err(Refusal::HostMismatch),
                     Some(h) => Ok(Opening::Http(h)),
-                    None if http => Err("bad_request"),
-                    None => Err("unrecognised_protocol"),
+                    None if http => Err(Refusal::BadRequest),
+                    None => Err(Refusal::UnrecognisedProtocol),
                 };
             }
             _ => {
                 if client.buffered().len() > 16 * 1024 {
-                    return Err("unrecognised_protocol");
+                    return Err(Refusal::UnrecognisedProtocol);
                 }
                 match client.fill().await {
                     Ok(n) if n > 0 => {}
-                    _ => return Err("unrecognised_protocol"),
+                    _ => return Err(Refusal::UnrecognisedProtocol),
                 }
             }
         }

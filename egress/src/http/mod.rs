@@ -25,55 +25,17 @@ pub mod pool;
 )]
 mod robustness;
 
-use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::time::Duration;
 
-use gatehouse::query::{QueryRef, Via};
+use gatehouse::query::Via;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 pub use crate::authority::{same_host, split_authority};
-use crate::dns::Upstream;
+use crate::gate::{self, Ctx, Refusal};
 use crate::http::conn::Conn;
 use crate::http::head::{Fields, Framing, Head, Response};
-use crate::metrics::{Metrics, PROXY_REFUSALS};
-use crate::policy::{Policies, Request};
-
-/// Where to send traffic when the policy allows an upstream proxy.
-#[derive(Clone, Debug)]
-pub struct UpstreamProxy {
-    pub addr: String,
-}
-
-impl UpstreamProxy {
-    /// `HTTPS_PROXY`/`HTTP_PROXY` (either case), `http://HOST:PORT` only.
-    pub fn from_env() -> Option<UpstreamProxy> {
-        ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"]
-            .iter()
-            .find_map(|k| std::env::var(k).ok())
-            .and_then(|v| {
-                let rest = v.strip_prefix("http://")?;
-                let addr = rest.trim_end_matches('/').to_string();
-                (!addr.is_empty()).then_some(UpstreamProxy { addr })
-            })
-    }
-}
-
-/// What every connection handler shares.
-pub struct Ctx {
-    pub policies: Arc<Policies>,
-    pub resolver: Arc<Upstream>,
-    pub upstream_proxy: Option<UpstreamProxy>,
-    pub timeouts: crate::relay::Timeouts,
-    pub pool: pool::Pool,
-    pub metrics: Arc<Metrics>,
-    /// Client connections open at once, per listener.
-    pub max_connections: usize,
-}
-
-/// The default cap on client connections open at once, per listener.
-pub const MAX_CONNECTIONS: usize = 4096;
+use crate::policy::Request;
 
 /// Serves the proxy on `listener` until the runtime ends.
 pub fn serve(ctx: Arc<Ctx>, listener: tokio::net::TcpListener) {
@@ -104,88 +66,7 @@ pub(crate) async fn respond<S: AsyncWrite + Unpin>(
     let _ = s.shutdown().await;
 }
 
-/// Decides `connect` for the target, resolves it, and checks the answers
-/// with `resolved`: the addresses that may be dialled, or the refusal
-/// reason.
-pub async fn vet(
-    ctx: &Ctx,
-    req: &mut Request<'_>,
-    host: &str,
-    port: u16,
-    via: Via,
-) -> Result<Vec<IpAddr>, String> {
-    let d = req.decide(QueryRef::Connect { host, port, via });
-    if !d.is_allow() {
-        return Err(d.reason.as_str().to_string());
-    }
-    let found = ctx
-        .resolver
-        .addresses_for(host)
-        .await
-        .map_err(|_| "lookup_failed".to_string())?;
-    if !found.literal {
-        let d = req.decide(QueryRef::Resolved {
-            host,
-            addrs: &found.addrs,
-            port: Some(port),
-        });
-        if !d.is_allow() {
-            return Err(d.reason.as_str().to_string());
-        }
-        // Only answers the policy accepted are kept for later requests.
-        ctx.resolver.remember(host, &found);
-    }
-    if found.addrs.is_empty() {
-        return Err("lookup_failed".to_string());
-    }
-    Ok(found.addrs)
-}
-
-/// The upstream proxy, when there is one and the policy allows it.
-async fn via_upstream_proxy(ctx: &Ctx, req: &mut Request<'_>) -> Option<Result<TcpStream, String>> {
-    let up = ctx.upstream_proxy.as_ref()?;
-    if !req.decide(QueryRef::Upstream).is_allow() {
-        return None;
-    }
-    Some(
-        TcpStream::connect(&up.addr)
-            .await
-            .map_err(|_| "upstream_proxy_unreachable".to_string()),
-    )
-}
-
-/// Dials the first of `addrs` that answers.
-async fn dial(ctx: &Ctx, addrs: &[IpAddr], port: u16) -> Result<(TcpStream, SocketAddr), String> {
-    for ip in addrs {
-        let addr = SocketAddr::new(*ip, port);
-        if let Ok(Ok(s)) =
-            tokio::time::timeout(Duration::from_secs(10), TcpStream::connect(addr)).await
-        {
-            let _ = s.set_nodelay(true);
-            ctx.metrics.upstream_dialled.inc();
-            return Ok((s, addr));
-        }
-    }
-    Err("connect_failed".to_string())
-}
-
-/// Decides, resolves, checks the answers and dials: the stream to the
-/// target (directly, or through the upstream proxy: `true`), or the
-/// refusal reason. Used for tunnels (CONNECT, SOCKS), never pooled.
-pub async fn open(
-    ctx: &Ctx,
-    req: &mut Request<'_>,
-    host: &str,
-    port: u16,
-    via: Via,
-) -> Result<(TcpStream, bool), String> {
-    let addrs = vet(ctx, req, host, port, via).await?;
-    if let Some(s) = via_upstream_proxy(ctx, req).await {
-        return s.map(|s| (s, true));
-    }
-    dial(ctx, &addrs, port).await.map(|(s, _)| (s, false))
-}
-
+/// The connection loop: the one place a plain HTTP client is answered.
 async fn handle(ctx: &Ctx, s: TcpStream) {
     let mut client = Conn::new(s, ctx.timeouts.tunnel_idle);
     let mut first = true;
@@ -195,11 +76,9 @@ async fn handle(ctx: &Ctx, s: TcpStream) {
             Next::Bad => None,
             Next::Head(h) => Some(h),
         };
-        let mut req = ctx.policies.request();
+        let mut req = ctx.request();
         let Some(head) = head else {
-            ctx.metrics.refusal("bad_request");
-            req.finish(&"-", "refused: bad_request");
-            respond(&mut client.io, "400 Bad Request", "bad_request", "-").await;
+            refuse(ctx, &req, &mut client.io, &"-", Refusal::BadRequest).await;
             return;
         };
         if head.method().eq_ignore_ascii_case("CONNECT") {
@@ -208,8 +87,22 @@ async fn handle(ctx: &Ctx, s: TcpStream) {
             return;
         }
         ctx.metrics.http_requests.inc();
-        if !forward(ctx, &mut req, &mut client, head).await {
-            return;
+        let what = What(head.method(), head.target());
+        match forward(ctx, &mut req, &mut client, &head).await {
+            Ok(Forwarded::Done { client_keep }) => {
+                req.finish(&what, "forwarded");
+                if !client_keep {
+                    return;
+                }
+            }
+            Ok(Forwarded::CutShort) => {
+                req.finish(&what, "failed: cut short");
+                return;
+            }
+            Err(r) => {
+                refuse(ctx, &req, &mut client.io, &what, r).await;
+                return;
+            }
         }
         first = false;
     }
@@ -244,91 +137,65 @@ pub(crate) async fn next_head(ctx: &Ctx, client: &mut Conn<TcpStream>, first: bo
     }
 }
 
-/// Refuses with 403 (502 for upstream failures) and the reason, and logs
-/// the request. The connection is closed after.
+/// Records a refusal and answers it with its status (403, 400 or 502) and
+/// `X-Gatehouse-Reason`; the connection is closed after.
 pub(crate) async fn refuse<S: AsyncWrite + Unpin>(
     ctx: &Ctx,
     req: &Request<'_>,
     client: &mut S,
     what: &(dyn std::fmt::Display + Sync),
-    reason: &str,
+    refusal: Refusal,
 ) {
+    gate::record(ctx, req, what, refusal);
     let rev = crate::policy::short(req.revision()).to_string();
-    let status = if matches!(
-        reason,
-        "connect_failed"
-            | "lookup_failed"
-            | "upstream_proxy_unreachable"
-            | "upstream_proxy_refused"
-            | "bad_gateway"
-    ) {
-        "502 Bad Gateway"
-    } else if matches!(reason, "bad_request" | "target_outside_tunnel") {
-        "400 Bad Request"
-    } else {
-        "403 Forbidden"
-    };
-    if PROXY_REFUSALS.contains(&reason) {
-        ctx.metrics.refusal(reason);
-    }
-    req.finish(what, &format!("refused: {reason}"));
-    respond(client, status, reason, &rev).await;
+    respond(client, refusal.status_line(), refusal.as_str(), &rev).await;
 }
 
-/// The host and port of an absolute `http://` target (scheme in any case);
-/// `Err` is the refusal reason.
-fn absolute_http_target(target: &str) -> Result<(String, u16), &'static str> {
+/// The host and port of an absolute `http://` target (scheme in any case).
+fn absolute_http_target(target: &str) -> Result<(String, u16), Refusal> {
     let Some((scheme, rest)) = target.split_once("://") else {
-        return Err("absolute_form_required");
+        return Err(Refusal::AbsoluteFormRequired);
     };
     if !scheme.eq_ignore_ascii_case("http") {
-        return Err("absolute_form_required");
+        return Err(Refusal::AbsoluteFormRequired);
     }
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
     if authority.contains('@') || authority.is_empty() {
-        return Err("invalid_host");
+        return Err(Refusal::InvalidHost);
     }
-    split_authority(authority, 80).ok_or("invalid_host")
+    split_authority(authority, 80).ok_or(Refusal::InvalidHost)
 }
 
-/// One proxied request; whether the client connection may carry another.
+/// How a forwarded request ended, when it was not refused.
+enum Forwarded {
+    /// Answered; whether the client connection may carry another request.
+    Done { client_keep: bool },
+    /// Failed midway (a malformed body, a client gone, a response cut
+    /// short): nothing more can be said to the client.
+    CutShort,
+}
+
+/// One proxied request: checked, vetted through the gate, sent and
+/// answered. A refusal is returned, never written: the loop answers it.
 async fn forward(
     ctx: &Ctx,
     req: &mut Request<'_>,
     client: &mut Conn<TcpStream>,
-    head: Head,
-) -> bool {
-    let what = What(head.method(), head.target());
-    let (host, port) = match absolute_http_target(head.target()) {
-        Ok(hp) => hp,
-        Err(reason) => {
-            refuse(ctx, req, &mut client.io, &what, reason).await;
-            return false;
-        }
-    };
-    if !host_agrees(&head, &host, port, 80) {
-        refuse(ctx, req, &mut client.io, &what, "host_mismatch").await;
-        return false;
+    head: &Head,
+) -> Result<Forwarded, Refusal> {
+    let (host, port) = absolute_http_target(head.target())?;
+    if !host_agrees(head, &host, port, 80) {
+        return Err(Refusal::HostMismatch);
     }
-    let addrs = match vet(ctx, req, &host, port, Via::Http).await {
-        Ok(a) => a,
-        Err(reason) => {
-            refuse(ctx, req, &mut client.io, &what, &reason).await;
-            return false;
-        }
-    };
+    let addrs = gate::vet(ctx, req, &host, port, Via::Http).await?;
     // Through the upstream proxy: absolute-form, one request per
     // connection. Directly: a pooled connection to a vetted address, or a
     // new one.
     let mut tries = 0;
     loop {
         tries += 1;
-        let (stream, pooled_at, reused, absolute) = match via_upstream_proxy(ctx, req).await {
-            Some(Ok(s)) => (s, None, false, true),
-            Some(Err(reason)) => {
-                refuse(ctx, req, &mut client.io, &what, &reason).await;
-                return false;
-            }
+        let (stream, pooled_at, reused, absolute) = match gate::upstream(ctx, req).await? {
+            Some(s) => (s, None, false, true),
             None => match (tries == 1)
                 .then(|| ctx.pool.take(&host, &addrs, port))
                 .flatten()
@@ -337,40 +204,30 @@ async fn forward(
                     ctx.metrics.upstream_reused.inc();
                     (s, Some(at), true, false)
                 }
-                None => match dial(ctx, &addrs, port).await {
-                    Ok((s, at)) => (s, Some(at), false, false),
-                    Err(reason) => {
-                        refuse(ctx, req, &mut client.io, &what, &reason).await;
-                        return false;
-                    }
-                },
+                None => {
+                    let (s, at) = gate::dial(ctx, &addrs, port).await?;
+                    (s, Some(at), false, false)
+                }
             },
         };
         let mut up = Conn::new(stream, ctx.timeouts.tunnel_idle);
         let keep_upstream = pooled_at.is_some();
-        match exchange(ctx, client, &mut up, &head, absolute, keep_upstream, reused).await {
+        match exchange(ctx, client, &mut up, head, absolute, keep_upstream, reused).await {
             Exchange::Done {
                 client_keep,
                 upstream_keep,
             } => {
-                req.finish(&what, "forwarded");
                 if let (true, Some(at)) = (upstream_keep, pooled_at) {
                     ctx.pool.put(&host, at, up.io);
                 }
-                return client_keep;
+                return Ok(Forwarded::Done { client_keep });
             }
             // A pooled connection the server had closed: the request
             // (idempotent, no body, nothing answered yet) goes once more on
             // a new one.
             Exchange::Retry if tries == 1 => continue,
-            Exchange::Retry | Exchange::BadGateway => {
-                refuse(ctx, req, &mut client.io, &what, "bad_gateway").await;
-                return false;
-            }
-            Exchange::Failed => {
-                req.finish(&what, "failed: cut short");
-                return false;
-            }
+            Exchange::Retry | Exchange::BadGateway => return Err(Refusal::BadGateway),
+            Exchange::Failed => return Ok(Forwarded::CutShort),
         }
     }
 }
@@ -617,16 +474,19 @@ mod tests {
             absolute_http_target("http://a.test?q"),
             Ok(("a.test".into(), 80))
         );
-        assert_eq!(absolute_http_target("/x"), Err("absolute_form_required"));
+        assert_eq!(
+            absolute_http_target("/x"),
+            Err(Refusal::AbsoluteFormRequired)
+        );
         assert_eq!(
             absolute_http_target("https://a.test/"),
-            Err("absolute_form_required")
+            Err(Refusal::AbsoluteFormRequired)
         );
         assert_eq!(
             absolute_http_target("http://u@a.test/"),
-            Err("invalid_host")
+            Err(Refusal::InvalidHost)
         );
-        assert_eq!(absolute_http_target("http:///x"), Err("invalid_host"));
+        assert_eq!(absolute_http_target("http:///x"), Err(Refusal::InvalidHost));
         assert_eq!(origin_form("HTTPS://a.test:1/p?q"), "/p?q");
         assert_eq!(origin_form("http://a.test?q"), "/?q");
         assert_eq!(origin_form("http://a.test"), "/");
