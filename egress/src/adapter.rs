@@ -21,50 +21,6 @@ pub struct Source {
     pub fleet: crate::fleet::Options,
 }
 
-/// A command line an adapter cannot run: what is wrong, then the usage.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(String);
-
-impl From<String> for UsageError {
-    fn from(s: String) -> Self {
-        UsageError(s)
-    }
-}
-
-/// Parses the flags every adapter takes (`--policy FILE`, `--policy-name
-/// NAME`, `--log FILE`); anything else is an error naming it.
-pub fn parse(args: &[String], usage: &str) -> Result<Source, UsageError> {
-    let mut s = Source::default();
-    let mut policy = None;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut value = || {
-            it.next()
-                .cloned()
-                .ok_or_else(|| format!("{a} needs a value\n{usage}"))
-        };
-        match a.as_str() {
-            "--policy" => policy = Some(PathBuf::from(value()?)),
-            "--policy-name" => s.name = Some(value()?),
-            "--log" => s.log = Some(PathBuf::from(value()?)),
-            "-h" | "--help" => return Err(UsageError(usage.to_string())),
-            other => {
-                let mut next = || it.next().cloned();
-                if !s
-                    .fleet
-                    .take(other, &mut next)
-                    .map_err(|e| format!("{e}\n{usage}"))?
-                {
-                    return Err(UsageError(format!("unknown argument `{other}`\n{usage}")));
-                }
-            }
-        }
-    }
-    s.policy = policy.ok_or_else(|| UsageError(usage.to_string()))?;
-    Ok(s)
-}
-
 /// Loads the policy (an error is every diagnostic, rendered) and starts the
 /// thread that reloads it live.
 pub fn start(source: &Source) -> Result<Arc<Policies>, crate::StartError> {
@@ -108,19 +64,13 @@ pub fn start(source: &Source) -> Result<Arc<Policies>, crate::StartError> {
     Ok(policies)
 }
 
-/// Parses an adapter's flags and loads its policy (the reloads started):
-/// or, said on stderr, the exit code — 2 for a usage error, 1 when the
-/// policy does not load.
-pub fn boot(args: &[String], usage: &str, mode: &str) -> Result<(Source, Arc<Policies>), i32> {
-    let source = parse(args, usage).map_err(|e| {
-        eprintln!("{e}");
-        2
-    })?;
-    let policies = start(&source).map_err(|e| {
+/// Loads an adapter's policy (the reloads started): or, said on stderr,
+/// exit code 1. The command line is parsed by the binary (clap).
+pub fn boot(source: &Source, mode: &str) -> Result<Arc<Policies>, i32> {
+    start(source).map_err(|e| {
         eprintln!("gatehouse-egress {mode}: {e}");
         1
-    })?;
-    Ok((source, policies))
+    })
 }
 
 /// Whether two hosts name the same destination as a socket would see it:

@@ -41,12 +41,6 @@ use gatehouse::query::Via;
 use crate::adapter::same_destination;
 use crate::policy::Policies;
 
-pub const USAGE: &str = "usage: gatehouse-egress ext-authz --listen ADDR --policy FILE [--policy-name NAME] [--log FILE]
-       [--check-destination]
-       [--trusted-key FILE]... [--bundle-url URL [--poll-interval SECS]] [--log-url URL]
-  Envoy's external authorization service (gRPC) on ADDR, with gRPC health
-  checking (docs/integrations/envoy.md).";
-
 /// The gRPC service name Envoy calls.
 pub const SERVICE: &str = "envoy.service.auth.v3.Authorization";
 
@@ -206,27 +200,12 @@ impl Authorization for Service {
     }
 }
 
-/// `gatehouse-egress ext-authz ...`: the process's exit code.
-pub fn main(args: &[String]) -> i32 {
-    // `--listen` and `--check-destination` are this mode's own; the rest
-    // are every adapter's.
-    let mut listen = None;
-    let mut check_destination = false;
-    let mut rest = Vec::new();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--listen" => listen = it.next().cloned(),
-            "--check-destination" => check_destination = true,
-            _ => rest.push(a.clone()),
-        }
-    }
-    let Some(Ok(addr)) = listen.map(|l| l.parse::<SocketAddr>()) else {
-        eprintln!("--listen needs IP:PORT\n{USAGE}");
-        return 2;
-    };
-    let (source, policies) = match crate::adapter::boot(&rest, USAGE, "ext-authz") {
-        Ok(x) => x,
+/// `gatehouse-egress ext-authz ...`: the process's exit code. `addr` is
+/// where the gRPC service listens; `check_destination` also holds the
+/// request's destination address to the decided target.
+pub fn run(addr: SocketAddr, check_destination: bool, source: &crate::adapter::Source) -> i32 {
+    let policies = match crate::adapter::boot(source, "ext-authz") {
+        Ok(p) => p,
         Err(code) => return code,
     };
     let listen_ok = {

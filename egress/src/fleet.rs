@@ -338,50 +338,6 @@ pub struct Options {
 }
 
 impl Options {
-    /// Takes `flag` (and its value from `next`) when it is a fleet flag:
-    /// `Ok(true)`; `Ok(false)` for any other flag.
-    pub fn take(
-        &mut self,
-        flag: &str,
-        next: &mut dyn FnMut() -> Option<String>,
-    ) -> Result<bool, FleetError> {
-        let mut value = || next().ok_or_else(|| format!("{flag} needs a value"));
-        match flag {
-            "--trusted-key" => self.trusted_keys.push(PathBuf::from(value()?)),
-            "--bundle-url" => {
-                let url = value()?;
-                if !(url.starts_with("http://") || url.starts_with("https://")) {
-                    return Err(FleetError::from(format!(
-                        "--bundle-url: expected an http:// or https:// URL, not `{url}`"
-                    )));
-                }
-                self.bundle_url = Some(url);
-            }
-            "--poll-interval" => {
-                let secs: f64 = value()?
-                    .parse()
-                    .map_err(|_| String::from("--poll-interval: expected a number of seconds"))?;
-                if !(0.1..=86_400.0).contains(&secs) {
-                    return Err(FleetError::from(String::from(
-                        "--poll-interval: expected 0.1 to 86400 seconds",
-                    )));
-                }
-                self.poll_interval = Some(Duration::from_secs_f64(secs));
-            }
-            "--log-url" => {
-                let url = value()?;
-                if !(url.starts_with("http://") || url.starts_with("https://")) {
-                    return Err(FleetError::from(format!(
-                        "--log-url: expected an http:// or https:// URL, not `{url}`"
-                    )));
-                }
-                self.log_url = Some(url);
-            }
-            _ => return Ok(false),
-        }
-        Ok(true)
-    }
-
     /// The trusted keys, read.
     pub fn keys(&self) -> Result<Vec<PublicKey>, FleetError> {
         self.trusted_keys
@@ -470,6 +426,3 @@ impl Options {
         })
     }
 }
-
-pub const USAGE: &str =
-    "  fleet: [--trusted-key FILE]... [--bundle-url URL [--poll-interval SECS]] [--log-url URL]";

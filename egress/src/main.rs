@@ -1,96 +1,250 @@
-//! `gatehouse-egress --policy FILE [--policy-name NAME] [--http ADDR]
-//! [--socks ADDR] [--dns ADDR] [--upstream-dns ADDR] [--log FILE]
-//! [--first-bytes-timeout SECS] [--tunnel-idle-timeout SECS]
-//! [--tunnel-total-timeout SECS] [--keepalive-timeout SECS]
-//! [--max-connections N] [--metrics ADDR] [--threads N]`; and the adapters
-//! for other proxies: `gatehouse-egress srt-decider ...` (sandbox-runtime's
-//! `srt proxy`), `gatehouse-egress squid-helper ...` (squid's external ACL
-//! helper) and `gatehouse-egress ext-authz ...` (Envoy's ext_authz);
-//! docs/integrations/.
+//! `gatehouse-egress`: the proxy and resolver, and the adapters for other
+//! proxies (`srt-decider`, `squid-helper`, `ext-authz`). One command line,
+//! declared once with clap: the flag groups every mode shares (the policy,
+//! the fleet) are flattened into each, and values are checked as they are
+//! parsed (addresses, URLs, durations, ranges). `--help` on the command and
+//! on each subcommand shows the flags and examples (docs/egress.md and
+//! docs/integrations/); `--version` says which build this is.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
+use clap::{Args, Parser, Subcommand};
 use gatehouse_egress::{Config, start, system_dns};
 
-const USAGE: &str = "usage: gatehouse-egress --policy FILE [--policy-name NAME] [--http 127.0.0.1:3128] \
-[--socks 127.0.0.1:1080] [--dns 127.0.0.1:5353] [--upstream-dns IP:PORT] [--log FILE] [--no-policy] \
-[--first-bytes-timeout 10] [--tunnel-idle-timeout 900] [--tunnel-total-timeout 86400] \
-[--keepalive-timeout 60] [--max-connections 4096] [--metrics 127.0.0.1:9090] [--threads N]
-       [--trusted-key FILE]... [--bundle-url URL [--poll-interval SECS]] [--log-url URL]
-       gatehouse-egress srt-decider --policy FILE [--policy-name NAME] [--log FILE]
-       gatehouse-egress squid-helper --policy FILE [--policy-name NAME] [--log FILE]
-       gatehouse-egress ext-authz --listen ADDR --policy FILE [--policy-name NAME] [--log FILE]";
+const EXAMPLES: &str = "Examples:
+  gatehouse-egress --policy policies/coding-agent.policy
+  gatehouse-egress --policy set.policy --policy-name ci --socks 127.0.0.1:1080 --dns 127.0.0.1:5353
+  gatehouse-egress --policy bundle.ghc --trusted-key fleet.pub --bundle-url https://policies.example/ci.ghc
+  gatehouse-egress srt-decider --policy agent.policy
+  gatehouse-egress squid-helper --policy agent.policy
+  gatehouse-egress ext-authz --listen 127.0.0.1:9191 --policy agent.policy";
 
-fn parse(args: &[String]) -> Result<(Config, Option<usize>), String> {
-    let mut threads = None;
-    let mut it = args.iter();
-    let mut policy = None;
-    let mut c = Config::new(
-        PathBuf::new(),
-        system_dns().unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 53], 53))),
-    );
-    c.upstream_proxy = gatehouse_egress::gate::UpstreamProxy::from_env().map(|u| u.addr);
-    let secs = |v: Option<&String>, flag: &str| -> Result<std::time::Duration, String> {
-        let s: f64 = v
-            .ok_or(format!("{flag} needs a number of seconds"))?
-            .parse()
-            .map_err(|_| format!("{flag}: expected a number of seconds"))?;
-        // At most a year: a larger value is a typo, and must not overflow.
-        if !(s > 0.0 && s <= 365.0 * 24.0 * 3600.0) {
-            return Err(format!(
-                "{flag}: expected a number of seconds above 0 and at most a year"
-            ));
-        }
-        Ok(std::time::Duration::from_secs_f64(s))
-    };
-    let addr = |v: Option<&String>, flag: &str| -> Result<SocketAddr, String> {
-        v.ok_or(format!("{flag} needs an address"))?
-            .parse()
-            .map_err(|_| format!("{flag}: expected IP:PORT"))
-    };
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--policy" => policy = it.next().map(PathBuf::from),
-            "--policy-name" => c.policy_name = it.next().cloned(),
-            "--http" => c.http = addr(it.next(), a)?,
-            "--socks" => c.socks = Some(addr(it.next(), a)?),
-            "--dns" => c.dns = Some(addr(it.next(), a)?),
-            "--upstream-dns" => c.upstream_dns = addr(it.next(), a)?,
-            "--log" => c.log = it.next().map(PathBuf::from),
-            "--no-policy" => c.no_policy = true,
-            "--first-bytes-timeout" => c.timeouts.first_bytes = secs(it.next(), a)?,
-            "--tunnel-idle-timeout" => c.timeouts.tunnel_idle = secs(it.next(), a)?,
-            "--tunnel-total-timeout" => c.timeouts.tunnel_total = secs(it.next(), a)?,
-            "--keepalive-timeout" => c.timeouts.keepalive_idle = secs(it.next(), a)?,
-            "--max-connections" => {
-                c.max_connections = Some(
-                    it.next()
-                        .and_then(|v| v.parse().ok())
-                        .filter(|n| (1..=1_000_000).contains(n))
-                        .ok_or(format!("{a}: expected a number from 1 to 1000000"))?,
-                );
-            }
-            "--metrics" => c.metrics = Some(addr(it.next(), a)?),
-            "--threads" => {
-                threads = Some(
-                    it.next()
-                        .and_then(|v| v.parse().ok())
-                        .filter(|n| (1..=1024).contains(n))
-                        .ok_or(format!("{a}: expected a number from 1 to 1024"))?,
-                );
-            }
-            "-h" | "--help" => return Err(USAGE.to_string()),
-            other => {
-                let mut next = || it.next().cloned();
-                if !c.fleet.take(other, &mut next).map_err(|e| e.to_string())? {
-                    return Err(format!("unknown argument `{other}`\n{USAGE}"));
-                }
-            }
+/// The egress proxy and filtering resolver of gatehouse, and its adapters
+/// for other proxies.
+///
+/// Without a subcommand it serves an HTTP proxy (absolute-form and
+/// CONNECT, with the TLS server name checked), optionally SOCKS5 and a
+/// filtering DNS resolver, deciding every request with one policy that is
+/// swapped live when its file changes (docs/egress.md).
+#[derive(Parser, Debug)]
+#[command(
+    name = "gatehouse-egress",
+    version,
+    after_help = EXAMPLES,
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    proxy: ProxyArgs,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Decide for sandbox-runtime's `srt proxy`: its decider protocol on
+    /// stdin and stdout (docs/integrations/srt.md).
+    #[command(
+        after_help = "Examples:\n  srt proxy --decider-in 3 --decider-out 4 ... 3< <(gatehouse-egress srt-decider --policy agent.policy)"
+    )]
+    SrtDecider(AdapterArgs),
+    /// Decide for squid as an external ACL helper: lines `[ID] HOST PORT
+    /// [METHOD]` in, `[ID] OK` or `[ID] ERR message="REASON"` out
+    /// (docs/integrations/squid.md).
+    #[command(
+        after_help = "Examples (squid.conf):\n  external_acl_type gatehouse children-max=4 concurrency=100 %DST %PORT %METHOD /usr/bin/gatehouse-egress squid-helper --policy /etc/gatehouse/agent.policy"
+    )]
+    SquidHelper(AdapterArgs),
+    /// Envoy's external authorization service (gRPC), with gRPC health
+    /// checking (docs/integrations/envoy.md).
+    #[command(
+        after_help = "Examples:\n  gatehouse-egress ext-authz --listen 127.0.0.1:9191 --policy agent.policy --check-destination"
+    )]
+    ExtAuthz(ExtAuthzArgs),
+}
+
+/// The policy, its decision log, and the fleet: every mode's.
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Policy")]
+struct PolicyArgs {
+    /// The policy file: policy text, a compiled artifact or a signed bundle.
+    #[arg(long, value_name = "FILE", required = true)]
+    policy: Option<PathBuf>,
+    /// Which policy of the file (may be left out when it holds one).
+    #[arg(long, value_name = "NAME")]
+    policy_name: Option<String>,
+    /// Write every decision and access record to FILE (JSON lines).
+    #[arg(long, value_name = "FILE")]
+    log: Option<PathBuf>,
+    #[command(flatten)]
+    fleet: FleetArgs,
+}
+
+/// Fleet flags (docs/bundles.md).
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Fleet")]
+struct FleetArgs {
+    /// Accept only bundles signed by this public key (repeatable).
+    #[arg(long = "trusted-key", value_name = "FILE")]
+    trusted_keys: Vec<PathBuf>,
+    /// Poll this URL for signed bundles (needs --trusted-key).
+    #[arg(long, value_name = "URL", value_parser = http_url)]
+    bundle_url: Option<String>,
+    /// Seconds between polls (0.1 to 86400; default 30).
+    #[arg(long, value_name = "SECS", value_parser = poll_interval)]
+    poll_interval: Option<Duration>,
+    /// Ship decision records to this URL (HTTP POST of JSON lines).
+    #[arg(long, value_name = "URL", value_parser = http_url)]
+    log_url: Option<String>,
+}
+
+/// The proxy's own flags (no subcommand).
+#[derive(Args, Debug)]
+struct ProxyArgs {
+    /// The HTTP proxy's address.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:3128")]
+    http: SocketAddr,
+    /// Serve SOCKS5 (TCP CONNECT and UDP ASSOCIATE) on ADDR.
+    #[arg(long, value_name = "ADDR")]
+    socks: Option<SocketAddr>,
+    /// Serve the filtering DNS resolver (UDP and TCP) on ADDR.
+    #[arg(long, value_name = "ADDR")]
+    dns: Option<SocketAddr>,
+    /// Where allowed questions and the proxy's own lookups go [default:
+    /// the first nameserver of /etc/resolv.conf].
+    #[arg(long, value_name = "IP:PORT")]
+    upstream_dns: Option<SocketAddr>,
+    /// Serve `GET /metrics` (Prometheus text) on ADDR.
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<SocketAddr>,
+    /// Client connections open at once, per listener (1 to 1000000)
+    /// [default: 4096, or what the descriptor limit holds].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    max_connections: Option<u32>,
+    /// Worker threads (1 to 1024) [default: half the cores].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    threads: Option<u16>,
+    /// Seconds a request head or a tunnel's first bytes may take.
+    #[arg(long, value_name = "SECS", value_parser = seconds, help_heading = "Timeouts")]
+    first_bytes_timeout: Option<Duration>,
+    /// Seconds a tunnel may stay idle.
+    #[arg(long, value_name = "SECS", value_parser = seconds, help_heading = "Timeouts")]
+    tunnel_idle_timeout: Option<Duration>,
+    /// Seconds a tunnel may last in all.
+    #[arg(long, value_name = "SECS", value_parser = seconds, help_heading = "Timeouts")]
+    tunnel_total_timeout: Option<Duration>,
+    /// Seconds a kept-alive client connection may wait for its next request.
+    #[arg(long, value_name = "SECS", value_parser = seconds, help_heading = "Timeouts")]
+    keepalive_timeout: Option<Duration>,
+    /// Load tests only: decide nothing (every request allowed), log nothing.
+    #[arg(long)]
+    no_policy: bool,
+    #[command(flatten)]
+    policy: PolicyArgs,
+}
+
+/// An adapter's flags: the policy, its log, the fleet.
+#[derive(Args, Debug)]
+struct AdapterArgs {
+    #[command(flatten)]
+    policy: PolicyArgs,
+}
+
+#[derive(Args, Debug)]
+struct ExtAuthzArgs {
+    /// Where the gRPC service listens (allowed by the policy's `listen`).
+    #[arg(long, value_name = "ADDR", required = true)]
+    listen: Option<SocketAddr>,
+    /// Also hold the request's original destination address to the decided
+    /// target (for a sidecar that intercepts egress transparently).
+    #[arg(long)]
+    check_destination: bool,
+    #[command(flatten)]
+    policy: PolicyArgs,
+}
+
+/// A number of seconds above 0 and at most a year (a larger value is a
+/// typo, and must not overflow).
+fn seconds(v: &str) -> Result<Duration, String> {
+    let s: f64 = v
+        .parse()
+        .map_err(|_| String::from("expected a number of seconds"))?;
+    if !(s > 0.0 && s <= 365.0 * 24.0 * 3600.0) {
+        return Err(String::from(
+            "expected a number of seconds above 0 and at most a year",
+        ));
+    }
+    Ok(Duration::from_secs_f64(s))
+}
+
+fn poll_interval(v: &str) -> Result<Duration, String> {
+    let s: f64 = v
+        .parse()
+        .map_err(|_| String::from("expected a number of seconds"))?;
+    if !(0.1..=86_400.0).contains(&s) {
+        return Err(String::from("expected 0.1 to 86400 seconds"));
+    }
+    Ok(Duration::from_secs_f64(s))
+}
+
+fn http_url(v: &str) -> Result<String, String> {
+    if v.starts_with("http://") || v.starts_with("https://") {
+        Ok(v.to_string())
+    } else {
+        Err(format!("expected an http:// or https:// URL, not `{v}`"))
+    }
+}
+
+impl PolicyArgs {
+    fn source(&self) -> gatehouse_egress::adapter::Source {
+        gatehouse_egress::adapter::Source {
+            policy: self.policy.clone().unwrap_or_default(),
+            name: self.policy_name.clone(),
+            log: self.log.clone(),
+            fleet: gatehouse_egress::fleet::Options {
+                trusted_keys: self.fleet.trusted_keys.clone(),
+                bundle_url: self.fleet.bundle_url.clone(),
+                poll_interval: self.fleet.poll_interval,
+                log_url: self.fleet.log_url.clone(),
+            },
         }
     }
-    c.policy = policy.ok_or(USAGE)?;
-    Ok((c, threads))
+}
+
+impl ProxyArgs {
+    fn config(&self) -> Config {
+        let source = self.policy.source();
+        let upstream_dns = self
+            .upstream_dns
+            .or_else(system_dns)
+            .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 53], 53)));
+        let mut c = Config::new(source.policy, upstream_dns);
+        c.policy_name = source.name;
+        c.log = source.log;
+        c.fleet = source.fleet;
+        c.http = self.http;
+        c.socks = self.socks;
+        c.dns = self.dns;
+        c.metrics = self.metrics;
+        c.no_policy = self.no_policy;
+        c.max_connections = self.max_connections.map(|n| n as usize);
+        c.upstream_proxy = gatehouse_egress::gate::UpstreamProxy::from_env().map(|u| u.addr);
+        let t = &mut c.timeouts;
+        for (slot, v) in [
+            (&mut t.first_bytes, self.first_bytes_timeout),
+            (&mut t.tunnel_idle, self.tunnel_idle_timeout),
+            (&mut t.tunnel_total, self.tunnel_total_timeout),
+            (&mut t.keepalive_idle, self.keepalive_timeout),
+        ] {
+            if let Some(v) = v {
+                *slot = v;
+            }
+        }
+        c
+    }
 }
 
 /// Worker threads by default: half the cores, at least one. The proxy
@@ -102,35 +256,37 @@ fn default_threads() -> usize {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let rest = args.get(1..).unwrap_or_default();
-    match args.first().map(String::as_str) {
-        Some("srt-decider") => std::process::exit(gatehouse_egress::srt_decider::main(rest)),
-        Some("squid-helper") => std::process::exit(gatehouse_egress::squid::main(rest)),
-        Some("ext-authz") => std::process::exit(gatehouse_egress::ext_authz::main(rest)),
-        _ => {}
-    }
-    let (config, threads) = match parse(&args) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("{e}");
-            std::process::exit(2);
-        }
+    let cli = Cli::parse();
+    let code = match &cli.command {
+        Some(Command::SrtDecider(a)) => gatehouse_egress::srt_decider::run(&a.policy.source()),
+        Some(Command::SquidHelper(a)) => gatehouse_egress::squid::run(&a.policy.source()),
+        Some(Command::ExtAuthz(a)) => match a.listen {
+            Some(addr) => {
+                gatehouse_egress::ext_authz::run(addr, a.check_destination, &a.policy.source())
+            }
+            None => 2,
+        },
+        None => proxy(&cli.proxy),
     };
+    std::process::exit(code);
+}
+
+fn proxy(args: &ProxyArgs) -> i32 {
+    let threads = args.threads.map_or_else(default_threads, usize::from);
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads.unwrap_or_else(default_threads))
+        .worker_threads(threads)
         .enable_all()
         .build();
     match runtime {
-        Ok(rt) => rt.block_on(serve(config)),
+        Ok(rt) => rt.block_on(serve(args.config())),
         Err(e) => {
             eprintln!("gatehouse-egress: {e}");
-            std::process::exit(1);
+            1
         }
     }
 }
 
-async fn serve(config: Config) {
+async fn serve(config: Config) -> i32 {
     match start(config).await {
         Ok(r) => {
             eprintln!(
@@ -147,10 +303,70 @@ async fn serve(config: Config) {
                 eprintln!("gatehouse-egress: metrics on http://{a}/metrics");
             }
             let _ = tokio::signal::ctrl_c().await;
+            0
         }
         Err(e) => {
             eprintln!("gatehouse-egress: {e}");
-            std::process::exit(1);
+            1
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    /// docs/egress-cli.md is `--help` of the command and of every
+    /// subcommand, walked from the definitions (a new subcommand cannot be
+    /// left out); `BLESS=1` rewrites it. Each shows an example.
+    #[test]
+    fn the_help_in_the_docs_is_the_help_the_binary_prints() {
+        let mut cli = Cli::command();
+        let mut doc = String::from(
+            "# `gatehouse-egress` command line\n\nGenerated from the command's definitions by \
+             `egress/src/main.rs` (`BLESS=1 cargo test -p gatehouse-egress --bin gatehouse-egress`); \
+             docs/egress.md explains what each mode does.\n",
+        );
+        let mut section = |title: String, help: String| {
+            assert!(
+                help.contains("Example"),
+                "{title} shows no example:\n{help}"
+            );
+            doc.push_str(&format!(
+                "\n## `{title}`\n\n```text\n{}\n```\n",
+                help.trim_end()
+            ));
+        };
+        section(
+            "gatehouse-egress".into(),
+            cli.render_long_help().to_string(),
+        );
+        let names: Vec<String> = cli
+            .get_subcommands()
+            .map(|c| c.get_name().to_string())
+            .filter(|n| n != "help")
+            .collect();
+        assert!(names.len() >= 3, "{names:?}");
+        for name in names {
+            let sub = cli.find_subcommand_mut(&name).expect("listed");
+            let help = sub.render_long_help().to_string();
+            section(format!("gatehouse-egress {name}"), help);
+        }
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/egress-cli.md");
+        if std::env::var_os("BLESS").is_some() {
+            std::fs::write(path, &doc).unwrap();
+        }
+        let on_disk = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            on_disk == doc,
+            "docs/egress-cli.md is stale: run BLESS=1 cargo test -p gatehouse-egress --bin gatehouse-egress"
+        );
     }
 }

@@ -30,12 +30,6 @@ use gatehouse::query::Via;
 
 use crate::policy::Policies;
 
-pub const USAGE: &str =
-    "usage: gatehouse-egress squid-helper --policy FILE [--policy-name NAME] [--log FILE]
-       [--trusted-key FILE]... [--bundle-url URL [--poll-interval SECS]] [--log-url URL]
-  A squid external ACL helper: lines `[ID] HOST PORT [METHOD]` in, `[ID] OK` or
-  `[ID] ERR message=\"REASON\"` out (docs/integrations/squid.md).";
-
 /// The longest line read; squid's own limit is far below it.
 const MAX_LINE: usize = 64 * 1024;
 
@@ -151,9 +145,9 @@ pub fn serve(
 }
 
 /// `gatehouse-egress squid-helper ...`: the process's exit code.
-pub fn main(args: &[String]) -> i32 {
-    let policies = match crate::adapter::boot(args, USAGE, "squid-helper") {
-        Ok((_, p)) => p,
+pub fn run(source: &crate::adapter::Source) -> i32 {
+    let policies = match crate::adapter::boot(source, "squid-helper") {
+        Ok(p) => p,
         Err(code) => return code,
     };
     let mut input = std::io::stdin().lock();

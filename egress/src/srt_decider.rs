@@ -52,12 +52,6 @@ pub const MAX_FRAME: usize = 1 << 20;
 /// The largest request id (JavaScript's largest safe integer).
 pub const MAX_ID: u64 = (1 << 53) - 1;
 
-pub const USAGE: &str =
-    "usage: gatehouse-egress srt-decider --policy FILE [--policy-name NAME] [--log FILE]
-       [--trusted-key FILE]... [--bundle-url URL [--poll-interval SECS]] [--log-url URL]
-  Speaks sandbox-runtime's decider protocol on stdin/stdout; start it with
-  srt proxy --decider-in FD --decider-out FD (docs/integrations/srt.md).";
-
 #[derive(Deserialize)]
 #[serde(tag = "t", deny_unknown_fields)]
 enum Incoming {
@@ -405,12 +399,12 @@ pub fn lists(
 pub struct ListsError(String);
 
 /// `gatehouse-egress srt-decider ...`: the process's exit code.
-pub fn main(args: &[String]) -> i32 {
-    let (source, policies) = match crate::adapter::boot(args, USAGE, "srt-decider") {
-        Ok(x) => x,
+pub fn run(source: &crate::adapter::Source) -> i32 {
+    let policies = match crate::adapter::boot(source, "srt-decider") {
+        Ok(p) => p,
         Err(code) => return code,
     };
-    let lists = match lists(&source, &policies.store.load()) {
+    let lists = match lists(source, &policies.store.load()) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("gatehouse-egress srt-decider: {e}");
