@@ -210,11 +210,8 @@ pub fn run(addr: SocketAddr, check_destination: bool, source: &crate::adapter::S
     };
     let listen_ok = {
         let set = policies.store.load();
-        let p = match source.name.as_deref() {
-            Some(n) => set.policy(n),
-            None => set.single(),
-        };
-        p.is_some_and(|p| p.listen_on(addr.ip(), addr.port()).is_allow())
+        set.select(source.name.as_deref())
+            .is_ok_and(|p| p.listen_on(addr.ip(), addr.port()).is_allow())
     };
     if !listen_ok {
         eprintln!(

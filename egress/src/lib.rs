@@ -184,10 +184,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         .flatten()
     {
         let set = policies.store.load();
-        let p = match config.policy_name.as_deref() {
-            Some(n) => set.policy(n),
-            None => set.single(),
-        };
+        let p = set.select(config.policy_name.as_deref()).ok();
         let d = p.map(|p| p.listen_on(addr.ip(), addr.port()));
         if !d.is_some_and(|d| d.is_allow()) {
             return Err(StartError::ListenNotAllowed(addr));

@@ -66,12 +66,10 @@ pub enum PolicyError {
     /// The policy text does not build: every diagnostic, rendered.
     #[error("{0}")]
     Compile(String),
-    /// `--policy-name` names no policy of the set.
-    #[error("no policy `{0}` in the file")]
-    NoSuchPolicy(String),
-    /// Several policies and no `--policy-name`.
-    #[error("the file holds several policies; pick one with --policy-name ({})", .0.join(", "))]
-    SeveralPolicies(Vec<String>),
+    /// `--policy-name` names no policy of the set, or the set holds
+    /// several and none is named.
+    #[error("{0}; pick one with --policy-name")]
+    Select(gatehouse::SelectError),
 }
 
 /// The largest policy file read (the engine's own source limit).
@@ -142,14 +140,7 @@ pub fn load_bytes(
 }
 
 fn pick<'a>(set: &'a PolicySet, name: Option<&str>) -> Result<&'a Policy, PolicyError> {
-    match name {
-        Some(n) => set
-            .policy(n)
-            .ok_or_else(|| PolicyError::NoSuchPolicy(n.to_string())),
-        None => set.single().ok_or_else(|| {
-            PolicyError::SeveralPolicies(set.policies().map(|p| p.name().to_string()).collect())
-        }),
-    }
+    set.select(name).map_err(PolicyError::Select)
 }
 
 /// What to open a policy file with (an options struct: new fields do not

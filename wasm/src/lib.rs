@@ -135,15 +135,13 @@ impl Handle {
     /// `policy` (empty: the only policy). One JSON decision per query, as
     /// `policyc eval` prints them; a bad line gives `{"error": ...}`.
     pub fn evaluate(&self, policy: &str, queries: &str) -> String {
-        let Some(p) = (if policy.is_empty() {
-            self.set.single()
-        } else {
-            self.set.policy(policy)
-        }) else {
-            let names: Vec<&str> = self.set.policies().map(|p| p.name()).collect();
-            return json(&[Answer::Error {
-                error: format!("pick a policy: {}", names.join(", ")),
-            }]);
+        let p = match self.set.select((!policy.is_empty()).then_some(policy)) {
+            Ok(p) => p,
+            Err(e) => {
+                return json(&[Answer::Error {
+                    error: e.to_string(),
+                }]);
+            }
         };
         let mut out = Vec::new();
         for line in queries

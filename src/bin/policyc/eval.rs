@@ -144,23 +144,14 @@ pub fn run(a: &EvalArgs) -> Exit {
 
 /// The policy to ask: `--policy NAME`, or the only one in the set.
 pub fn pick<'a>(set: &'a PolicySet, name: Option<&str>) -> Result<&'a Policy, Exit> {
-    match name {
-        Some(n) => set.policy(n).ok_or_else(|| {
-            let names: Vec<&str> = set.policies().map(Policy::name).collect();
-            let hint = gatehouse::diag::did_you_mean(n, names.iter().copied())
-                .map(|h| format!(" ({h})"))
-                .unwrap_or_default();
-            Exit::Usage(format!("no policy named `{n}`{hint}"))
-        }),
-        None => set.single().ok_or_else(|| {
-            let names: Vec<&str> = set.policies().map(Policy::name).collect();
-            Exit::Usage(format!(
-                "the set holds {} ({}); pick one with `--policy NAME`",
-                crate::output::count(names.len(), "policy", "policies"),
-                names.join(", ")
-            ))
-        }),
-    }
+    set.select(name).map_err(|e| match e {
+        gatehouse::SelectError::Several { names } => Exit::Usage(format!(
+            "the set holds {} ({}); pick one with `--policy NAME`",
+            crate::output::count(names.len(), "policy", "policies"),
+            names.join(", ")
+        )),
+        other => Exit::Usage(other.to_string()),
+    })
 }
 
 /// One query line (text form or JSON object) → one JSON decision, written
