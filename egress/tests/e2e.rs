@@ -12,12 +12,13 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
 use gatehouse_egress::testing::{self, FakeDns};
 use gatehouse_egress::{Config, Running, start};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpStream, UdpSocket};
+use tokio::net::{TcpListener, TcpStream, UdpSocket};
 
 const POLICY: &str = "policy egress {
   network {
@@ -2151,5 +2152,95 @@ async fn only_idempotent_requests_are_sent_again() {
             .filter(|h| h.starts_with("POST"))
             .count(),
         1
+    );
+}
+
+/// An upstream proxy that records each request head it is sent and answers
+/// `200 ok`: what gatehouse writes to an upstream, byte for byte.
+async fn recording_upstream() -> (SocketAddr, Arc<std::sync::Mutex<Vec<String>>>) {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    let heads = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = heads.clone();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = l.accept().await {
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut b = [0u8; 1024];
+                while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut b).await {
+                        Ok(n) if n > 0 => buf.extend_from_slice(&b[..n]),
+                        _ => return,
+                    }
+                }
+                seen.lock()
+                    .unwrap()
+                    .push(String::from_utf8_lossy(&buf).into_owned());
+                let _ = s
+                    .write_all(
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+                    )
+                    .await;
+            });
+        }
+    });
+    (addr, heads)
+}
+
+/// Sends raw bytes to the proxy; the response's status line.
+async fn raw_status(proxy: SocketAddr, request: &str) -> String {
+    let mut s = TcpStream::connect(proxy).await.unwrap();
+    s.write_all(request.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut out)).await;
+    String::from_utf8_lossy(&out)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .to_string()
+}
+
+/// Issue 35, findings 1 and 4: an upstream proxy gets a target rebuilt from
+/// what was decided — never the client's bytes, which another parser may
+/// read as another host (`?@denied`, `#@denied`) — and an HTTP/1.0 request
+/// without `Host` gets the decided one. A fragment is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_proxy_gets_the_decided_target_not_the_clients_bytes() {
+    let dir = tempdir("up-rebuilt");
+    let dns = fake_dns(&[("allowed.test", "127.0.0.1")]).await;
+    let (upstream, heads) = recording_upstream().await;
+    let d = daemon(
+        &dir,
+        &POLICY.replace("upstream off", "upstream on"),
+        dns.addr,
+        Some(upstream.to_string()),
+    )
+    .await;
+    let status = raw_status(
+        d.http,
+        "GET http://allowed.test:18080?@denied.test:18081/ HTTP/1.1\r\nHost: allowed.test:18080\r\n\r\n",
+    )
+    .await;
+    assert!(status.contains(" 200 "), "{status}");
+    let status = raw_status(d.http, "GET http://allowed.test:18080/x HTTP/1.0\r\n\r\n").await;
+    assert!(status.contains(" 200 "), "{status}");
+    let status = raw_status(
+        d.http,
+        "GET http://allowed.test:18080#@denied.test:18081/ HTTP/1.1\r\nHost: allowed.test:18080\r\n\r\n",
+    )
+    .await;
+    assert!(status.contains(" 400 "), "{status}");
+    let heads = heads.lock().unwrap().clone();
+    assert_eq!(heads.len(), 2, "{heads:?}");
+    assert!(
+        heads[0].starts_with("GET http://allowed.test:18080/?@denied.test:18081/ HTTP/1.1\r\n"),
+        "{heads:?}"
+    );
+    assert!(
+        heads[1].starts_with(
+            "GET http://allowed.test:18080/x HTTP/1.0\r\nHost: allowed.test:18080\r\n"
+        ),
+        "{heads:?}"
     );
 }

@@ -16,7 +16,7 @@ use crate::authority::{is_literal, same_host, split_authority};
 use crate::gate::{self, Ctx, Refusal};
 use crate::http::conn::Conn;
 use crate::http::head::{self, Head, is_tchar};
-use crate::http::{Exchange, Next, exchange, host_agrees, next_head, refuse, respond};
+use crate::http::{Decided, Exchange, Next, exchange, host_agrees, next_head, refuse, respond};
 use crate::policy::Request;
 use crate::tls::{Hello, client_hello};
 
@@ -117,7 +117,12 @@ async fn http_tunnel(
 ) {
     loop {
         ctx.metrics.http_requests.inc();
-        match exchange(ctx, &mut client, &mut up, &head, false, true, false).await {
+        let decided = Decided {
+            host,
+            port,
+            absolute: false,
+        };
+        match exchange(ctx, &mut client, &mut up, &head, &decided, true, false).await {
             Exchange::Done {
                 client_keep: true,
                 upstream_keep: true,
@@ -210,6 +215,10 @@ async fn opening(
 /// host and port (servers prefer an absolute target's host over `Host`).
 fn tunnel_target_ok(h: &Head, host: &str, port: u16) -> bool {
     let t = h.target();
+    // A fragment is never part of a request-target (RFC 9112 §3.2).
+    if t.contains('#') {
+        return false;
+    }
     if t.starts_with('/') {
         return true;
     }
@@ -266,6 +275,8 @@ mod tests {
             "ftp://allowed.test:8080/",
             "allowed.test:8080",
             "*",
+            "/x#@denied.test",
+            "http://allowed.test:8080#@denied.test:8080/",
         ] {
             assert!(!ok(bad), "{bad}");
         }

@@ -153,6 +153,12 @@ pub(crate) async fn refuse<S: AsyncWrite + Unpin>(
 
 /// The host and port of an absolute `http://` target (scheme in any case).
 fn absolute_http_target(target: &str) -> Result<(String, u16), Refusal> {
+    // A fragment is never part of a request-target (RFC 9112 §3.2): a
+    // target holding one is read differently by different parsers
+    // (`http://a:1#@b:2/` is `b:2` to some), so it is refused.
+    if target.contains('#') {
+        return Err(Refusal::BadRequest);
+    }
     let Some((scheme, rest)) = target.split_once("://") else {
         return Err(Refusal::AbsoluteFormRequired);
     };
@@ -212,7 +218,12 @@ async fn forward(
         };
         let mut up = Conn::new(stream, ctx.timeouts.tunnel_idle);
         let keep_upstream = pooled_at.is_some();
-        match exchange(ctx, client, &mut up, head, absolute, keep_upstream, reused).await {
+        let decided = Decided {
+            host: &host,
+            port,
+            absolute,
+        };
+        match exchange(ctx, client, &mut up, head, &decided, keep_upstream, reused).await {
             Exchange::Done {
                 client_keep,
                 upstream_keep,
@@ -257,7 +268,7 @@ pub(crate) async fn exchange(
     client: &mut Conn<TcpStream>,
     up: &mut Conn<TcpStream>,
     head: &Head,
-    absolute: bool,
+    decided: &Decided<'_>,
     keep_upstream: bool,
     reused: bool,
 ) -> Exchange {
@@ -272,7 +283,7 @@ pub(crate) async fn exchange(
         .header("Expect")
         .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"));
     if up
-        .write_all(&rebuild_request(head, absolute, keep_upstream))
+        .write_all(&rebuild_request(head, decided, keep_upstream))
         .await
         .is_err()
     {
@@ -372,19 +383,44 @@ fn dropped(name: &str, headers: &Fields) -> bool {
     !framing && headers.connection_has(name)
 }
 
-/// A request head written out again: origin-form unless `absolute`, hop-by-
-/// hop fields dropped (the framing fields stay: the body is sent in the
-/// same framing), and `Connection: close` unless the upstream connection is
-/// to be kept.
-fn rebuild_request(h: &Head, absolute: bool, keep: bool) -> Vec<u8> {
-    let target = if absolute {
-        std::borrow::Cow::Borrowed(h.target())
+/// Where a request was decided to go: what the proxy writes upstream is
+/// rebuilt from this, never copied from the client's target.
+pub(crate) struct Decided<'a> {
+    /// The decided host (an IPv6 literal in brackets).
+    pub host: &'a str,
+    pub port: u16,
+    /// Absolute-form (`http://HOST:PORT/path?q`, for an upstream proxy)
+    /// rather than origin-form (`/path?q`).
+    pub absolute: bool,
+}
+
+/// A request head written out again: the target rebuilt from what was
+/// decided (origin-form, or absolute-form naming the decided host and port
+/// for an upstream proxy: the client's authority bytes never reach
+/// another parser); `Host` generated from the decided target when the
+/// client sent none (HTTP/1.0, RFC 9112 §3.2); hop-by-hop fields dropped
+/// (the framing fields stay: the body is sent in the same framing); and
+/// `Connection: close` unless the upstream connection is to be kept.
+fn rebuild_request(h: &Head, decided: &Decided<'_>, keep: bool) -> Vec<u8> {
+    let path = origin_form(h.target());
+    // Defensive: a fragment is refused before, and never sent.
+    let path = path.split('#').next().unwrap_or("/");
+    let target = if decided.absolute {
+        std::borrow::Cow::Owned(format!("http://{}:{}{path}", decided.host, decided.port))
     } else {
-        origin_form(h.target())
+        std::borrow::Cow::Borrowed(path)
     };
-    let mut out = String::with_capacity(h.headers.text_len() + 32);
+    let mut out = String::with_capacity(h.headers.text_len() + 64);
     for part in [h.method(), " ", &target, " ", h.version, "\r\n"] {
         out.push_str(part);
+    }
+    if h.header("Host").is_none() {
+        out.push_str("Host: ");
+        out.push_str(decided.host);
+        if decided.port != 80 {
+            out.push_str(&format!(":{}", decided.port));
+        }
+        out.push_str("\r\n");
     }
     push_fields(&mut out, &h.headers, keep);
     out.into_bytes()
@@ -499,7 +535,7 @@ mod tests {
             b"GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\nConnection: keep-alive, X-Secret\r\nX-Secret: 1\r\nProxy-Authorization: basic x\r\nExpect: 100-continue\r\nX-Keep: 2".to_vec(),
         )
         .expect("parses");
-        let out = String::from_utf8(rebuild_request(&h, false, true)).expect("utf-8");
+        let out = String::from_utf8(rebuild_request(&h, &at(false), true)).expect("utf-8");
         assert_eq!(out, "GET / HTTP/1.1\r\nHost: a.test\r\nX-Keep: 2\r\n\r\n");
         // The framing fields and Host survive a `Connection` header naming
         // them.
@@ -507,15 +543,75 @@ mod tests {
             b"POST http://a.test/ HTTP/1.1\r\nHost: a.test\r\nConnection: Content-Length, host, Transfer-Encoding\r\nContent-Length: 3".to_vec(),
         )
         .expect("parses");
-        let out = String::from_utf8(rebuild_request(&h, false, true)).expect("utf-8");
+        let out = String::from_utf8(rebuild_request(&h, &at(false), true)).expect("utf-8");
         assert_eq!(
             out,
             "POST / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 3\r\n\r\n"
         );
-        let out = String::from_utf8(rebuild_request(&h, true, false)).expect("utf-8");
+        let out = String::from_utf8(rebuild_request(&h, &at(true), false)).expect("utf-8");
         assert!(
-            out.starts_with("POST http://a.test/ HTTP/1.1\r\n")
+            out.starts_with("POST http://a.test:80/ HTTP/1.1\r\n")
                 && out.ends_with("Connection: close\r\n\r\n")
+        );
+    }
+
+    fn at(absolute: bool) -> Decided<'static> {
+        Decided {
+            host: "a.test",
+            port: 80,
+            absolute,
+        }
+    }
+
+    /// What goes to an upstream proxy is rebuilt from what was decided: a
+    /// query or path holding `@` or an authority cannot move the target
+    /// (issue 35, finding 1), and an HTTP/1.0 request without `Host` gets
+    /// the decided one (finding 4).
+    #[test]
+    fn the_upstream_target_is_rebuilt_from_the_decision() {
+        let decided = Decided {
+            host: "allowed.test",
+            port: 18080,
+            absolute: true,
+        };
+        for (target, line) in [
+            (
+                "http://allowed.test:18080?@denied.test:18081/",
+                "GET http://allowed.test:18080/?@denied.test:18081/ HTTP/1.1\r\n",
+            ),
+            (
+                "HTTP://Allowed.Test:18080/p/@denied.test:1?q=@x",
+                "GET http://allowed.test:18080/p/@denied.test:1?q=@x HTTP/1.1\r\n",
+            ),
+            (
+                "http://allowed.test:18080",
+                "GET http://allowed.test:18080/ HTTP/1.1\r\n",
+            ),
+        ] {
+            let h = head::parse_request(
+                format!("GET {target} HTTP/1.1\r\nHost: allowed.test:18080").into_bytes(),
+            )
+            .expect("parses");
+            let out = String::from_utf8(rebuild_request(&h, &decided, true)).expect("utf-8");
+            assert!(out.starts_with(line), "{target}: {out}");
+        }
+        // A fragment is refused before anything is decided.
+        for t in [
+            "http://allowed.test:18080#@denied.test:18081/",
+            "http://allowed.test:18080/#x",
+        ] {
+            assert_eq!(absolute_http_target(t), Err(Refusal::BadRequest), "{t}");
+        }
+        // HTTP/1.0 without Host: the decided one, with its port.
+        let h = head::parse_request(b"GET http://allowed.test:18080/x HTTP/1.0".to_vec())
+            .expect("parses");
+        let out = String::from_utf8(rebuild_request(&h, &decided, false)).expect("utf-8");
+        assert!(out.contains("\r\nHost: allowed.test:18080\r\n"), "{out}");
+        let h = head::parse_request(b"GET http://a.test/x HTTP/1.0".to_vec()).expect("parses");
+        let out = String::from_utf8(rebuild_request(&h, &at(false), false)).expect("utf-8");
+        assert!(
+            out.starts_with("GET /x HTTP/1.0\r\nHost: a.test\r\n"),
+            "{out}"
         );
     }
 }
