@@ -130,10 +130,20 @@ pub fn serve(
         }
         let text = String::from_utf8_lossy(&line);
         let answer = if line.len() > MAX_LINE {
-            // The rest of an over-long line is read and dropped.
-            let mut sink = Vec::new();
-            input.read_until(b'\n', &mut sink)?;
-            String::from("ERR message=\"bad_request\"")
+            // The rest of an over-long line is dropped as it is read, never
+            // buffered; the answer keeps the line's channel id, so that
+            // with concurrency it reaches the request it answers.
+            if !line.ends_with(b"\n") {
+                skip_line(input)?;
+            }
+            let id = text
+                .split_once(' ')
+                .map(|(id, _)| id)
+                .filter(|id| is_number(id));
+            match id {
+                Some(id) => format!("{id} ERR message=\"bad_request\""),
+                None => String::from("ERR message=\"bad_request\""),
+            }
         } else {
             answer(policies, text.trim_end_matches(['\n', '\r']))
         };
@@ -141,6 +151,27 @@ pub fn serve(
         output.write_all(b"\n")?;
         // squid waits for each answer.
         output.flush()?;
+    }
+}
+
+/// Reads and drops the input up to and with the next line break, a
+/// buffer at a time: memory stays bounded whatever the line's length.
+fn skip_line(input: &mut impl BufRead) -> std::io::Result<()> {
+    loop {
+        let buf = input.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(());
+        }
+        match buf.iter().position(|b| *b == b'\n') {
+            Some(i) => {
+                input.consume(i + 1);
+                return Ok(());
+            }
+            None => {
+                let n = buf.len();
+                input.consume(n);
+            }
+        }
     }
 }
 
@@ -213,5 +244,23 @@ mod tests {
             "ERR message=\"bad_request\"",
         ];
         assert_eq!(out.lines().collect::<Vec<_>>(), want);
+    }
+
+    /// An over-long line is answered with its own channel id (issue 35,
+    /// finding 11), and the next line is answered as usual.
+    #[test]
+    fn an_over_long_line_keeps_its_channel_id() {
+        let p = policies();
+        let long = format!(
+            "7 {} 443 CONNECT\n8 api.github.com 443 CONNECT\n",
+            "a".repeat(MAX_LINE + 10)
+        );
+        let mut out = Vec::new();
+        serve(&p, &mut long.as_bytes(), &mut out).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert_eq!(
+            out.lines().collect::<Vec<_>>(),
+            ["7 ERR message=\"bad_request\"", "8 OK"]
+        );
     }
 }

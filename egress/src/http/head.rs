@@ -361,12 +361,19 @@ pub async fn read_raw<S: AsyncRead + Unpin>(
             .and_then(|b| b.windows(4).position(|w| w == b"\r\n\r\n"))
         {
             let end = end + searched.saturating_sub(3) + 4;
+            // The limit holds at the byte, wherever the reads happened to
+            // end (issue 35, finding 12).
+            if end > MAX_HEAD {
+                return Err(ReadError::TooLarge);
+            }
             let head = buf.get(..end).unwrap_or_default().to_vec();
             conn.consume(end);
             return Ok(Some(head));
         }
         searched = buf.len();
-        if searched > MAX_HEAD {
+        // No blank line in the first MAX_HEAD bytes: whatever follows, the
+        // head is longer than the limit.
+        if searched >= MAX_HEAD {
             return Err(ReadError::TooLarge);
         }
         if conn.fill().await? == 0 {
@@ -383,6 +390,30 @@ pub async fn read_raw<S: AsyncRead + Unpin>(
 #[allow(clippy::expect_used)]
 mod tests {
     use super::*;
+
+    /// A head of exactly MAX_HEAD bytes (its blank line included) is read;
+    /// one byte more is too large, whatever the read sizes (the limit was
+    /// 80 KiB in practice, checked only after a failed search).
+    #[tokio::test]
+    async fn the_head_limit_holds_at_the_byte() {
+        let head = |len: usize| {
+            let start = "GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\nX-Pad: ";
+            let pad = len - start.len() - 4;
+            format!("{start}{}\r\n\r\n", "a".repeat(pad)).into_bytes()
+        };
+        for (len, ok) in [(MAX_HEAD, true), (MAX_HEAD + 1, false), (70 * 1024, false)] {
+            let bytes = head(len);
+            assert_eq!(bytes.len(), len);
+            let mut c = crate::http::conn::Conn::new(&bytes[..], std::time::Duration::from_secs(1));
+            let got = read_raw(&mut c).await;
+            assert_eq!(
+                got.is_ok(),
+                ok,
+                "{len}: {:?}",
+                got.as_ref().map(|h| h.as_ref().map(Vec::len))
+            );
+        }
+    }
 
     fn head(text: &str) -> Option<Head> {
         parse_request(text.as_bytes().to_vec())
