@@ -76,23 +76,32 @@ pub enum PolicyError {
 const MAX_POLICY_BYTES: u64 = 8 * 1024 * 1024;
 
 /// Reads the policy file: a regular file of at most [`MAX_POLICY_BYTES`]
-/// (a FIFO or a device at the path is refused, never waited on).
+/// (a FIFO or a device at the path is refused, never waited on). The path
+/// is opened without blocking and the type is read from the descriptor
+/// (`fstat`), never checked on the path first: a FIFO swapped in between
+/// a check and the open would block the watcher for ever (issue 35,
+/// finding 6).
 fn read_policy(path: &Path) -> Result<Vec<u8>, PolicyError> {
+    use rustix::fs::{Mode, OFlags};
     use std::io::Read as _;
     let read = |source| PolicyError::Read {
         path: path.to_path_buf(),
         source,
     };
-    let meta = std::fs::metadata(path).map_err(read)?;
-    if !meta.is_file() {
+    let fd = rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
+        Mode::empty(),
+    )
+    .map_err(|e| read(e.into()))?;
+    let file = std::fs::File::from(fd);
+    if !file.metadata().map_err(read)?.is_file() {
         return Err(PolicyError::NotRegularFile {
             path: path.to_path_buf(),
         });
     }
     let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .map_err(read)?
-        .take(MAX_POLICY_BYTES + 1)
+    file.take(MAX_POLICY_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(read)?;
     if bytes.len() as u64 > MAX_POLICY_BYTES {
@@ -470,5 +479,45 @@ impl DecisionSink for Discard {
     fn record(&self, _: &DecisionEvent<'_>) {}
     fn enabled(&self) -> bool {
         false
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    /// A FIFO at the policy path (no writer: a blocking open would wait
+    /// for ever) is refused at once, from the descriptor's own type.
+    #[test]
+    fn a_fifo_is_refused_without_waiting() {
+        let dir = std::env::temp_dir().join(format!("gatehouse-fifo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("policy.fifo");
+        let _ = std::fs::remove_file(&fifo);
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .expect("mkfifo");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let path = fifo.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(read_policy(&path));
+        });
+        let got = rx
+            .recv_timeout(Duration::from_secs(5))
+            .expect("read_policy waited on a FIFO");
+        assert!(
+            matches!(got, Err(PolicyError::NotRegularFile { .. })),
+            "{got:?}"
+        );
+        let file = dir.join("p.policy");
+        std::fs::write(&file, "policy p { }\n").unwrap();
+        assert_eq!(read_policy(&file).unwrap(), b"policy p { }\n");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
