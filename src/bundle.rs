@@ -2,15 +2,25 @@
 //! fleet that receives its policies from a file server, an object store or
 //! a CDN and must trust only what its owner signed (docs/bundles.md).
 //!
-//! Layout (integers little-endian):
+//! Layout (integers little-endian), format 2:
 //!
 //! | bytes | field |
 //! |---|---|
 //! | 8 | magic `GHBUNDL\0` |
 //! | 4 | bundle format version ([`BUNDLE_VERSION`]) |
 //! | 8 | key id: the first 8 bytes of the SHA-256 of the public key |
-//! | 64 | Ed25519 signature of `gatehouse bundle v1\0` followed by the artifact |
+//! | 8 | serial: a number that only grows from one signing to the next |
+//! | 64 | Ed25519 signature of `gatehouse bundle v2\0`, the serial, then the artifact |
 //! | n | the artifact ([`crate::artifact`]), with its own checksum |
+//!
+//! The serial is signed, so a bundle server cannot change it; a program
+//! that has accepted a bundle refuses any with a smaller serial
+//! ([`not_older`]): a server that need not be trusted cannot roll a fleet
+//! back to an older, more permissive bundle that the same key once signed.
+//! [`Keypair::sign`] takes the serial from the clock (milliseconds since
+//! 1970, and always above the last one this process signed);
+//! [`Keypair::sign_serial`] takes it as given. Format 1 bundles (no serial)
+//! still verify, with serial 0: older than any format 2 bundle.
 //!
 //! [`verify`] refuses, with an error that says which: bytes that are not a
 //! bundle (a bare artifact or policy text is *unsigned*), a key id no
@@ -30,10 +40,12 @@ use crate::compile::PolicySet;
 
 /// The first eight bytes of every bundle.
 pub const BUNDLE_MAGIC: &[u8; 8] = b"GHBUNDL\0";
-/// The bundle format this build writes and reads.
-pub const BUNDLE_VERSION: u32 = 1;
-const CONTEXT: &[u8] = b"gatehouse bundle v1\0";
-const HEADER: usize = 8 + 4 + 8 + 64;
+/// The bundle format this build writes (it reads format 1 too).
+pub const BUNDLE_VERSION: u32 = 2;
+const CONTEXT_V1: &[u8] = b"gatehouse bundle v1\0";
+const CONTEXT: &[u8] = b"gatehouse bundle v2\0";
+const HEADER_V1: usize = 8 + 4 + 8 + 64;
+const HEADER: usize = 8 + 4 + 8 + 8 + 64;
 const SECRET_PREFIX: &str = "gatehouse-secret-key-v1:";
 const PUBLIC_PREFIX: &str = "gatehouse-public-key-v1:";
 
@@ -70,6 +82,16 @@ pub enum BundleError {
     /// The system's random source failed (key generation).
     #[error("no randomness from the operating system: {0}")]
     Random(String),
+    /// A bundle older than one already accepted: never rolled back to.
+    #[error(
+        "the bundle's serial {offered} is older than serial {newest}, already accepted: a bundle is never rolled back"
+    )]
+    Rollback {
+        /// The serial of the bundle offered.
+        offered: u64,
+        /// The newest serial accepted before.
+        newest: u64,
+    },
 }
 
 /// A public key a deployment trusts.
@@ -160,19 +182,79 @@ impl Keypair {
         PublicKey(self.0.verifying_key())
     }
 
-    /// `artifact` signed: a bundle.
+    /// `artifact` signed: a bundle, its serial taken from the clock
+    /// (milliseconds since 1970), and above the last one this process
+    /// signed.
     pub fn sign(&self, artifact: &[u8]) -> Vec<u8> {
-        let mut message = Vec::with_capacity(CONTEXT.len() + artifact.len());
-        message.extend_from_slice(CONTEXT);
-        message.extend_from_slice(artifact);
-        let signature = self.0.sign(&message);
+        self.sign_serial(artifact, next_serial())
+    }
+
+    /// `artifact` signed with the given serial: a bundle.
+    pub fn sign_serial(&self, artifact: &[u8], serial: u64) -> Vec<u8> {
+        let signature = self.0.sign(&message(serial, artifact));
         let mut out = Vec::with_capacity(HEADER + artifact.len());
         out.extend_from_slice(BUNDLE_MAGIC);
         out.extend_from_slice(&BUNDLE_VERSION.to_le_bytes());
         out.extend_from_slice(&self.public().id_bytes());
+        out.extend_from_slice(&serial.to_le_bytes());
         out.extend_from_slice(&signature.to_bytes());
         out.extend_from_slice(artifact);
         out
+    }
+}
+
+/// What a format 2 signature covers.
+fn message(serial: u64, artifact: &[u8]) -> Vec<u8> {
+    let mut m = Vec::with_capacity(CONTEXT.len() + 8 + artifact.len());
+    m.extend_from_slice(CONTEXT);
+    m.extend_from_slice(&serial.to_le_bytes());
+    m.extend_from_slice(artifact);
+    m
+}
+
+/// The clock in milliseconds since 1970, and above every serial this
+/// process handed out before (two signings in one millisecond differ).
+fn next_serial() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    let mut last = LAST.load(Ordering::Relaxed);
+    loop {
+        let next = now.max(last.saturating_add(1));
+        match LAST.compare_exchange_weak(last, next, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return next,
+            Err(seen) => last = seen,
+        }
+    }
+}
+
+/// The serial written in a bundle (0 for format 1), unverified: read it
+/// after [`verify`] accepted the bytes. `None` for bytes that are not a
+/// bundle of a known format.
+pub fn serial(bytes: &[u8]) -> Option<u64> {
+    if !is_bundle(bytes) {
+        return None;
+    }
+    match bytes.get(8..12).and_then(|b| <[u8; 4]>::try_from(b).ok()) {
+        Some(v) if u32::from_le_bytes(v) == 1 => Some(0),
+        Some(v) if u32::from_le_bytes(v) == BUNDLE_VERSION => bytes
+            .get(20..28)
+            .and_then(|b| <[u8; 8]>::try_from(b).ok())
+            .map(u64::from_le_bytes),
+        _ => None,
+    }
+}
+
+/// Refuses a bundle whose serial is below `newest`, the newest serial
+/// accepted before (a bundle of the same serial passes: it is the same
+/// signing, or one its owner chose to number alike). Bytes that are not a
+/// bundle have no serial and pass: [`verify`] decides about them.
+pub fn not_older(bytes: &[u8], newest: u64) -> Result<(), BundleError> {
+    match serial(bytes) {
+        Some(offered) if offered < newest => Err(BundleError::Rollback { offered, newest }),
+        _ => Ok(()),
     }
 }
 
@@ -201,29 +283,41 @@ pub fn verify(bytes: &[u8], trusted: &[PublicKey]) -> Result<PolicySet, BundleEr
     if !is_bundle(bytes) {
         return Err(BundleError::Unsigned);
     }
-    let header = bytes.get(..HEADER).ok_or(BundleError::Truncated)?;
-    let version = header
+    let version = bytes
         .get(8..12)
         .and_then(|b| <[u8; 4]>::try_from(b).ok())
         .map(u32::from_le_bytes)
         .ok_or(BundleError::Truncated)?;
-    if version != BUNDLE_VERSION {
-        return Err(BundleError::UnknownFormat(version));
-    }
-    let id = header.get(12..20).ok_or(BundleError::Truncated)?;
-    let signature = header
-        .get(20..84)
+    let (header, serial) = match version {
+        1 => (HEADER_V1, None),
+        BUNDLE_VERSION => (
+            HEADER,
+            Some(
+                bytes
+                    .get(20..28)
+                    .and_then(|b| <[u8; 8]>::try_from(b).ok())
+                    .map(u64::from_le_bytes)
+                    .ok_or(BundleError::Truncated)?,
+            ),
+        ),
+        other => return Err(BundleError::UnknownFormat(other)),
+    };
+    let head = bytes.get(..header).ok_or(BundleError::Truncated)?;
+    let id = head.get(12..20).ok_or(BundleError::Truncated)?;
+    let signature = head
+        .get(header - 64..header)
         .and_then(|b| <[u8; 64]>::try_from(b).ok())
         .map(|b| ed25519_dalek::Signature::from_bytes(&b))
         .ok_or(BundleError::Truncated)?;
-    let artifact = bytes.get(HEADER..).ok_or(BundleError::Truncated)?;
+    let artifact = bytes.get(header..).ok_or(BundleError::Truncated)?;
     let key = trusted
         .iter()
         .find(|k| k.id_bytes().as_slice() == id)
         .ok_or_else(|| BundleError::UntrustedKey(hex(id)))?;
-    let mut message = Vec::with_capacity(CONTEXT.len() + artifact.len());
-    message.extend_from_slice(CONTEXT);
-    message.extend_from_slice(artifact);
+    let message = match serial {
+        Some(n) => message(n, artifact),
+        None => [CONTEXT_V1, artifact].concat(),
+    };
     key.0
         .verify_strict(&message, &signature)
         .map_err(|_| BundleError::BadSignature(key.id()))?;
@@ -237,10 +331,20 @@ pub fn load(bytes: &[u8], trusted: &[PublicKey]) -> Result<PolicySet, BundleErro
     if !trusted.is_empty() {
         return verify(bytes, trusted);
     }
-    let artifact = if is_bundle(bytes) {
-        bytes.get(HEADER..).ok_or(BundleError::Truncated)?
-    } else {
-        bytes
+    let artifact = match serial(bytes) {
+        Some(_) if bytes.get(8..12) == Some(&1u32.to_le_bytes()[..]) => {
+            bytes.get(HEADER_V1..).ok_or(BundleError::Truncated)?
+        }
+        Some(_) => bytes.get(HEADER..).ok_or(BundleError::Truncated)?,
+        None if is_bundle(bytes) => {
+            return Err(BundleError::UnknownFormat(
+                bytes
+                    .get(8..12)
+                    .and_then(|b| <[u8; 4]>::try_from(b).ok())
+                    .map_or(0, u32::from_le_bytes),
+            ));
+        }
+        None => bytes,
     };
     PolicySet::from_artifact(artifact).map_err(BundleError::Artifact)
 }
@@ -320,5 +424,55 @@ mod tests {
         assert!(verify(&longer, &trusted).is_err());
         // No trusted key at all: nothing verifies.
         assert!(verify(&b, &[]).is_err());
+    }
+
+    /// The serial is signed, grows from one signing to the next, and a
+    /// smaller one is a rollback (issue 35, finding 3); format 1 bundles
+    /// still verify, with serial 0.
+    #[test]
+    fn serials_are_signed_and_never_roll_back() {
+        let (key, b, set) = bundle();
+        let trusted = [key.public()];
+        let artifact = set.to_artifact().unwrap();
+        let later = key.sign(&artifact);
+        let (s1, s2) = (serial(&b).unwrap(), serial(&later).unwrap());
+        assert!(s2 > s1 && s1 > 1_700_000_000_000, "{s1} {s2}");
+        assert!(verify(&later, &trusted).is_ok());
+        // The serial is covered by the signature.
+        for i in 20..28 {
+            let mut t = later.clone();
+            t[i] ^= 1;
+            assert!(
+                matches!(verify(&t, &trusted), Err(BundleError::BadSignature(_))),
+                "byte {i}"
+            );
+        }
+        assert_eq!(not_older(&later, s1), Ok(()));
+        assert_eq!(not_older(&b, s1), Ok(()));
+        assert_eq!(
+            not_older(&b, s2),
+            Err(BundleError::Rollback {
+                offered: s1,
+                newest: s2
+            })
+        );
+        assert_eq!(serial(&key.sign_serial(&artifact, 7)), Some(7));
+        assert_eq!(
+            not_older(&artifact, u64::MAX),
+            Ok(()),
+            "not a bundle: verify decides"
+        );
+        // Format 1: magic, version 1, key id, signature of the v1 context.
+        let mut v1 = Vec::new();
+        v1.extend_from_slice(BUNDLE_MAGIC);
+        v1.extend_from_slice(&1u32.to_le_bytes());
+        v1.extend_from_slice(&key.public().id_bytes());
+        let sig = key.0.sign(&[CONTEXT_V1, &artifact[..]].concat());
+        v1.extend_from_slice(&sig.to_bytes());
+        v1.extend_from_slice(&artifact);
+        assert_eq!(verify(&v1, &trusted).unwrap().revision(), set.revision());
+        assert_eq!(load(&v1, &[]).unwrap().revision(), set.revision());
+        assert_eq!(serial(&v1), Some(0));
+        assert!(not_older(&v1, s1).is_err());
     }
 }

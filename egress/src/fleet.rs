@@ -125,12 +125,23 @@ impl Poller {
                     self.etag = etag;
                     return Ok(false);
                 }
-                let checked = load_bytes(
-                    &self.cache,
-                    bytes.clone(),
-                    self.name.as_deref(),
-                    &self.trusted,
-                );
+                // Never older than the last good bundle on disk: a server
+                // that need not be trusted cannot roll the fleet back.
+                let on_disk = std::fs::read(&self.cache)
+                    .ok()
+                    .and_then(|b| gatehouse::bundle::serial(&b))
+                    .unwrap_or(0);
+                let checked = gatehouse::bundle::not_older(&bytes, on_disk)
+                    .map_err(|e| e.to_string())
+                    .and_then(|()| {
+                        load_bytes(
+                            &self.cache,
+                            bytes.clone(),
+                            self.name.as_deref(),
+                            &self.trusted,
+                        )
+                        .map_err(|e| e.to_string())
+                    });
                 // A refused bundle's ETag is kept too: the same bytes are
                 // not fetched again, and a new bundle has a new ETag.
                 self.etag = etag;

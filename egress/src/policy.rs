@@ -28,6 +28,9 @@ pub struct Policies {
     /// and nothing is logged, to show what the engine costs.
     pub bypass: bool,
     requests: AtomicU64,
+    /// The newest bundle serial put in force (0: none yet); a bundle with a
+    /// smaller one is refused (docs/bundles.md, rollback).
+    newest: AtomicU64,
     /// Every request's access record, when kept (tests).
     pub records: Option<std::sync::Mutex<Vec<serde_json::Value>>>,
     /// What decides under `--no-policy`: a compiled policy of `network
@@ -196,7 +199,9 @@ impl Policies {
             keep_records,
             trusted,
         } = options;
-        let set = load_bytes(&path, read_policy(&path)?, name.as_deref(), &trusted)?;
+        let bytes = read_policy(&path)?;
+        let newest = gatehouse::bundle::serial(&bytes).unwrap_or(0);
+        let set = load_bytes(&path, bytes, name.as_deref(), &trusted)?;
         metrics.set_revision(set.revision());
         let unrestricted =
             PolicySet::from_source("<built-in>", "policy bypass { network unrestricted }")
@@ -212,6 +217,7 @@ impl Policies {
             sink: log.unwrap_or_else(|| Arc::new(Discard)),
             bypass,
             requests: AtomicU64::new(0),
+            newest: AtomicU64::new(newest),
             records: keep_records.then(Default::default),
         })
     }
@@ -224,8 +230,19 @@ impl Policies {
     }
 
     fn reload_text(&self, bytes: Result<Vec<u8>, PolicyError>) -> bool {
-        match bytes.and_then(|b| load_bytes(&self.path, b, self.name.as_deref(), &self.trusted)) {
+        let newest = self.newest.load(Ordering::Relaxed);
+        let mut serial = 0;
+        let loaded = bytes.and_then(|b| {
+            gatehouse::bundle::not_older(&b, newest).map_err(|source| PolicyError::Bundle {
+                path: self.path.clone(),
+                source,
+            })?;
+            serial = gatehouse::bundle::serial(&b).unwrap_or(0);
+            load_bytes(&self.path, b, self.name.as_deref(), &self.trusted)
+        });
+        match loaded {
             Ok(set) => {
+                self.newest.fetch_max(serial, Ordering::Relaxed);
                 let rev = set.revision().to_string();
                 self.store.replace(set);
                 self.metrics.reloads.inc();

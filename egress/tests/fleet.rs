@@ -264,7 +264,7 @@ fn a_fleet_follows_its_signed_bundles_and_nothing_else() {
         );
     }
     assert_eq!(
-        PolicySet::from_artifact(&std::fs::read(&cache).unwrap()[84..])
+        gatehouse::bundle::load(&std::fs::read(&cache).unwrap(), &[])
             .unwrap()
             .revision(),
         v2.revision(),
@@ -410,4 +410,64 @@ fn the_srt_decider_announces_a_signed_bundles_lists() {
         "{v}"
     );
     assert_eq!(v["deniedDomains"], serde_json::json!([]), "{v}");
+}
+
+/// Issue 35, finding 3: a bundle server that need not be trusted serves an
+/// older bundle the same key once signed (more permissive): the fleet
+/// refuses it, keeps the newer one in force, and keeps it on disk as the
+/// last good bundle, so a restart does not roll back either.
+#[test]
+fn an_older_signed_bundle_is_never_rolled_back_to() {
+    let d = dir("rollback");
+    let (key, public) = keys(&d);
+    let (base, state) = serve();
+    let url = format!("{base}/policy.ghb");
+    let cache = d.join("last-good.ghb");
+    let cache_s = cache.display().to_string();
+    // Signed first (older), and more permissive: b.example too.
+    let old = key.sign_serial(&set("**.example").to_artifact().unwrap(), 100);
+    let new = key.sign_serial(&set("a.example").to_artifact().unwrap(), 200);
+    state.lock().unwrap().bundle = Some((new.clone(), "\"new\"".into()));
+    let args = [
+        "--policy",
+        &cache_s,
+        "--bundle-url",
+        &url,
+        "--trusted-key",
+        &public,
+        "--poll-interval",
+        "0.2",
+    ];
+    let mut h = Helper::start(&args);
+    assert_eq!(h.ask("a.example"), OK);
+    assert_eq!(h.ask("b.example"), NO);
+    state.lock().unwrap().bundle = Some((old.clone(), "\"old\"".into()));
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_eq!(h.ask("b.example"), NO, "rolled back to the older bundle");
+    assert!(
+        state.lock().unwrap().full >= 2,
+        "the older bundle was never fetched"
+    );
+    assert_eq!(
+        std::fs::read(&cache).unwrap(),
+        new,
+        "the last good bundle on disk rolled back"
+    );
+    drop(h);
+    // A restart against the same server starts from the newer bundle on
+    // disk, and still refuses the older one.
+    let mut h = Helper::start(&args);
+    assert_eq!(h.ask("a.example"), OK);
+    assert_eq!(h.ask("b.example"), NO);
+    // Written straight into the watched file, the older one is refused too.
+    std::fs::write(&cache, &old).unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(h.ask("b.example"), NO, "the watcher took an older bundle");
+    // A newer one is taken.
+    let newer = key.sign_serial(&set("**.example").to_artifact().unwrap(), 300);
+    state.lock().unwrap().bundle = Some((newer, "\"newer\"".into()));
+    assert!(
+        h.until("b.example", OK),
+        "the newer bundle was not picked up"
+    );
 }

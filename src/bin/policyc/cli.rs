@@ -280,6 +280,11 @@ pub struct CompileArgs {
     /// Sign it with this secret key (from `policyc keygen`): write a bundle
     #[arg(long, value_name = "KEY")]
     pub sign: Option<String>,
+    /// The bundle's serial (with --sign): fleets refuse a bundle whose
+    /// serial is below one they accepted [default: the clock, in
+    /// milliseconds since 1970]
+    #[arg(long, value_name = "N", requires = "sign")]
+    pub serial: Option<u64>,
     #[command(flatten)]
     pub paths: Paths,
 }

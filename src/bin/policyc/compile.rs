@@ -24,10 +24,17 @@ pub fn run(a: &CompileArgs) -> Exit {
     let (bytes, signed) = match &a.sign {
         None => (bytes, String::new()),
         Some(key) => match crate::keys::secret(key) {
-            Ok(k) => (
-                k.sign(&bytes),
-                format!(", signed by key {}", k.public().id()),
-            ),
+            Ok(k) => {
+                let bundle = match a.serial {
+                    Some(n) => k.sign_serial(&bytes, n),
+                    None => k.sign(&bytes),
+                };
+                let serial = gatehouse::bundle::serial(&bundle).unwrap_or_default();
+                (
+                    bundle,
+                    format!(", signed by key {}, serial {serial}", k.public().id()),
+                )
+            }
             Err(e) => return e,
         },
     };

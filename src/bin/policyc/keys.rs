@@ -78,10 +78,11 @@ pub fn verify(trusted: &[String], bundle: &str) -> Exit {
     match gatehouse::bundle::verify(&bytes, &keys) {
         Ok(set) => {
             outln!(
-                "ok: {bundle} is signed by trusted key {}: {}, revision {}",
+                "ok: {bundle} is signed by trusted key {}: {}, revision {}, serial {}",
                 gatehouse::bundle::signer_id(&bytes).unwrap_or_default(),
                 count(set.policies().count(), "policy", "policies"),
-                set.revision()
+                set.revision(),
+                gatehouse::bundle::serial(&bytes).unwrap_or_default()
             );
             Exit::Ok
         }
