@@ -2244,3 +2244,90 @@ async fn an_upstream_proxy_gets_the_decided_target_not_the_clients_bytes() {
         "{heads:?}"
     );
 }
+
+/// Reads one response (head and `Content-Length` body) from a stream,
+/// within 5 s: the head's text, or "" when none came.
+async fn one_response(s: &mut TcpStream) -> String {
+    let go = async {
+        let mut buf = Vec::new();
+        let mut b = [0u8; 1024];
+        let end = loop {
+            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break i + 4;
+            }
+            match s.read(&mut b).await {
+                Ok(n) if n > 0 => buf.extend_from_slice(&b[..n]),
+                _ => return String::from_utf8_lossy(&buf).into_owned(),
+            }
+        };
+        let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+        let len: usize = head
+            .lines()
+            .find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.eq_ignore_ascii_case("content-length")
+                    .then(|| v.trim().parse().ok())?
+            })
+            .unwrap_or(0);
+        while buf.len() < end + len {
+            match s.read(&mut b).await {
+                Ok(n) if n > 0 => buf.extend_from_slice(&b[..n]),
+                _ => break,
+            }
+        }
+        head
+    };
+    tokio::time::timeout(Duration::from_secs(5), go)
+        .await
+        .unwrap_or_default()
+}
+
+/// Issue 35, finding 8: each request inside a plain-HTTP CONNECT tunnel is
+/// decided again with the policy in force, so a reload that denies the
+/// host ends the tunnel at its next request (403 `denied_by_rule`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_that_denies_a_host_ends_its_plain_http_tunnels() {
+    let dir = tempdir("tunnel-revoke");
+    let dns = fake_dns(&[("allowed.test", "127.0.0.1")]).await;
+    let server = http_server().await;
+    let d = daemon(&dir, POLICY, dns.addr, None).await;
+    let port = server.port();
+    let mut s = TcpStream::connect(d.http).await.unwrap();
+    let connect =
+        format!("CONNECT allowed.test:{port} HTTP/1.1\r\nHost: allowed.test:{port}\r\n\r\n");
+    s.write_all(connect.as_bytes()).await.unwrap();
+    let head = one_response(&mut s).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let get = format!("GET / HTTP/1.1\r\nHost: allowed.test:{port}\r\n\r\n");
+    s.write_all(get.as_bytes()).await.unwrap();
+    let head = one_response(&mut s).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    // The same tunnel carries another request while the policy allows it.
+    s.write_all(get.as_bytes()).await.unwrap();
+    let head = one_response(&mut s).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    // A reload denies the host: the tunnel's next request is refused.
+    std::fs::write(
+        dir.join("egress.policy"),
+        POLICY.replace("allow domain allowed.test", "deny domain allowed.test"),
+    )
+    .unwrap();
+    let mut seen = false;
+    for _ in 0..40 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if d.policies.store.load().single().is_some_and(|p| {
+            !p.connect("allowed.test", port, gatehouse::Via::Https)
+                .is_allow()
+        }) {
+            seen = true;
+            break;
+        }
+    }
+    assert!(seen, "the reload was not seen");
+    s.write_all(get.as_bytes()).await.unwrap();
+    let head = one_response(&mut s).await;
+    assert!(
+        head.starts_with("HTTP/1.1 403") && head.contains("X-Gatehouse-Reason: denied_by_rule"),
+        "{head}"
+    );
+}

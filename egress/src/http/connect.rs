@@ -143,6 +143,13 @@ async fn http_tunnel(
         if !host_agrees(&next, host, port, port) {
             return refuse(ctx, req, &mut client.io, what, Refusal::HostMismatch).await;
         }
+        // Each later request is decided again with the policy in force now:
+        // a reload that denies the host ends the tunnel at its next
+        // request (issue 35, finding 8).
+        let mut now = ctx.request();
+        if let Err(r) = gate::admit(&mut now, host, port, Via::Https) {
+            return refuse(ctx, &now, &mut client.io, what, r).await;
+        }
         head = next;
     }
 }
