@@ -10,9 +10,10 @@ pub fn split_authority(a: &str, default_port: u16) -> Option<(String, u16)> {
 }
 
 /// Hosts compared as a resolver would see them: ASCII case and one trailing
-/// dot do not matter; anything else does.
+/// dot do not matter; anything else does (`a.test..` is not `a.test`: the
+/// engine strips exactly one dot too).
 pub fn same_host(a: &str, b: &str) -> bool {
-    let n = |s: &str| s.trim_end_matches('.').to_ascii_lowercase();
+    let n = |s: &str| s.strip_suffix('.').unwrap_or(s).to_ascii_lowercase();
     !a.is_empty() && n(a) == n(b)
 }
 
@@ -48,6 +49,9 @@ mod tests {
         assert_eq!(split_authority("a:65536", 80), None);
         assert_eq!(split_authority("::1", 80), None);
         assert!(same_host("A.Example.", "a.example"));
+        assert!(same_host("a.example.", "A.EXAMPLE."));
+        assert!(!same_host("a.example..", "a.example"));
+        assert!(!same_host("a.example", "a.example.."));
         assert!(!same_host("a.example", "b.example"));
         assert!(!same_host("", ""));
         assert!(is_literal("[::1]") && is_literal("10.0.0.1") && !is_literal("a.test"));
