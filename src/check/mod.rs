@@ -212,14 +212,7 @@ pub fn check_with(files: &[File], limits: &crate::Limits) -> Vec<Diagnostic> {
         }
     }
     let reqs = requirements_of(files);
-    let all: Vec<&Block> = files
-        .iter()
-        .flat_map(|f| &f.items)
-        .filter_map(|i| match i {
-            Item::Policy(p) => Some(p),
-            _ => None,
-        })
-        .collect();
+    let all = policies_of(files);
     for p in &all {
         for r in &reqs {
             requirements::check_policy(p, r, &mut diags);

@@ -160,7 +160,7 @@ pub(super) fn check_set(reqs: &[&Block], policies: &[&Block], diags: &mut Vec<Di
     }
 }
 
-fn conflict<T: PartialEq>(
+fn conflict<T: PartialEq + Clone>(
     reqs: &[&Block],
     what: &'static str,
     diags: &mut Vec<Diagnostic>,
@@ -174,11 +174,7 @@ fn conflict<T: PartialEq>(
                 .find_map(|s| list(&s.kind).map(|l| (*r, s, l)))
         })
         .collect();
-    let common = lists.iter().flat_map(|(_, _, l)| l.iter()).any(|v| {
-        lists
-            .iter()
-            .all(|(_, _, l)| l.iter().any(|x| x.node == v.node))
-    });
+    let common = agreed_default(reqs, &list).is_some();
     // An empty list is its own error (invalid_requirement).
     if common || lists.len() < 2 || lists.iter().any(|(_, _, l)| l.is_empty()) {
         return;

@@ -25,7 +25,7 @@ pub use srt::{SrtLists, srt_lists, srt_settings};
 
 use crate::build::Build;
 use crate::source::{SourceMap, Span};
-use crate::syntax::ast::{Block, Item, NetStmt, Network, SectionKind};
+use crate::syntax::ast::{Block, NetStmt, Network, SectionKind, policies_of};
 
 /// Why a policy cannot be exported.
 #[derive(Clone, Debug, Eq, PartialEq, thiserror::Error)]
@@ -103,14 +103,7 @@ pub(crate) fn policy_block(build: &Build, name: Option<&str>) -> Result<Block, E
         return Err(ExportError::Invalid);
     }
     let files = build.files.as_slice();
-    let policies: Vec<&Block> = files
-        .iter()
-        .flat_map(|f| &f.items)
-        .filter_map(|i| match i {
-            Item::Policy(b) => Some(b),
-            _ => None,
-        })
-        .collect();
+    let policies = policies_of(files);
     let block = match name {
         Some(n) => policies
             .iter()

@@ -98,6 +98,18 @@ pub fn requirements_of(files: &[File]) -> Vec<&Block> {
         .collect()
 }
 
+/// Every `policy` block of a set, in source order.
+pub fn policies_of(files: &[File]) -> Vec<&Block> {
+    files
+        .iter()
+        .flat_map(|f| &f.items)
+        .filter_map(|i| match i {
+            Item::Policy(b) => Some(b),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The default of a listed setting under several requirements blocks
 /// (docs/language.md#requirements): the first entry, in block order, that
 /// every block's list (of those that write one) holds; `None` when they
