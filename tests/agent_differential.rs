@@ -8,7 +8,7 @@
     clippy::panic
 )]
 
-mod reference;
+use crate::reference;
 
 use gatehouse::PolicySet;
 use gatehouse::query::{Annotations, Assessment, Query, ReviewOutcome, ReviewStatus, Via};

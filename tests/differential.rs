@@ -8,7 +8,7 @@
     clippy::panic
 )]
 
-mod reference;
+use crate::reference;
 
 use gatehouse::PolicySet;
 use gatehouse::normalize::{OwnedHost, normalize_host_owned};

@@ -43,17 +43,10 @@ fn a_messy_file_gets_the_canonical_layout() {
     ))
     .unwrap();
     let out = assert_faithful(&text);
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/golden/messy.formatted.policy"
-    );
-    if std::env::var_os("BLESS").is_some() {
-        std::fs::write(path, &out).unwrap();
-    }
-    assert_eq!(
-        out,
-        std::fs::read_to_string(path).unwrap_or_default(),
-        "BLESS=1 rewrites the golden file"
+    crate::bless::golden(
+        "tests/golden/messy.formatted.policy",
+        &out,
+        "cargo test --test main fmt",
     );
     assert!(
         out.contains("allow ip ::ffff:10.0.0.5"),

@@ -1,6 +1,6 @@
 //! Regressions for the check-level classes of issue 12 (the decision-level
 //! ones are in `tests/data/rulings.policy`, replayed in both query forms by
-//! `tests/cli.rs`).
+//! `policyc/tests/cli_files.rs`).
 
 #![allow(
     clippy::unwrap_used,
@@ -296,7 +296,7 @@ fn a_sandbox_block_outside_workspace_write_has_no_effect() {
 }
 
 /// The decision-level regressions of issue 29 (`tests/data/rulings-29*`),
-/// replayed through the library (`Build::tests`); `tests/cli.rs` replays
+/// replayed through the library (`Build::tests`); `policyc/tests/cli_files.rs` replays
 /// them through `policyc eval`.
 #[test]
 fn issue_29_regressions_hold_through_the_library() {

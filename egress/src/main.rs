@@ -313,6 +313,10 @@ async fn serve(config: Config) -> i32 {
 }
 
 #[cfg(test)]
+#[path = "../../tests/support/bless.rs"]
+mod bless;
+
+#[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
@@ -359,14 +363,10 @@ mod tests {
             let help = sub.render_long_help().to_string();
             section(format!("gatehouse-egress {name}"), help);
         }
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/egress-cli.md");
-        if std::env::var_os("BLESS").is_some() {
-            std::fs::write(path, &doc).unwrap();
-        }
-        let on_disk = std::fs::read_to_string(path).unwrap_or_default();
-        assert!(
-            on_disk == doc,
-            "docs/egress-cli.md is stale: run BLESS=1 cargo test -p gatehouse-egress --bin gatehouse-egress"
+        crate::bless::golden(
+            "docs/egress-cli.md",
+            &doc,
+            "cargo test -p gatehouse-egress --bin gatehouse-egress",
         );
     }
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `policyc export cilium` output (the golden files, which tests/export.rs
+# `policyc export cilium` output (the golden files, which policyc/tests/export.rs
 # holds equal to what policyc writes) checked against the shapes the
 # CiliumNetworkPolicy CRD requires (validate_cilium.py, PyYAML in a venv).
 set -euo pipefail

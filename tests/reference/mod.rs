@@ -17,6 +17,7 @@
 
 mod agent;
 pub mod requirements;
+mod words;
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 

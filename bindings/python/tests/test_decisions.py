@@ -21,7 +21,7 @@ def shipped() -> gatehouse.PolicySet:
     return gatehouse.PolicySet.from_files(files)
 
 
-# tests/cli.rs `ROWS`: (policy, text form, JSON form, decision, reason).
+# policyc/tests/cli.rs `ROWS`: (policy, text form, JSON form, decision, reason).
 ROWS: List[Tuple[str, str, Dict[str, Any], str, str]] = [
     ("coding-agent", "connect github.com:443", {"kind": "connect", "host": "github.com", "port": 443}, "allow", "allowed_by_rule"),
     ("coding-agent", "connect api.github.com:443", {"kind": "connect", "host": "api.github.com", "port": 443}, "deny", "not_allowed"),

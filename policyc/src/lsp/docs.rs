@@ -5,7 +5,7 @@
 //! first), a reason code its row of the reason-code table, a permission the
 //! `permissions` section.
 
-const REFERENCE: &str = include_str!("../../../../docs/language.md");
+const REFERENCE: &str = include_str!("../../../docs/language.md");
 
 /// A heading and the lines under it, up to the next heading.
 struct Part {
@@ -221,7 +221,7 @@ mod tests {
     /// has hover text.
     #[test]
     fn everything_has_hover_text() {
-        let grammar = include_str!("../../../../grammar/policy.pest");
+        let grammar = include_str!("../../../grammar/policy.pest");
         let mut missing = Vec::new();
         for line in grammar.lines() {
             let Some(rest) = line.strip_prefix("kw_") else {

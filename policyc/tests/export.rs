@@ -3,11 +3,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::Path;
 use std::process::Command;
 
 fn export(args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_policyc"))
+        .current_dir(crate::common::repo())
         .arg("export")
         .arg("nftables")
         .args(args)
@@ -79,12 +79,11 @@ fn rulesets_match_their_golden_files_and_parse() {
     let mut checked = 0;
     for (name, args) in cases {
         let text = export(args);
-        let golden = Path::new("tests/golden/export").join(format!("{name}.nft"));
-        if std::env::var_os("BLESS").is_some() {
-            std::fs::write(&golden, &text).unwrap();
-        }
-        let want = std::fs::read_to_string(&golden).unwrap_or_default();
-        assert_eq!(text, want, "{name}: run with BLESS=1 to accept");
+        crate::bless::golden(
+            &format!("tests/golden/export/{name}.nft"),
+            &text,
+            "cargo test -p policyc export",
+        );
         if let Some(ok) = nft_accepts(&text) {
             assert!(ok, "nft refuses the {name} ruleset");
             checked += 1;
@@ -125,6 +124,7 @@ fn bad_arguments_are_usage_errors() {
         &["nftables", "policies/research.policy", "--proxy", "nowhere"],
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_policyc"))
+            .current_dir(crate::common::repo())
             .arg("export")
             .args(args)
             .output()
@@ -168,6 +168,7 @@ fn cilium_and_srt_exports_match_their_golden_files() {
     for (format, ext) in [("cilium", "yaml"), ("srt", "json")] {
         for (name, args) in cases {
             let out = Command::new(env!("CARGO_BIN_EXE_policyc"))
+                .current_dir(crate::common::repo())
                 .args(["export", format])
                 .args(*args)
                 .output()
@@ -189,23 +190,28 @@ fn cilium_and_srt_exports_match_their_golden_files() {
                     String::from_utf8_lossy(&out.stderr)
                 ),
             };
-            let golden = Path::new("tests/golden/export").join(&file);
-            if std::env::var_os("BLESS").is_some() {
-                std::fs::write(&golden, &text).unwrap();
-            }
-            let want = std::fs::read_to_string(&golden).unwrap_or_default();
-            assert_eq!(text, want, "{file}: run with BLESS=1 to accept");
+            crate::bless::golden(
+                &format!("tests/golden/export/{file}"),
+                &text,
+                "cargo test -p policyc export",
+            );
         }
     }
     // Each refusal names every rule that does not fit, with its place.
-    let wide = std::fs::read_to_string("tests/golden/export/wide.cilium.err").unwrap();
+    let wide =
+        std::fs::read_to_string(crate::common::repo().join("tests/golden/export/wide.cilium.err"))
+            .unwrap();
     assert!(
         wide.contains("export-fleet.policy:46:5: `default allow`"),
         "{wide}"
     );
-    let carve = std::fs::read_to_string("tests/golden/export/carve.cilium.err").unwrap();
+    let carve =
+        std::fs::read_to_string(crate::common::repo().join("tests/golden/export/carve.cilium.err"))
+            .unwrap();
     assert!(carve.contains("`deny domain gist.github.com`"), "{carve}");
-    let wide = std::fs::read_to_string("tests/golden/export/wide.srt.err").unwrap();
+    let wide =
+        std::fs::read_to_string(crate::common::repo().join("tests/golden/export/wide.srt.err"))
+            .unwrap();
     assert!(
         wide.starts_with("error: 4 rules cannot be expressed"),
         "{wide}"
@@ -217,6 +223,7 @@ fn cilium_and_srt_exports_match_their_golden_files() {
 #[test]
 fn the_shipped_cilium_example_is_current() {
     let out = Command::new(env!("CARGO_BIN_EXE_policyc"))
+        .current_dir(crate::common::repo())
         .args([
             "export",
             "cilium",
@@ -229,13 +236,9 @@ fn the_shipped_cilium_example_is_current() {
         .output()
         .unwrap();
     assert!(out.status.success());
-    let path = "examples/integrations/cilium/coding-agent.cnp.yaml";
-    if std::env::var_os("BLESS").is_some() {
-        std::fs::write(path, &out.stdout).unwrap();
-    }
-    assert_eq!(
-        String::from_utf8(out.stdout).unwrap(),
-        std::fs::read_to_string(path).unwrap(),
-        "{path}: run with BLESS=1 to accept"
+    crate::bless::golden(
+        "examples/integrations/cilium/coding-agent.cnp.yaml",
+        &String::from_utf8(out.stdout).unwrap(),
+        "cargo test -p policyc export",
     );
 }

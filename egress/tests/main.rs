@@ -1,0 +1,27 @@
+//! The daemon's tests, one binary: end to end on loopback by front door
+//! (`e2e/`), allocations per request, the ext-authz server, fleets of
+//! signed bundles.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
+
+mod allocations;
+mod ext_authz;
+mod fleet;
+
+/// End to end, on loopback only: real `curl`, `dig` and `openssl s_server`
+/// against the proxy and the resolver.
+mod e2e {
+    mod support;
+
+    mod connect;
+    mod daemon;
+    mod dns;
+    mod http;
+    mod socks;
+    mod upstream;
+}
