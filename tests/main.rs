@@ -9,6 +9,7 @@ mod reference;
 
 mod agent_differential;
 mod artifact;
+mod corpus;
 mod differential;
 mod docs;
 mod fail_closed;

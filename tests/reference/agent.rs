@@ -78,6 +78,43 @@ impl RefPolicy<'_> {
             })
             .unwrap_or(Reviewer::User)
     }
+    /// `web_search` (docs/language.md#sandbox): the policy's own mode; else
+    /// the requirements' agreed default, at the first requirements
+    /// statement of the setting; else `live` under danger-full-access and
+    /// `cached` otherwise.
+    pub fn web_search(&self) -> RefDecision {
+        let word = |m: WebSearchMode| match m {
+            WebSearchMode::Cached => "cached",
+            WebSearchMode::Disabled => "disabled",
+            WebSearchMode::Live => "live",
+            WebSearchMode::Indexed => "indexed",
+        };
+        for s in &self.block.sections {
+            if let SectionKind::WebSearch(v) = &s.kind
+                && let Some(m) = v.first()
+            {
+                return d(word(m.node), "configured", Some(s.span.start));
+            }
+        }
+        let list = |k: &SectionKind| match k {
+            SectionKind::WebSearch(v) => Some(v.iter().map(|m| m.node).collect()),
+            _ => None,
+        };
+        if let Some(m) = super::requirements::agreed(&self.reqs, list) {
+            let at = self
+                .reqs
+                .iter()
+                .flat_map(|r| &r.sections)
+                .find(|s| list(&s.kind).is_some())
+                .map(|s| s.span.start);
+            return d(word(m), "configured", at);
+        }
+        if self.sandbox() == SandboxMode::DangerFullAccess {
+            d("live", "default", None)
+        } else {
+            d("cached", "default", None)
+        }
+    }
     fn category_on(&self, c: PromptCategory) -> bool {
         self.sections()
             .find_map(|k| match k {

@@ -415,6 +415,45 @@ impl<'a> RefPolicy<'a> {
         d("deny", "not_allowed", None)
     }
 
+    /// `socket "/path"` (docs/language.md#decision-order): an absolute,
+    /// normal path; the mode; a deny rule for it; an exact allow, then
+    /// `allow socket *`; else `not_allowed` (`default allow` never allows
+    /// a socket).
+    fn socket(&self, path: &str) -> RefDecision {
+        let normal = path.starts_with('/')
+            && !path.contains('\0')
+            && (path == "/"
+                || path[1..]
+                    .split('/')
+                    .all(|c| !c.is_empty() && c != "." && c != ".."));
+        if !normal {
+            return d("deny", "invalid_path", None);
+        }
+        if let Some(m) = self.mode() {
+            return m;
+        }
+        let target = |r: &NetRule, want: &SocketTarget| match &r.target {
+            NetTarget::Socket(t) => t == want,
+            _ => false,
+        };
+        let exact = SocketTarget::Path(path.to_string());
+        if let Some(r) = self
+            .rules()
+            .find(|r| r.effect == Effect::Deny && target(r, &exact))
+        {
+            return d("deny", "denied_by_rule", Some(r.span.start));
+        }
+        let allow = |want: &SocketTarget| {
+            self.rules()
+                .find(|r| r.effect == Effect::Allow && target(r, want))
+                .map(|r| r.span.start)
+        };
+        match allow(&exact).or_else(|| allow(&SocketTarget::Any)) {
+            Some(at) => d("allow", "allowed_by_rule", Some(at)),
+            None => d("deny", "not_allowed", None),
+        }
+    }
+
     pub fn decide(&self, q: &Query) -> Option<RefDecision> {
         Some(match q {
             Query::Connect { host, port, via } => {
@@ -593,8 +632,51 @@ impl<'a> RefPolicy<'a> {
                 annotations,
             } => self.mcp(server, tool, annotations),
             Query::Prompt { category } => self.prompt_query(*category),
+            Query::WebSearch => self.web_search(),
+            Query::Socket { path } => self.socket(path),
+            Query::Listen { addr } => listen(self, addr),
+            Query::Upstream => match self.proxy("upstream") {
+                Some((true, at)) => d("allow", "allowed_by_rule", Some(at)),
+                Some((false, at)) => d("deny", "denied_by_rule", Some(at)),
+                None => d("allow", "default_allow", None),
+            },
             Query::Review { action, assessment } => self.review(action, assessment),
-            _ => return None,
         })
+    }
+}
+
+/// `listen ADDRESS:PORT`: an IP address (IPv6 in brackets) and a port;
+/// loopback is always allowed; `proxy { listen any }` allows any other
+/// address unless the policy allows a socket; else `non_loopback_listener`.
+fn listen(p: &RefPolicy<'_>, addr: &str) -> RefDecision {
+    let Some((host, port)) = addr.rsplit_once(':') else {
+        return d("deny", "invalid_address", None);
+    };
+    let host = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    let Ok(ip) = host.parse::<std::net::IpAddr>() else {
+        return d("deny", "invalid_address", None);
+    };
+    if port.parse::<u16>().is_err() {
+        return d("deny", "invalid_port", None);
+    }
+    let loopback = match ip {
+        std::net::IpAddr::V4(v4) => v4.is_loopback(),
+        std::net::IpAddr::V6(v6) => {
+            v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+    };
+    if loopback {
+        return d("allow", "loopback", None);
+    }
+    let any = p.proxy("listen");
+    let socket_allowed = p
+        .rules()
+        .any(|r| r.effect == Effect::Allow && matches!(r.target, NetTarget::Socket(_)));
+    match any {
+        Some((true, at)) if !socket_allowed => d("allow", "allowed_by_rule", Some(at)),
+        other => d("deny", "non_loopback_listener", other.map(|o| o.1)),
     }
 }
