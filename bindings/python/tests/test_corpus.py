@@ -24,17 +24,17 @@ def set_files(name: str) -> List[str]:
 def test_the_binding_decides_every_case_of_the_corpus() -> None:
     groups: Dict[str, List[Dict[str, Any]]] = {}
     for path in sorted(glob.glob(os.path.join(ROOT, "tests", "corpus", "*.jsonl"))):
-        with open(path, encoding="utf-8") as f:
-            for line in f:
+        with open(path, encoding="utf-8") as lines:
+            for line in lines:
                 if line.strip():
                     case = json.loads(line)
                     groups.setdefault(case["set"], []).append(case)
     compared = 0
     for name, cases in groups.items():
         sources: List[Tuple[str, str]] = []
-        for f in set_files(name):
-            with open(os.path.join(ROOT, f), encoding="utf-8") as fh:
-                sources.append((f, fh.read()))
+        for file in set_files(name):
+            with open(os.path.join(ROOT, file), encoding="utf-8") as fh:
+                sources.append((file, fh.read()))
         policies = gatehouse.PolicySet.from_sources(sources)
         for case in cases:
             d = policies[case["policy"]].decide(case["query"])
