@@ -23,7 +23,9 @@
 use arbitrary::{Arbitrary, Result, Unstructured};
 
 use crate::query::{Annotations, Assessment, Query, ReviewOutcome, ReviewStatus, Via};
-use crate::samples::{CIDRS, IPS, NAMES};
+use crate::samples::{
+    CIDRS, COMMAND_RULES, COMMAND_WRAPPERS, GUARDIAN, IPS, MCP_RULES, NAMES, REQUIREMENTS, TAILS,
+};
 use crate::syntax::ast::{AuthLevel, PromptCategory, RiskCategory, RiskLevel};
 
 const PORTS: &[&str] = &[
@@ -39,48 +41,6 @@ const PERMISSIONS: &[&str] = &[
     "input.control",
     "files.read",
     "files.write",
-];
-const COMMAND_RULES: &[&str] = &[
-    "allow git status",
-    "prompt git push because \"publishing\"",
-    "forbid rm -rf / because \"never\"",
-    "allow [python3 python] -m pytest",
-    "allow cargo",
-    "forbid /usr/bin/git push --force because \"no\"",
-    "prompt curl",
-    "allow ls -la",
-    "prompt sudo",
-    "forbid env because \"no\"",
-    "prompt timeout",
-];
-const MCP_RULES: &[&str] = &[
-    "server github auto",
-    "server github prompt",
-    "server slack approve",
-    "tool github/delete_repo prompt",
-    "tool slack/post approve",
-    "server slack off",
-    "tool github/delete_repo off",
-];
-const GUARDIAN: &[&str] = &[
-    "risk critical exfiltration command ~ r\"curl\\s.*(-d|--data)\\b\"",
-    "risk high credential_probing path \"**/.ssh/**\" \"**/.env\"",
-    "risk high destructive command rm -rf",
-    "risk medium security_weakening command ~ r\"chmod\\s+777\"",
-    "risk high destructive tool github/delete_repo",
-    "risk low exfiltration host **.pastebin.com",
-    "deny category exfiltration",
-    "deny command git push --force",
-    "risk high destructive command sudo rm",
-    "risk medium destructive command timeout",
-    "risk critical destructive command bash -lc",
-    "risk high destructive command ~ r\"rm\\s+-f\"",
-    "deny command env",
-    "deny tool */delete_repo",
-    "risk medium destructive tool github/*",
-    "allow medium",
-    "allow low",
-    "authorize high with high",
 ];
 const SANDBOX: &[&str] = &[
     "read-only",
@@ -239,41 +199,6 @@ fn host(u: &mut Unstructured<'_>) -> Result<String> {
 fn port(u: &mut Unstructured<'_>) -> Result<i64> {
     Ok(*u.choose(&[443i64, 80, 8080, 8500, 22, 0, 70000, -1])?)
 }
-
-/// Command-running wrappers with options and values (docs/language.md#sandbox).
-const COMMAND_WRAPPERS: &[&str] = &[
-    "sudo",
-    "sudo -u root",
-    "sudo --user root",
-    "sudo --chdir /tmp",
-    "sudo --command-timeout 5",
-    "sudo -E",
-    "/usr/bin/sudo",
-    "doas",
-    "doas -u root",
-    "env",
-    "env FOO=1",
-    "env -i PATH=/bin",
-    "timeout 5",
-    "timeout -s KILL 5",
-    "nice -n 5",
-    "nohup",
-    "ionice -c 3",
-    "stdbuf -o0",
-    "time",
-    "command",
-    "exec",
-];
-const TAILS: &[&str] = &[
-    "rm -rf x",
-    "rm -f x",
-    "rm x",
-    "/bin/rm --force x",
-    "ls -la",
-    "git push --force",
-    "git status",
-    "find . -fprint=x",
-];
 
 /// A command behind a chain of wrappers, inside up to three nested shell
 /// wrappers (or four: one past the limit), with sibling commands.
@@ -523,44 +448,6 @@ fn section(
     out.push_str("  }\n");
     Ok(())
 }
-
-/// Requirement sections (docs/language.md#requirements), one per generated `requirements` block:
-/// every cap, every kind of joined rule, and domain allow lists of every
-/// pattern form over the same names as the policies' rules, so that
-/// coverage is tried in every combination.
-const REQUIREMENTS: &[&str] = &[
-    "network { default deny; local deny }",
-    "network { dns off }",
-    "network { deny domain **.pastebin.com }",
-    "network { allow domain **.example.com }",
-    "network { allow domain *.example.com }",
-    "network { allow domain example.com; allow domain *.a.example.com }",
-    "network { allow domain * }",
-    "network { allow domain github.com; allow domain **.github.com }",
-    "network { allow domain *.localhost; allow domain localhost }",
-    "network { allow socket * }",
-    "network { allow socket \"/tmp/a.sock\" }",
-    "network { deny cidr 10.0.0.0/8; deny ip 8.8.8.8 }",
-    "network { deny cidr ::/0 }",
-    "network off",
-    "proxy { socks5 off; listen loopback }",
-    "proxy { socks5_udp off; upstream off }",
-    "permissions { default deny; deny shell.exec }",
-    "apps { deny firefox }",
-    "commands { forbid rm -rf because \"managed\"; prompt sudo }",
-    "guardian { deny command git push --force; deny category destructive }",
-    "sandbox read-only",
-    "sandbox workspace-write",
-    "sandbox danger-full-access",
-    "approvals never untrusted",
-    "approvals on-request granular",
-    "approvals untrusted on-request never",
-    "reviewer auto_review user",
-    "reviewer user",
-    "approvals granular never",
-    "approvals never",
-    "reviewer auto_review",
-];
 
 /// One generated policy (the text of a file holding one `policy p`), the
 /// requirements blocks over it (empty, or blocks to append after the

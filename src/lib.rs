@@ -124,6 +124,9 @@ pub mod testing {
     pub fn format_file(file: &ast::File, src: &crate::source::SourceFile) -> String {
         crate::fmt::format_file(file, src)
     }
-    pub use crate::samples::{CIDRS, IPS, NAMES, partly_quoted};
+    pub use crate::samples::{
+        CIDRS, COMMAND_RULES, COMMAND_WRAPPERS, GUARDIAN, IPS, MCP_RULES, NAMES, REQUIREMENTS,
+        TAILS, partly_quoted,
+    };
     pub use crate::syntax::{ast, parse_file};
 }

@@ -14,51 +14,10 @@ use gatehouse::PolicySet;
 use gatehouse::query::{Annotations, Assessment, Query, ReviewOutcome, ReviewStatus, Via};
 use gatehouse::source::SourceMap;
 use gatehouse::testing::ast::{AuthLevel, Item, PromptCategory, RiskCategory, RiskLevel};
+use gatehouse::testing::{
+    COMMAND_RULES, COMMAND_WRAPPERS, GUARDIAN, MCP_RULES, REQUIREMENTS, TAILS,
+};
 use proptest::prelude::*;
-
-const COMMAND_RULES: &[&str] = &[
-    "allow git status",
-    "prompt git push because \"publishing\"",
-    "forbid rm -rf / because \"never\"",
-    "allow [python3 python] -m pytest",
-    "allow cargo",
-    "forbid /usr/bin/git push --force because \"no\"",
-    "prompt curl because \"network\"",
-    "allow ls -la",
-    "prompt sudo because \"root\"",
-    "forbid env because \"no environment games\"",
-    "prompt timeout",
-    "allow nice -n 5",
-];
-const MCP_RULES: &[&str] = &[
-    "server github auto",
-    "server github prompt",
-    "server slack approve",
-    "tool github/delete_repo prompt",
-    "tool slack/post approve",
-    "server slack off",
-    "tool github/delete_repo off",
-];
-const GUARDIAN: &[&str] = &[
-    "risk critical exfiltration command ~ r\"curl\\s.*(-d|--data)\\b\"",
-    "risk high credential_probing path \"**/.ssh/**\" \"**/.env\"",
-    "risk high destructive command rm -rf",
-    "risk medium security_weakening command ~ r\"chmod\\s+777\"",
-    "risk high destructive tool github/delete_repo",
-    "risk low exfiltration host **.pastebin.com",
-    "deny category exfiltration",
-    "deny command git push --force",
-    "risk high destructive command sudo rm",
-    "risk medium destructive command timeout",
-    "risk high destructive command ~ r\"rm\\s+-rf\"",
-    "deny command env",
-    "risk critical destructive command bash -lc",
-    "allow medium",
-    "allow low",
-    "allow low medium",
-    "authorize high with high",
-    "authorize high with low",
-];
 
 #[derive(Clone, Debug)]
 struct Gen {
@@ -214,43 +173,6 @@ fn argv() -> impl Strategy<Value = Vec<String>> + Clone {
     pick(ARGVS).prop_map(|a| a.iter().map(|s| s.to_string()).collect())
 }
 
-/// Command-running wrappers with their options and values (spec §9, the
-/// dangerous-command rule), chained before a command.
-const COMMAND_WRAPPERS: &[&str] = &[
-    "sudo",
-    "sudo -u root",
-    "sudo --user root",
-    "sudo --chdir /tmp",
-    "sudo --close-from 3",
-    "sudo -E",
-    "/usr/bin/sudo",
-    "doas",
-    "doas -u root",
-    "env",
-    "env FOO=1",
-    "env -i PATH=/bin",
-    "timeout 5",
-    "timeout -s KILL 5",
-    "nice",
-    "nice -n 5",
-    "nohup",
-    "ionice -c 3",
-    "stdbuf -o0",
-    "time",
-    "command",
-    "exec",
-];
-const TAILS: &[&str] = &[
-    "rm -rf x",
-    "rm -f x",
-    "rm x",
-    "/bin/rm --force x",
-    "rm --fo x",
-    "ls -la",
-    "git push --force",
-    "git status",
-    "cat /home/u/.ssh/./id_rsa",
-];
 const SHELLS: &[(&str, &str)] = &[
     ("bash", "-lc"),
     ("sh", "-c"),
@@ -480,33 +402,6 @@ proptest! {
         }
     }
 }
-
-const REQUIREMENTS: &[&str] = &[
-    "commands { forbid git push because \"managed\" }",
-    "commands { prompt cargo because \"managed\" }",
-    "guardian { deny category destructive }",
-    "guardian { deny command ls }",
-    "approvals untrusted on-request never granular",
-    "approvals never untrusted on-request",
-    "approvals never",
-    "reviewer user auto_review",
-    "reviewer auto_review user",
-    "sandbox read-only",
-    "sandbox workspace-write",
-    "sandbox danger-full-access",
-    "permissions { deny shell.exec }",
-    "network { deny domain **.pastebin.com }",
-    "commands { forbid rm -rf because \"managed\" }",
-    "commands { prompt sudo because \"managed\" }",
-    "guardian { deny command git push --force }",
-    "guardian { deny command sudo }",
-    "guardian { deny category exfiltration }",
-    "reviewer auto_review",
-    "approvals on-request untrusted",
-    "approvals granular never",
-    "approvals on-request never",
-    "reviewer user",
-];
 
 /// A file holding the policy, then one requirements block per statement
 /// (a block holds each section once; a set may hold several blocks).
