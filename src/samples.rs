@@ -81,23 +81,6 @@ pub fn partly_quoted(word: &str, how: u8, at: usize) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn partly_quoted_words_read_back_as_the_word() {
-        for word in ["rm", "-rf", "git", "x", "/bin/rm", "--force"] {
-            for how in 0..6 {
-                for at in 0..4 {
-                    let q = super::partly_quoted(word, how, at);
-                    assert_ne!(q, word);
-                    let shell = crate::eval::shell::script_words(&q);
-                    assert!(shell.iter().any(|w| w == word), "{q}: {shell:?}");
-                }
-            }
-        }
-    }
-}
-
 /// `commands` rules for generated policies (the generators of
 /// `gatehouse::arbitrary` and the agent differential test share them).
 pub const COMMAND_RULES: &[&str] = &[
@@ -247,3 +230,20 @@ pub const REQUIREMENTS: &[&str] = &[
     "approvals on-request untrusted",
     "approvals on-request never",
 ];
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn partly_quoted_words_read_back_as_the_word() {
+        for word in ["rm", "-rf", "git", "x", "/bin/rm", "--force"] {
+            for how in 0..6 {
+                for at in 0..4 {
+                    let q = super::partly_quoted(word, how, at);
+                    assert_ne!(q, word);
+                    let shell = crate::eval::shell::script_words(&q);
+                    assert!(shell.iter().any(|w| w == word), "{q}: {shell:?}");
+                }
+            }
+        }
+    }
+}
