@@ -17,7 +17,7 @@
 //! | live updates | [`PolicyStore`] |
 //! | decision logs | [`log::DecisionSink`], [`log::JsonLinesSink`], [`log::BackgroundSink`] |
 //! | policy tests | [`Build::tests`] and [`TestCase`] |
-//! | the formatter, the importers, the nftables export | [`fmt`], [`import`], [`export`] |
+//! | the formatter, the importers, the nftables export | [`fmt`], `import` (feature `import`), [`export`] |
 //! | hostile input, normalised as the engine does | [`normalize`] |
 //!
 //! `gatehouse::testing` is doc-hidden: it is what this repository's own
@@ -58,7 +58,7 @@
 // feature every x86-64 processor has; docs/performance.md gives the reason
 // and its tests hold it to the portable scanner.
 #![deny(unsafe_code)]
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 // The stages of the pipeline, bottom first (`tests/layers.rs` keeps every
 // import pointing down). They are private: what an embedder needs of them
@@ -101,7 +101,7 @@ pub use eval::{DecisionReport, Workspace};
 pub use limits::{Limits, QueryLimits};
 pub use query::{Query, QueryParseError, QueryRef, Via};
 pub use source::SourceMap;
-pub use store::PolicyStore;
+pub use store::{PolicyStore, Snapshot};
 pub use suite::{Expected, TestCase};
 
 /// What the tests, benchmarks and fuzz targets of this repository share

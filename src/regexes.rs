@@ -30,7 +30,7 @@ pub enum RegexError {
 }
 
 /// Builds the automaton for a list of patterns, with the limits above.
-pub fn build_regex(patterns: &[String], size_limit: usize) -> Result<Regex, RegexError> {
+pub(crate) fn build_regex(patterns: &[String], size_limit: usize) -> Result<Regex, RegexError> {
     if let Some(p) = patterns.iter().find(|p| has_property_class(p)) {
         return Err(RegexError::PropertyClass(p.clone()));
     }

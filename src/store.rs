@@ -48,10 +48,16 @@ impl PolicyStore {
         }
     }
 
-    /// The current set, lock-free. Keep the guard for the duration of one
-    /// decision (or one batch that must be consistent).
-    pub fn load(&self) -> arc_swap::Guard<Arc<PolicySet>> {
-        self.current.load()
+    /// The current set, lock-free. Keep the snapshot for the duration of
+    /// one decision (or one batch that must be consistent).
+    pub fn load(&self) -> Snapshot {
+        Snapshot(self.current.load())
+    }
+
+    /// The current set as a shared pointer, to keep beyond one decision (a
+    /// connection that must be re-decided later with the set it began with).
+    pub fn load_full(&self) -> Arc<PolicySet> {
+        self.current.load_full()
     }
 
     /// Installs an already compiled set.
@@ -65,5 +71,22 @@ impl PolicyStore {
         let set = PolicySet::from_sources(sources)?;
         self.replace(set);
         Ok(())
+    }
+}
+
+/// The set in force when [`PolicyStore::load`] was called: it derefs to
+/// [`PolicySet`], and an update meanwhile does not change it.
+pub struct Snapshot(arc_swap::Guard<Arc<PolicySet>>);
+
+impl std::ops::Deref for Snapshot {
+    type Target = PolicySet;
+    fn deref(&self) -> &PolicySet {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Snapshot").field(&**self).finish()
     }
 }

@@ -2,15 +2,18 @@
 //! and their subdomains (exact, `*.` and `**.` patterns), and address
 //! prefixes shaped like cloud provider ranges, deterministic for a seed.
 
+#![deny(missing_docs)]
 #![allow(clippy::indexing_slicing)]
 
 /// A small deterministic generator (xorshift).
 pub struct Rng(u64);
 
 impl Rng {
+    /// A generator seeded with `seed` (the same seed, the same stream).
     pub fn new(seed: u64) -> Self {
         Rng(seed.max(1))
     }
+    /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         let mut x = self.0;
         x ^= x << 13;
@@ -19,6 +22,7 @@ impl Rng {
         self.0 = x;
         x
     }
+    /// A number in `0..n`.
     pub fn below(&mut self, n: u64) -> u64 {
         self.next_u64() % n.max(1)
     }
@@ -126,12 +130,14 @@ pub enum Category {
 }
 
 impl Category {
+    /// Every category, in report order.
     pub const ALL: [Category; 4] = [
         Category::ExactHit,
         Category::SubdomainHit,
         Category::Miss,
         Category::Deny,
     ];
+    /// The category's name in reports.
     pub fn as_str(self) -> &'static str {
         match self {
             Category::ExactHit => "exact_hit",

@@ -47,12 +47,15 @@ pub const SERVICE: &str = "envoy.service.auth.v3.Authorization";
 /// What one `Check` comes to.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Outcome {
+    /// Allowed: Envoy lets the request through.
     Allow,
+    /// Denied, with the reason code.
     Deny(&'static str),
 }
 
 /// The service.
 pub struct Service {
+    /// The policy in force and its decision log.
     pub policies: Arc<Policies>,
     /// Also decide the original destination address (`--check-destination`).
     pub check_destination: bool,

@@ -205,11 +205,17 @@ impl UpstreamProxy {
 
 /// What every front door shares: the policy, the resolver, the way out.
 pub struct Ctx {
+    /// The policy in force.
     pub policies: Arc<Policies>,
+    /// The upstream DNS server (and its vetted answers).
     pub resolver: Arc<Upstream>,
+    /// The upstream proxy, when the policy lets one be used.
     pub upstream_proxy: Option<UpstreamProxy>,
+    /// Idle and connect timeouts.
     pub timeouts: crate::relay::Timeouts,
+    /// Pooled upstream connections.
     pub pool: crate::http::pool::Pool,
+    /// The daemon's counters.
     pub metrics: Arc<Metrics>,
     /// Client connections open at once, per listener.
     pub max_connections: usize,

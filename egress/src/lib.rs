@@ -13,6 +13,8 @@
 //! 3. decide on what the socket will use: resolve once, check the answers
 //!    with `resolved`, dial exactly those addresses.
 
+#![deny(missing_docs)]
+
 pub mod adapter;
 pub mod authority;
 pub mod dns;
@@ -40,11 +42,15 @@ use tokio::net::{TcpListener, UdpSocket};
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct Config {
+    /// The policy file (text, artifact or signed bundle).
     pub policy: PathBuf,
+    /// The policy of the set to enforce (`None`: the only one).
     pub policy_name: Option<String>,
     /// The HTTP proxy's address.
     pub http: SocketAddr,
+    /// The SOCKS5 listener, if any.
     pub socks: Option<SocketAddr>,
+    /// The DNS listener (UDP and TCP), if any.
     pub dns: Option<SocketAddr>,
     /// Where allowed DNS questions go (and the proxy's own lookups).
     pub upstream_dns: SocketAddr,
@@ -94,12 +100,17 @@ impl Config {
 
 /// A started daemon: the bound addresses.
 pub struct Running {
+    /// Where the HTTP proxy listens.
     pub http: SocketAddr,
     /// The connection cap in force per listener.
     pub max_connections: usize,
+    /// Where SOCKS5 listens, if it does.
     pub socks: Option<SocketAddr>,
+    /// Where the resolver listens, if it does.
     pub dns: Option<SocketAddr>,
+    /// Where `/metrics` is served, if it is.
     pub metrics: Option<SocketAddr>,
+    /// The policy in force, for embedders that decide beside the daemon.
     pub policies: Arc<policy::Policies>,
 }
 
@@ -133,20 +144,27 @@ pub enum StartError {
     /// The upstream DNS server's socket could not be opened.
     #[error("upstream dns {addr}: {source}")]
     UpstreamDns {
+        /// The server it names.
         addr: SocketAddr,
+        /// The error opening the socket.
         source: std::io::Error,
     },
     /// A thread or runtime of the daemon's own could not be started.
     #[error("{what}: {source}")]
     Runtime {
+        /// What could not be started.
         what: &'static str,
+        /// The error.
         source: std::io::Error,
     },
     /// A listener could not be bound.
     #[error("{what} on {addr}: {source}")]
     Bind {
+        /// Which listener.
         what: &'static str,
+        /// The address asked for.
         addr: SocketAddr,
+        /// The error binding it.
         source: std::io::Error,
     },
 }

@@ -6,6 +6,8 @@
 //! on each subcommand shows the flags and examples (docs/egress.md and
 //! docs/integrations/); `--version` says which build this is.
 
+#![deny(missing_docs)]
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;

@@ -17,12 +17,15 @@ use tokio::net::TcpListener;
 pub struct Counter(AtomicU64);
 
 impl Counter {
+    /// Adds one.
     pub fn inc(&self) {
         self.0.fetch_add(1, Ordering::Relaxed);
     }
+    /// Adds `n`.
     pub fn add(&self, n: u64) {
         self.0.fetch_add(n, Ordering::Relaxed);
     }
+    /// The count.
     pub fn get(&self) -> u64 {
         self.0.load(Ordering::Relaxed)
     }
@@ -33,15 +36,19 @@ impl Counter {
 pub struct Gauge(AtomicI64);
 
 impl Gauge {
+    /// Adds one.
     pub fn inc(&self) {
         self.0.fetch_add(1, Ordering::Relaxed);
     }
+    /// Takes one away.
     pub fn dec(&self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
     }
+    /// Sets the value.
     pub fn set(&self, v: i64) {
         self.0.store(v, Ordering::Relaxed);
     }
+    /// The value.
     pub fn get(&self) -> i64 {
         self.0.load(Ordering::Relaxed)
     }
@@ -52,22 +59,36 @@ pub struct Metrics {
     /// Requests by kind: HTTP requests (every one on a kept-alive
     /// connection), CONNECT tunnels, SOCKS connections, DNS questions.
     pub http_requests: Counter,
+    /// `CONNECT` requests.
     pub connect_requests: Counter,
+    /// SOCKS5 requests.
     pub socks_requests: Counter,
+    /// DNS questions.
     pub dns_questions: Counter,
     allow: Vec<Counter>,
     deny: Vec<Counter>,
     refusals: Vec<Counter>,
+    /// Client connections open now.
     pub open_connections: Gauge,
+    /// Bytes tunnelled from clients.
     pub tunnel_bytes_up: Counter,
+    /// Bytes tunnelled to clients.
     pub tunnel_bytes_down: Counter,
+    /// Requests sent on a pooled upstream connection.
     pub upstream_reused: Counter,
+    /// Upstream connections dialled.
     pub upstream_dialled: Counter,
+    /// Idle pooled upstream connections now.
     pub pool_idle: Gauge,
+    /// Names in the resolver's vetted-answer cache now.
     pub resolver_cache_entries: Gauge,
+    /// Questions waiting on the upstream DNS server now.
     pub dns_upstream_inflight: Gauge,
+    /// Policy reloads that took effect.
     pub reloads: Counter,
+    /// Policy reloads refused (the old policy stayed).
     pub reload_failures: Counter,
+    /// Times accepting paused (descriptors or memory exhausted).
     pub accept_backoffs: Counter,
     log: std::sync::OnceLock<Arc<gatehouse::log::BackgroundSink>>,
     revision: std::sync::Mutex<String>,
@@ -128,6 +149,7 @@ impl Metrics {
         let _ = self.log.set(sink);
     }
 
+    /// Records the revision of the policy in force.
     pub fn set_revision(&self, rev: &str) {
         if let Ok(mut r) = self.revision.lock() {
             *r = rev.to_string();

@@ -16,11 +16,15 @@ use gatehouse::{Decision, Policy, PolicySet};
 
 /// The policy file, which policy of it to use, and the store.
 pub struct Policies {
+    /// The policy file.
     pub path: PathBuf,
     /// The keys a policy must be signed by (none: any policy file).
     pub trusted: Vec<PublicKey>,
+    /// The policy of the set to enforce (`None`: the only one).
     pub name: Option<String>,
+    /// The compiled set in force, swapped on reload.
     pub store: PolicyStore,
+    /// Where decisions are recorded.
     pub sink: Arc<dyn DecisionSink>,
     /// Whether access records go to the sink (a decision log was given).
     access_log: bool,
@@ -36,6 +40,7 @@ pub struct Policies {
     /// What decides under `--no-policy`: a compiled policy of `network
     /// unrestricted` (only the engine makes decisions).
     unrestricted: PolicySet,
+    /// The daemon's counters.
     pub metrics: Arc<crate::metrics::Metrics>,
 }
 
@@ -47,23 +52,38 @@ pub enum PolicyError {
     /// The file could not be read.
     #[error("{path}: {source}")]
     Read {
+        /// The file.
         path: PathBuf,
+        /// The error reading it.
         source: std::io::Error,
     },
     /// A FIFO, a device or a directory at the path: never waited on.
     #[error("{path}: not a regular file")]
-    NotRegularFile { path: PathBuf },
+    NotRegularFile {
+        /// The path.
+        path: PathBuf,
+    },
     /// Larger than the engine's source limit.
     #[error("{path}: larger than {limit} bytes")]
-    TooLarge { path: PathBuf, limit: u64 },
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// The limit, in bytes.
+        limit: u64,
+    },
     /// Neither UTF-8 text nor a compiled artifact or bundle.
     #[error("{path}: neither policy text (UTF-8) nor a compiled artifact")]
-    NotPolicy { path: PathBuf },
+    NotPolicy {
+        /// The file.
+        path: PathBuf,
+    },
     /// A compiled artifact or bundle refused (tampered, foreign, unsigned
     /// where a key is trusted, another format version).
     #[error("{path}: {source}")]
     Bundle {
+        /// The file.
         path: PathBuf,
+        /// Why it was refused.
         source: gatehouse::bundle::BundleError,
     },
     /// The policy text does not build: every diagnostic, rendered.
@@ -267,7 +287,7 @@ impl Policies {
     /// the request comes from the same policy, even across a swap.
     pub fn request(&self) -> Request<'_> {
         Request {
-            set: Arc::clone(&*self.store.load()),
+            set: self.store.load_full(),
             policies: self,
             id: self.requests.fetch_add(1, Ordering::Relaxed),
             decisions: 0,
@@ -275,6 +295,7 @@ impl Policies {
     }
 }
 
+/// The first 12 characters of a revision, for logs.
 pub fn short(rev: &str) -> &str {
     rev.get(..12).unwrap_or(rev)
 }
@@ -285,6 +306,7 @@ pub fn short(rev: &str) -> &str {
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]
 pub struct Verdict {
     allow: bool,
+    /// Why.
     pub reason: gatehouse::Reason,
 }
 
@@ -294,6 +316,7 @@ impl Verdict {
         reason: gatehouse::Reason::NotAllowed,
     };
 
+    /// Whether the request may go ahead.
     pub fn is_allow(&self) -> bool {
         self.allow
     }
@@ -312,6 +335,7 @@ impl From<Decision> for Verdict {
 pub struct Request<'a> {
     set: Arc<PolicySet>,
     policies: &'a Policies,
+    /// The request's number in the decision log.
     pub id: u64,
     /// Decisions made, every one with `set` (loaded once per request, so
     /// that a swap never mixes two policies in one request).
@@ -340,6 +364,7 @@ impl Request<'_> {
         d.into()
     }
 
+    /// The revision of the set that decides this request.
     pub fn revision(&self) -> &str {
         self.set.revision()
     }

@@ -12,6 +12,7 @@ use tokio::net::{TcpListener, TcpStream, UdpSocket};
 
 use crate::gate::{self, Ctx};
 
+/// Serves SOCKS5 on `listener` until the runtime stops.
 pub fn serve(ctx: Arc<Ctx>, listener: TcpListener) {
     let (cap, m) = (ctx.max_connections, ctx.metrics.clone());
     crate::listener::accept_loop(listener, cap, m, move |s, peer| {

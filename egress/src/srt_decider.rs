@@ -193,8 +193,15 @@ fn check_req(r: &Req) -> Result<(), Violation> {
 /// What the decider answers one request.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Answer {
+    /// The request may go ahead.
     Allow,
-    Deny { status: u16, reason: &'static str },
+    /// Refused.
+    Deny {
+        /// The HTTP status sandbox-runtime answers with.
+        status: u16,
+        /// The reason code.
+        reason: &'static str,
+    },
 }
 
 /// Decides one request with `policies`: agreement of the server name and

@@ -3,6 +3,8 @@
 //! `main` is thin: it picks the subcommand and turns its result into an exit
 //! code. Each subcommand lives in its own file.
 
+#![deny(missing_docs)]
+
 /// Prints to standard output; a closed pipe ends the program quietly (see
 /// [`output::gone`]).
 macro_rules! out {
@@ -44,6 +46,7 @@ use cli::{Cli, Command};
 
 /// How a subcommand ended.
 pub enum Exit {
+    /// Success.
     Ok,
     /// Errors in the policies, or failed tests / unformatted files.
     Failed,

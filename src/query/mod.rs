@@ -438,6 +438,9 @@ impl Query {
     }
 }
 
+// serde's traits are defined in serde_core, which serde (a public
+// dependency) re-exports; the lint does not follow the re-export.
+#[allow(exported_private_dependencies)]
 impl<'de> Deserialize<'de> for Query {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Query, D::Error> {
         wire::Wire::deserialize(d)?

@@ -2,6 +2,8 @@
 //! JSON in and JSON out. No policy logic lives here; every function calls
 //! the core crate and serialises what it returns.
 
+#![deny(missing_docs)]
+
 use gatehouse::diag::to_json_records;
 use gatehouse::query::Query;
 use gatehouse::source::SourceMap;

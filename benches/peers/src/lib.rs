@@ -10,6 +10,7 @@
 //! normalise it themselves; gatehouse does, and pays for it in these
 //! numbers). `tests/equivalence.rs` checks that all of them decide alike.
 
+#![deny(missing_docs)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
 use std::net::IpAddr;
@@ -29,6 +30,7 @@ pub enum Pat {
 }
 
 impl Pat {
+    /// Whether `host` matches the pattern.
     pub fn matches(&self, host: &str) -> bool {
         let under = |d: &str| {
             host.len() > d.len()
@@ -46,8 +48,11 @@ impl Pat {
 /// The rules of one generated policy: `(allow, pattern)` and `(allow, prefix)`.
 #[derive(Clone, Debug, Default)]
 pub struct Rules {
+    /// The rules as gatehouse policy text.
     pub text: String,
+    /// The domain rules: (allow, pattern).
     pub domains: Vec<(bool, Pat)>,
+    /// The address rules: (allow, prefix).
     pub cidrs: Vec<(bool, IpNet)>,
 }
 
@@ -85,6 +90,7 @@ impl Rules {
 
 /// An engine deciding `connect HOST:443` for names and for addresses.
 pub trait Engine {
+    /// The engine's name in reports.
     fn name(&self) -> &'static str;
     /// Whether a connection to the name may go ahead.
     fn host(&self, host: &str) -> bool;
@@ -100,11 +106,13 @@ pub trait Engine {
 
 // ------------------------------------------------------------- gatehouse
 
+/// gatehouse itself.
 pub struct Gatehouse {
     set: gatehouse::PolicySet,
 }
 
 impl Gatehouse {
+    /// Compiles the rules.
     pub fn new(r: &Rules) -> Self {
         Gatehouse {
             set: gatehouse::PolicySet::from_source("bench.policy", &r.text).expect("compiles"),
@@ -149,6 +157,7 @@ pub struct Cedar {
 }
 
 impl Cedar {
+    /// Compiles the rules.
     pub fn new(r: &Rules) -> Self {
         let mut text = String::new();
         for (allow, pat) in &r.domains {
@@ -221,6 +230,7 @@ pub struct Regorus {
 }
 
 impl Regorus {
+    /// Compiles the rules.
     pub fn new(r: &Rules) -> Self {
         let mut text = String::from(
             "package egress\nimport rego.v1\n\ndefault allow := false\nallow if {\n  permit\n  not forbid\n}\n\n",
@@ -288,6 +298,7 @@ pub struct Globs {
 }
 
 impl Globs {
+    /// Compiles the rules.
     pub fn new(r: &Rules) -> Self {
         let mut allow = globset::GlobSetBuilder::new();
         let mut deny = globset::GlobSetBuilder::new();
@@ -330,6 +341,7 @@ pub struct Linear {
 }
 
 impl Linear {
+    /// Compiles the rules.
     pub fn new(r: &Rules) -> Self {
         Linear { rules: r.clone() }
     }
@@ -372,6 +384,7 @@ const ALLOW: u8 = 1;
 const DENY: u8 = 2;
 
 impl IpTable {
+    /// Compiles the rules.
     pub fn new(r: &Rules) -> Self {
         let mut table = ip_network_table::IpNetworkTable::new();
         for (allow, net) in &r.cidrs {
@@ -416,6 +429,7 @@ const EXACT_DENY: u8 = 4;
 const UNDER_DENY: u8 = 8;
 
 impl HashPeer {
+    /// Compiles the rules.
     pub fn new(r: &Rules) -> Self {
         let mut map = rustc_hash::FxHashMap::default();
         for (allow, pat) in &r.domains {
@@ -479,6 +493,7 @@ pub struct IntervalPeer {
 }
 
 impl IntervalPeer {
+    /// Compiles the rules.
     pub fn new(r: &Rules) -> Self {
         // Sweep over boundaries: +1 at a prefix's first address, -1 after
         // its last, counted apart for allows and denies.
@@ -518,6 +533,7 @@ impl IntervalPeer {
         IntervalPeer { starts, allow }
     }
 
+    /// Whether the address is allowed.
     pub fn decide(&self, ip: std::net::Ipv4Addr) -> bool {
         let x = u32::from(ip);
         let i = self.starts.partition_point(|&s| s <= x);
@@ -529,6 +545,7 @@ impl IntervalPeer {
         self.starts.len()
     }
 
+    /// Whether there are no prefixes.
     pub fn is_empty(&self) -> bool {
         self.starts.is_empty()
     }

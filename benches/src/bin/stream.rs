@@ -16,6 +16,7 @@
 //! (the stream of 4 096 distinct queries, repeated). Prints the time per
 //! decision, measured around the loop only (the policy is built first).
 
+#![deny(missing_docs)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
 use std::hint::black_box;

@@ -9,6 +9,8 @@
 //! failure is a `GatehouseError` (with the diagnostics as JSON) or a
 //! deny with reason `internal_error`.
 
+#![deny(missing_docs)]
+
 use std::net::IpAddr;
 use std::path::Path;
 

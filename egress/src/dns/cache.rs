@@ -22,6 +22,7 @@ pub const MAX_NAMES: usize = 16_384;
 pub const MAX_ADDRS: usize = 32;
 /// TTLs are kept within these bounds.
 pub const MIN_TTL: Duration = Duration::from_secs(1);
+/// The longest a vetted answer is kept, whatever its TTL.
 pub const MAX_TTL: Duration = Duration::from_secs(300);
 
 struct Entry {
@@ -32,6 +33,7 @@ struct Entry {
 /// By name: the A answer, then the AAAA answer.
 type Answers = [Option<Entry>; 2];
 
+/// The answers the resolver vetted, by name: the addresses the proxy may dial for it.
 pub struct Vetted {
     map: Mutex<HashMap<String, Answers>>,
     metrics: Arc<Metrics>,
@@ -55,6 +57,7 @@ pub fn key(name: &str) -> String {
 }
 
 impl Vetted {
+    /// An empty cache.
     pub fn new(metrics: Arc<Metrics>) -> Self {
         Vetted {
             map: Mutex::new(HashMap::new()),
@@ -143,10 +146,12 @@ impl Vetted {
         }
     }
 
+    /// How many names it holds.
     pub fn len(&self) -> usize {
         self.map.lock().map(|m| m.len()).unwrap_or(0)
     }
 
+    /// Whether it holds none.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -66,8 +66,11 @@ pub enum LookupError {
     Poisoned,
 }
 
+/// The upstream DNS server and the answers vetted from it.
 pub struct Upstream {
+    /// The server's address.
     pub server: SocketAddr,
+    /// The vetted answers.
     pub vetted: Vetted,
     sock: Arc<UdpSocket>,
     waiting: Waiting,
@@ -78,6 +81,7 @@ pub struct Upstream {
 /// Addresses for a host, and the fresh answers they came from (to be
 /// remembered once the policy has accepted them).
 pub struct Resolution {
+    /// The addresses, in answer order.
     pub addrs: Vec<IpAddr>,
     /// The host was an IP literal: its address is itself, and no answer
     /// needs the `resolved` check.

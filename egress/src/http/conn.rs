@@ -16,6 +16,7 @@ use crate::http::head::Framing;
 /// Why reading a message failed.
 #[derive(Debug)]
 pub enum ReadError {
+    /// The socket failed.
     Io,
     /// The peer closed inside a message.
     Eof,
@@ -36,6 +37,7 @@ impl From<std::io::Error> for ReadError {
 
 /// A stream with the bytes read from it but not yet used.
 pub struct Conn<S> {
+    /// The connection itself.
     pub io: S,
     buf: Vec<u8>,
     pos: usize,
@@ -44,6 +46,7 @@ pub struct Conn<S> {
 }
 
 impl<S> Conn<S> {
+    /// A reader over `io` that gives up after `idle` without a byte.
     pub fn new(io: S, idle: Duration) -> Self {
         Conn {
             io,
@@ -53,10 +56,12 @@ impl<S> Conn<S> {
         }
     }
 
+    /// The bytes read and not yet consumed.
     pub fn buffered(&self) -> &[u8] {
         self.buf.get(self.pos..).unwrap_or_default()
     }
 
+    /// Drops the first `n` buffered bytes.
     pub fn consume(&mut self, n: usize) {
         self.pos = (self.pos + n).min(self.buf.len());
         if self.pos == self.buf.len() {
@@ -228,6 +233,7 @@ impl<S: AsyncRead + Unpin> Conn<S> {
 }
 
 impl<S: AsyncWrite + Unpin> Conn<S> {
+    /// Writes every byte of `bytes`, within the idle limit.
     pub async fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         self.io.write_all(bytes).await
     }

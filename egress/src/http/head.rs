@@ -71,16 +71,19 @@ pub struct Head {
     target: Range<u32>,
     /// `HTTP/1.0` or `HTTP/1.1`.
     pub version: &'static str,
+    /// The header fields, as ranges into the head.
     pub headers: Fields,
 }
 
 /// A response head.
 #[derive(Clone, Debug)]
 pub struct Response {
+    /// The status code.
     pub code: u16,
     reason: Range<u32>,
     /// Minor version: 0 or 1.
     pub minor: u8,
+    /// The header fields, as ranges into the head.
     pub headers: Fields,
 }
 
@@ -98,14 +101,17 @@ pub enum Framing {
 }
 
 impl Head {
+    /// The request method.
     pub fn method(&self) -> &str {
         self.headers.slice(&self.method)
     }
 
+    /// The request target, as the client sent it.
     pub fn target(&self) -> &str {
         self.headers.slice(&self.target)
     }
 
+    /// The first field called `name` (ASCII case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name)
     }
@@ -132,10 +138,12 @@ impl Head {
 }
 
 impl Response {
+    /// The first field called `name` (ASCII case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name)
     }
 
+    /// The reason phrase.
     pub fn reason(&self) -> &str {
         self.headers.slice(&self.reason)
     }

@@ -28,6 +28,7 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// for (lowercase, no trailing dot) and when it went idle.
 type Idle = HashMap<SocketAddr, Vec<(String, TcpStream, Instant)>>;
 
+/// Idle upstream connections, by decided origin, for reuse.
 pub struct Pool {
     idle: Mutex<Idle>,
     metrics: Arc<Metrics>,
