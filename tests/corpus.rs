@@ -44,6 +44,7 @@ const SETS: &[&str] = &[
     "tests/data/rulings-29-agreed",
     "tests/data/rulings-29-granular",
     "tests/data/adversarial.policy",
+    "tests/data/messy.policy",
     "examples/enterprise",
 ];
 
