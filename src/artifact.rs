@@ -24,7 +24,10 @@ pub const MAGIC: &[u8; 8] = b"GATEHSE\0";
 /// The artifact format this build writes and reads.
 /// 3 (2026-12-02): the domain automaton stores its nodes with slot flags and
 /// rebuilds its lookup table on load.
-pub const FORMAT_VERSION: u32 = 3;
+/// 4 (2026-12-03): each policy carries its lowered network rules
+/// ([`Policy::network`](crate::Policy::network)), so exporters read an
+/// artifact as they read text.
+pub const FORMAT_VERSION: u32 = 4;
 const HEADER: usize = 8 + 4 + 8 + 32;
 
 /// Why an artifact was refused.

@@ -95,7 +95,10 @@ pub mod store;
 pub mod vocab;
 
 pub use build::{Build, Error, build, build_with};
-pub use compile::{CompileError, Inconsistency, Policy, PolicySet, SelectError};
+pub use compile::{
+    CompileError, Inconsistency, NetworkMode, NetworkRule, NetworkTarget, NetworkView, Place,
+    Policy, PolicySet, PortSpan, SelectError,
+};
 pub use decision::{Decision, Escalation, Outcome, Reason, RuleId, RuleRef};
 pub use eval::{DecisionReport, Workspace};
 pub use limits::{Limits, QueryLimits};

@@ -181,3 +181,66 @@ fn the_same_source_gives_the_same_artifact() {
         "artifacts differ between two compilations of the same source"
     );
 }
+
+/// The exporters read the lowered network view the compiled set keeps, so an
+/// artifact exports exactly as its text does: rulesets, Cilium policies,
+/// sandbox-runtime settings and lists, refusals and notes alike (the
+/// sandbox-runtime decider serves bundles). And a set with IPv6 address
+/// rules makes an artifact at all (IPv6 interval starts above `u64::MAX`
+/// once made the artifact's JSON refuse to serialise).
+#[test]
+fn an_artifact_exports_as_its_text_does() {
+    use gatehouse::export::{CiliumOptions, Exits, cilium, nftables, srt_lists, srt_settings};
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files: Vec<_> = std::fs::read_dir(root.join("policies"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "policy"))
+        .collect();
+    files.push(root.join("tests/data/export-fleet.policy"));
+    files.push(root.join("tests/data/export.policy"));
+    files.push(root.join("tests/data/docs-language/policy.policy"));
+    let exits = Exits {
+        proxy: "127.0.0.1:3128".parse().ok(),
+        resolver: None,
+    };
+    let mut compared = 0;
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let set = PolicySet::from_source(&f.display().to_string(), &text).unwrap();
+        let back = PolicySet::from_artifact(&set.to_artifact().unwrap()).unwrap();
+        for p in set.policies() {
+            let n = Some(p.name());
+            let o = CiliumOptions::default();
+            let what = format!("{} {}", f.display(), p.name());
+            assert_eq!(
+                nftables(&set, n, &exits),
+                nftables(&back, n, &exits),
+                "{what}"
+            );
+            assert_eq!(cilium(&set, n, &o), cilium(&back, n, &o), "{what}");
+            assert_eq!(srt_settings(&set, n), srt_settings(&back, n), "{what}");
+            assert_eq!(srt_lists(&set, n), srt_lists(&back, n), "{what}");
+            let b = back.policy(p.name()).unwrap();
+            for addr in [
+                "[2001:db8::1]:443",
+                "[2606:4700::1]:443",
+                "[::1]:80",
+                "10.0.0.5:443",
+            ] {
+                assert_eq!(
+                    p.decide(&Query::parse(&format!("connect {addr}")).unwrap()),
+                    b.decide(&Query::parse(&format!("connect {addr}")).unwrap()),
+                    "{what} {addr}"
+                );
+            }
+            assert_eq!(
+                format!("{:?}", p.network()),
+                format!("{:?}", back.policy(p.name()).unwrap().network()),
+                "{what}"
+            );
+            compared += 1;
+        }
+    }
+    assert!(compared > 15, "{compared}");
+}

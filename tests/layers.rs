@@ -89,8 +89,20 @@ fn facade() -> BTreeMap<String, String> {
     let lib =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs")).unwrap();
     let mut out = BTreeMap::new();
-    for line in lib.lines().filter(|l| l.starts_with("pub use ")) {
-        let rest = line.trim_start_matches("pub use ").trim_end_matches(';');
+    // Each statement whole, over however many lines `rustfmt` gave it.
+    for chunk in lib.split(';') {
+        let Some(at) = chunk
+            .lines()
+            .find(|l| l.starts_with("pub use "))
+            .and_then(|l| chunk.find(l))
+        else {
+            continue;
+        };
+        let rest: String = chunk[at..]
+            .trim_start_matches("pub use ")
+            .split_whitespace()
+            .collect();
+        let rest = rest.as_str();
         let Some((module, items)) = rest.split_once("::") else {
             continue;
         };

@@ -352,58 +352,20 @@ pub fn serve(
     Ok(())
 }
 
-/// The hello's lists for the policy as it was loaded, and what they leave
-/// out (said on stderr). From policy text, the lists come from its syntax
-/// tree. A compiled artifact or bundle keeps no syntax tree, but it keeps
-/// every rule's statement: its network rules are read back from those,
-/// which needs a set of one policy (the rule table does not say which
-/// policy a rule is of). Settings that are not rules (`default allow`,
-/// `local allow`) are then not seen, which leaves the lists narrower, never
-/// wider.
+/// The hello's lists, from the policy in force: its lowered network view
+/// (`gatehouse::Policy::network`), the same whether the file held policy
+/// text, a compiled artifact or a signed bundle.
 pub fn lists(
     source: &crate::adapter::Source,
     set: &gatehouse::PolicySet,
 ) -> Result<gatehouse::export::SrtLists, ListsError> {
-    let bytes = std::fs::read(&source.policy)
-        .map_err(|e| ListsError(format!("{}: {e}", source.policy.display())))?;
-    let mut sources = gatehouse::SourceMap::new();
-    let name = source.policy.display().to_string();
-    let compiled =
-        bytes.starts_with(gatehouse::artifact::MAGIC) || gatehouse::bundle::is_bundle(&bytes);
-    let policy = if compiled {
-        if set.policies().count() != 1 {
-            return Err(ListsError(String::from(
-                "a compiled set of several policies: the hello's lists cannot tell their rules apart; compile the one policy the decider serves",
-            )));
-        }
-        let mut text = String::from("policy served {\n  network {\n");
-        for (_, rule) in set.rules() {
-            let network = ["allow", "deny"].iter().any(|e| {
-                ["domain", "ip", "cidr"]
-                    .iter()
-                    .any(|k| rule.source.starts_with(&format!("{e} {k} ")))
-            });
-            if network {
-                text.push_str(&format!("    {}\n", rule.source));
-            }
-        }
-        text.push_str("  }\n}\n");
-        sources.add(name, text);
-        None
-    } else {
-        let text =
-            String::from_utf8(bytes).map_err(|_| ListsError(format!("{name}: not UTF-8")))?;
-        sources.add(name, text);
-        source.name.as_deref()
-    };
-    let build = gatehouse::build(sources);
-    gatehouse::export::srt_lists(&build, policy).map_err(|e| ListsError(e.to_string()))
+    gatehouse::export::srt_lists(set, source.name.as_deref()).map_err(ListsError)
 }
 
-/// Why the hello's lists could not be made from the policy file.
+/// Why the hello's lists could not be made from the policy.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct ListsError(String);
+#[error(transparent)]
+pub struct ListsError(gatehouse::export::ExportError);
 
 /// `gatehouse-egress srt-decider ...`: the process's exit code.
 pub fn run(source: &crate::adapter::Source) -> i32 {

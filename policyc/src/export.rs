@@ -14,7 +14,7 @@ pub fn run(e: &Export) -> Exit {
         Ok(s) => s,
         Err(e) => return e,
     };
-    let (build, _) = match crate::load::compiled(sources) {
+    let (_, set) = match crate::load::compiled(sources) {
         Ok(x) => x,
         Err(e) => return e,
     };
@@ -26,7 +26,7 @@ pub fn run(e: &Export) -> Exit {
                 (Ok(proxy), Ok(resolver)) => gatehouse::export::Exits { proxy, resolver },
                 (Err(e), _) | (_, Err(e)) => return e,
             };
-            gatehouse::export::nftables(&build, policy, &exits)
+            gatehouse::export::nftables(&set, policy, &exits)
         }
         Export::Cilium {
             namespace,
@@ -46,9 +46,9 @@ pub fn run(e: &Export) -> Exit {
                 namespace: namespace.clone(),
                 selector: labels,
             };
-            gatehouse::export::cilium(&build, policy, &options)
+            gatehouse::export::cilium(&set, policy, &options)
         }
-        Export::Srt { .. } => gatehouse::export::srt_settings(&build, policy),
+        Export::Srt { .. } => gatehouse::export::srt_settings(&set, policy),
     };
     match text {
         Ok(text) => {

@@ -15,6 +15,7 @@ pub(crate) mod guardian;
 mod lower;
 pub(crate) mod ports;
 pub(crate) mod prefixes;
+mod view;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -24,6 +25,8 @@ use serde::{Deserialize, Serialize};
 use self::domains::{DomainRule, DomainTrie};
 use self::lower::{approvals, sandbox};
 use self::prefixes::{Intervals, PrefixRule, rule_ranges};
+pub(crate) use self::view::{Net, NetMode, SocketEntry};
+pub use self::view::{NetworkMode, NetworkRule, NetworkTarget, NetworkView, Place, PortSpan};
 use crate::decision::{RuleId, RuleRef, RuleTable};
 use crate::normalize::pattern::DomainPattern;
 use crate::source::{SourceMap, Span};
@@ -66,58 +69,6 @@ pub enum CompileError {
     /// More rules than a rule id can count.
     #[error("too many rules: {0} (at most {max})", max = u32::MAX - 1)]
     TooManyRules(usize),
-}
-
-/// Network mode of a policy.
-#[derive(Clone, Copy, Debug, Eq, PartialEq, Serialize, Deserialize)]
-pub(crate) enum NetMode {
-    Off,
-    Unrestricted,
-    Constrained,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub(crate) struct SocketEntry {
-    pub deny: Option<RuleId>,
-    pub allow: Option<RuleId>,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub(crate) struct Net {
-    pub mode: NetMode,
-    /// The `network off|unrestricted` statement, when written.
-    pub mode_rule: Option<RuleId>,
-    pub default_allow: bool,
-    pub default_rule: Option<RuleId>,
-    /// `Some(rule)` when `dns off` is written.
-    pub dns_off: Option<RuleId>,
-    pub local_allow: bool,
-    pub domains: DomainTrie,
-    pub v4: Intervals,
-    pub v6: Intervals,
-    pub sockets: HashMap<String, SocketEntry>,
-    pub socket_any: Option<RuleId>,
-    /// Whether any socket is allowed (listeners then stay on loopback).
-    pub sockets_allowed: bool,
-}
-
-impl Net {
-    fn empty(mode: NetMode) -> Net {
-        Net {
-            mode,
-            mode_rule: None,
-            default_allow: false,
-            default_rule: None,
-            dns_off: None,
-            local_allow: false,
-            domains: DomainTrie::build(&[]),
-            v4: Intervals::default(),
-            v6: Intervals::default(),
-            sockets: HashMap::new(),
-            socket_any: None,
-            sockets_allowed: false,
-        }
-    }
 }
 
 /// A proxy switch: its value and the statement that set it, if written.
@@ -430,6 +381,9 @@ impl PolicySet {
                 rid(e.deny)?;
                 rid(e.allow)?;
             }
+            for r in &n.rules {
+                rid(Some(r.rule))?;
+            }
             for s in [
                 p.proxy.socks5,
                 p.proxy.socks5_udp,
@@ -504,12 +458,6 @@ impl PolicySet {
         }
         Ok(())
     }
-}
-
-/// A policy block with the requirements composed in, as the compiler sees
-/// it (what `policyc export` renders).
-pub fn compose_block(policy: &Block, requirements: &[&Block]) -> Block {
-    compose::compose(policy, requirements)
 }
 
 /// Compiles checked files. Call [`crate::check::check`] first: this function

@@ -194,11 +194,31 @@ impl Starts {
 /// What artifacts hold of [`Intervals`].
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct StoredIntervals {
+    /// Each start as `[high 64 bits, low 64 bits]`: the artifact's JSON
+    /// cannot carry a number above `u64::MAX`, which IPv6 starts reach.
+    #[serde(with = "wide")]
     starts: Vec<u128>,
     slots: Vec<u32>,
     table: Vec<IpSlot>,
     ports: PortArena,
     width: u32,
+}
+
+/// `u128` starts as pairs of `u64` in artifacts.
+mod wide {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &[u128], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(v.iter().map(|&x| [(x >> 64) as u64, x as u64]))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u128>, D::Error> {
+        let pairs: Vec<[u64; 2]> = Vec::deserialize(d)?;
+        Ok(pairs
+            .into_iter()
+            .map(|[hi, lo]| (u128::from(hi) << 64) | u128::from(lo))
+            .collect())
+    }
 }
 
 impl From<Intervals> for StoredIntervals {

@@ -27,10 +27,10 @@ use std::fmt::Write as _;
 
 use ipnet::IpNet;
 
-use super::{ExportError, Unexpressible, net_statements, network_of, policy_block};
-use crate::build::Build;
+use super::{ExportError, Unexpressible};
+use crate::compile::{NetworkMode, NetworkRule, NetworkTarget, PolicySet, PortSpan};
+use crate::decision::RuleId;
 use crate::normalize::pattern::DomainPattern;
-use crate::syntax::ast::{Effect, NetRule, NetStmt, NetTarget, Network, PortRange, Switch};
 
 /// Where the policy applies.
 #[derive(Clone, Debug, Default)]
@@ -41,82 +41,68 @@ pub struct CiliumOptions {
     pub selector: Vec<(String, String)>,
 }
 
-/// The policy named `name` (or the only one) of a build without errors,
+/// The policy named `name` (or the only one) of a compiled set,
 /// composed with the set's requirements, as a `CiliumNetworkPolicy` in
 /// YAML. Rules Cilium cannot express exactly are an
 /// [`ExportError::Unexpressible`] naming each of them.
 ///
 /// ```
+/// use gatehouse::PolicySet;
 /// use gatehouse::export::{CiliumOptions, cilium};
-/// use gatehouse::{SourceMap, build};
 ///
-/// let mut sources = SourceMap::new();
-/// sources.add("p.policy", "policy p {\n  network {\n    allow domain *.github.com port 443\n  }\n}\n");
-/// let yaml = cilium(&build(sources), None, &CiliumOptions::default())?;
+/// let set = PolicySet::from_source("p.policy", "policy p {\n  network {\n    allow domain *.github.com port 443\n  }\n}\n")?;
+/// let yaml = cilium(&set, None, &CiliumOptions::default())?;
 /// assert!(yaml.contains("matchPattern: \"**.github.com\""));
-/// # Ok::<(), gatehouse::export::ExportError>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn cilium(
-    build: &Build,
+    set: &PolicySet,
     name: Option<&str>,
     options: &CiliumOptions,
 ) -> Result<String, ExportError> {
-    let block = policy_block(build, name)?;
-    let network = network_of(&block);
-    let stmts = net_statements(network);
-    let mut problems: Vec<(crate::source::Span, Unexpressible)> = Vec::new();
-    let problem = |problems: &mut Vec<_>, span: crate::source::Span, why: &str| {
-        problems.push((span, Unexpressible::new(&build.sources, span, why)));
+    let policy = super::policy(set, name)?;
+    let network = policy.network();
+    // Problems in source order: rule ids follow the statements.
+    let mut problems: Vec<(RuleId, Unexpressible)> = Vec::new();
+    let problem = |problems: &mut Vec<_>, id: RuleId, why: &str| {
+        problems.push((id, Unexpressible::rule(set, id, why)));
     };
+    let at = |id: RuleId| Unexpressible::rule(set, id, "");
     let mut notes: Vec<String> = Vec::new();
 
-    let local_allow = stmts
-        .iter()
-        .any(|s| matches!(s, NetStmt::Local(e) if e.node == Effect::Allow));
-    let dns_off = stmts
-        .iter()
-        .any(|s| matches!(s, NetStmt::Dns(e) if e.node == Switch::Off));
-    let rules: Vec<&NetRule> = stmts
-        .iter()
-        .filter_map(|s| match s {
-            NetStmt::Rule(r) => Some(r),
-            _ => None,
-        })
-        .collect();
-    for s in stmts {
-        if let NetStmt::Default(e) = s
-            && e.node == Effect::Allow
-        {
-            problem(
-                &mut problems,
-                e.span,
-                "Cilium policies are allow lists: `default allow` would be an egress rule to `world`, from which Cilium cannot subtract names",
-            );
-        }
+    let local_allow = network.local_allow.is_some();
+    let dns_off = network.dns_off.is_some();
+    let rules: &[NetworkRule] = network.rules;
+    if let Some(id) = network.default_allow {
+        problem(
+            &mut problems,
+            id,
+            "Cilium policies are allow lists: `default allow` would be an egress rule to `world`, from which Cilium cannot subtract names",
+        );
     }
 
     // Allowed names, for toFQDNs and the DNS rule.
-    let mut allow_domains: Vec<(&NetRule, DomainPattern)> = Vec::new();
-    for r in &rules {
-        if let NetTarget::Domain(text) = &r.target
-            && r.effect == Effect::Allow
+    let mut allow_domains: Vec<(&NetworkRule, DomainPattern)> = Vec::new();
+    for r in rules {
+        if let NetworkTarget::Domain(text) = &r.target
+            && r.allow
             && let Ok(p) = DomainPattern::parse(text)
         {
             allow_domains.push((r, p));
         }
     }
-    for r in &rules {
-        if let (NetTarget::Domain(text), Effect::Deny) = (&r.target, r.effect)
+    for r in rules {
+        if let (NetworkTarget::Domain(text), false) = (&r.target, r.allow)
             && let Ok(deny) = DomainPattern::parse(text)
         {
             if let Some((a, _)) = allow_domains
                 .iter()
                 .find(|(a, allow)| overlaps(&deny, allow) && ports_overlap(&r.ports, &a.ports))
             {
-                let at = Unexpressible::new(&build.sources, a.span, "");
+                let at = at(a.rule);
                 problem(
                     &mut problems,
-                    r.span,
+                    r.rule,
                     &format!(
                         "it carves names out of `{}` ({}), and Cilium cannot deny names (`egressDeny` has no `toFQDNs`)",
                         at.rule, at.at
@@ -125,7 +111,7 @@ pub fn cilium(
             } else {
                 notes.push(format!(
                     "`{}` needs no rule: nothing here allows those names, and Cilium denies what it does not allow",
-                    Unexpressible::new(&build.sources, r.span, "").rule
+                    at(r.rule).rule
                 ));
             }
         }
@@ -137,7 +123,7 @@ pub fn cilium(
         {
             problem(
                 &mut problems,
-                r.span,
+                r.rule,
                 "its name is too long for Cilium's matchPattern once `**.` is added (255 characters at most)",
             );
         }
@@ -159,28 +145,28 @@ pub fn cilium(
     // Exact local exceptions: addresses the non-public deny spares.
     let mut exceptions: Vec<IpNet> = Vec::new();
     if !local_allow {
-        for r in &rules {
-            if let (NetTarget::Ip(ip), Effect::Allow) = (&r.target, r.effect) {
-                let ip = crate::normalize::canonical_ip(*ip);
+        for r in rules {
+            if let (NetworkTarget::Ip(ip), true) = (&r.target, r.allow) {
+                let ip = *ip;
                 if !crate::normalize::is_non_public(ip) {
                     continue;
                 }
                 if r.ports.is_some()
                     && let Some(broad) = rules.iter().find(|b| {
-                        b.effect == Effect::Allow
-                            && !std::ptr::eq(**b, *r)
+                        b.allow
+                            && b.rule != r.rule
                             && match &b.target {
-                                NetTarget::Cidr(n) => {
+                                NetworkTarget::Cidr(n) => {
                                     crate::normalize::addr::canonical_net(*n).contains(&ip)
                                 }
                                 _ => false,
                             }
                     })
                 {
-                    let at = Unexpressible::new(&build.sources, broad.span, "");
+                    let at = at(broad.rule);
                     problem(
                         &mut problems,
-                        r.span,
+                        r.rule,
                         &format!(
                             "under `local deny` it opens {ip} on its ports only, but Cilium's exception would let `{}` ({}) open every port of it",
                             at.rule, at.at
@@ -195,7 +181,7 @@ pub fn cilium(
         }
     }
     if !problems.is_empty() {
-        problems.sort_by_key(|(span, _)| (span.file.0, span.start));
+        problems.sort_by_key(|(id, _)| id.0);
         return Err(ExportError::Unexpressible {
             format: "a CiliumNetworkPolicy",
             rules: problems.into_iter().map(|(_, u)| u).collect(),
@@ -206,7 +192,7 @@ pub fn cilium(
     let _ = writeln!(
         y,
         "# gatehouse policy `{}` as a CiliumNetworkPolicy, generated by `policyc export cilium`.",
-        block.name.node
+        policy.name()
     );
     let _ = writeln!(
         y,
@@ -222,7 +208,7 @@ pub fn cilium(
     let _ = writeln!(y, "apiVersion: cilium.io/v2");
     let _ = writeln!(y, "kind: CiliumNetworkPolicy");
     let _ = writeln!(y, "metadata:");
-    let _ = writeln!(y, "  name: {}", q(&metadata_name(&block.name.node)));
+    let _ = writeln!(y, "  name: {}", q(&metadata_name(policy.name())));
     if let Some(ns) = &options.namespace {
         let _ = writeln!(y, "  namespace: {}", q(ns));
     }
@@ -242,20 +228,20 @@ pub fn cilium(
 
     let mut egress = String::new();
     let mut deny = String::new();
-    match network {
-        None | Some(Network::Off) => {
-            let _ = writeln!(y, "  # network off: no egress rule, so nothing leaves");
-            let _ = writeln!(y, "  egress: []");
-            return Ok(y);
-        }
-        Some(Network::Unrestricted) => {
+    match network.mode {
+        NetworkMode::Unrestricted => {
             let _ = writeln!(y, "  # network unrestricted");
             let _ = writeln!(y, "  egress:");
             let _ = writeln!(y, "    - toEntities:");
             let _ = writeln!(y, "        - all");
             return Ok(y);
         }
-        Some(Network::Block(_)) => {}
+        NetworkMode::Constrained => {}
+        _ => {
+            let _ = writeln!(y, "  # network off: no egress rule, so nothing leaves");
+            let _ = writeln!(y, "  egress: []");
+            return Ok(y);
+        }
     }
 
     if !dns_off && !allow_domains.is_empty() {
@@ -286,21 +272,19 @@ pub fn cilium(
             }
         }
     }
-    for r in &rules {
-        let comment = Unexpressible::new(&build.sources, r.span, "");
-        let target: Option<(&str, Vec<String>)> = match (&r.target, r.effect) {
-            (NetTarget::Domain(_), Effect::Deny) | (NetTarget::Socket(_), _) => None,
-            (NetTarget::Domain(text), Effect::Allow) => DomainPattern::parse(text)
+    for r in rules {
+        let comment = at(r.rule);
+        let target: Option<(&str, Vec<String>)> = match (&r.target, r.allow) {
+            (NetworkTarget::Domain(_), false)
+            | (NetworkTarget::Socket(_) | NetworkTarget::AnySocket, _) => None,
+            (NetworkTarget::Domain(text), true) => DomainPattern::parse(text)
                 .ok()
                 .map(|p| ("toFQDNs", selectors(&p))),
-            (NetTarget::Ip(ip), _) => Some((
+            (NetworkTarget::Ip(ip), _) => Some((
                 "toCIDRSet",
-                vec![format!(
-                    "cidr: {}",
-                    q(&IpNet::from(crate::normalize::canonical_ip(*ip)).to_string())
-                )],
+                vec![format!("cidr: {}", q(&IpNet::from(*ip).to_string()))],
             )),
-            (NetTarget::Cidr(n), _) => Some((
+            (NetworkTarget::Cidr(n), _) => Some((
                 "toCIDRSet",
                 vec![format!(
                     "cidr: {}",
@@ -309,11 +293,7 @@ pub fn cilium(
             )),
         };
         let Some((key, items)) = target else { continue };
-        let out = if r.effect == Effect::Allow {
-            &mut egress
-        } else {
-            &mut deny
-        };
+        let out = if r.allow { &mut egress } else { &mut deny };
         let _ = writeln!(out, "    # {} ({})", comment.rule, comment.at);
         let _ = writeln!(out, "    - {key}:");
         for i in &items {
@@ -391,7 +371,7 @@ fn selectors(p: &DomainPattern) -> Vec<String> {
     }
 }
 
-fn write_ports(out: &mut String, ports: &Option<Vec<PortRange>>) {
+fn write_ports(out: &mut String, ports: &Option<Vec<PortSpan>>) {
     let Some(ranges) = ports else { return };
     let _ = writeln!(out, "      toPorts:");
     let _ = writeln!(out, "        - ports:");
@@ -426,7 +406,7 @@ fn overlaps(a: &DomainPattern, b: &DomainPattern) -> bool {
     }
 }
 
-fn ports_overlap(a: &Option<Vec<PortRange>>, b: &Option<Vec<PortRange>>) -> bool {
+fn ports_overlap(a: &Option<Vec<PortSpan>>, b: &Option<Vec<PortSpan>>) -> bool {
     match (a, b) {
         (None, _) | (_, None) => true,
         (Some(a), Some(b)) => a
@@ -453,12 +433,12 @@ mod tests {
             "c".repeat(63),
             "d".repeat(61)
         );
-        let mut sources = crate::source::SourceMap::new();
-        sources.add(
+        let set = PolicySet::from_source(
             "p.policy",
-            format!("policy p {{\n  network {{\n    allow domain *.{long}\n    allow domain {long}\n  }}\n}}\n"),
-        );
-        match cilium(&crate::build(sources), None, &CiliumOptions::default()) {
+            &format!("policy p {{\n  network {{\n    allow domain *.{long}\n    allow domain {long}\n  }}\n}}\n"),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        match cilium(&set, None, &CiliumOptions::default()) {
             Err(ExportError::Unexpressible { rules, .. }) => {
                 assert_eq!(rules.len(), 1);
                 assert!(rules.iter().all(|r| r.at == "p.policy:3:5"));

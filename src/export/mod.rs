@@ -23,23 +23,16 @@ pub use cilium::{CiliumOptions, cilium};
 pub use nftables::{Exits, nftables};
 pub use srt::{SrtLists, srt_lists, srt_settings};
 
-use crate::build::Build;
-use crate::source::{SourceMap, Span};
-use crate::syntax::ast::{Block, NetStmt, Network, SectionKind, policies_of};
+use crate::compile::{Place, Policy, PolicySet, SelectError};
+use crate::decision::RuleId;
 
 /// Why a policy cannot be exported.
 #[derive(Clone, Debug, Eq, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ExportError {
-    /// No policy of that name in the set.
-    #[error("no policy `{0}`")]
-    UnknownPolicy(String),
-    /// No name was given and the set holds several policies (or none).
-    #[error("several policies: pick one with `--policy NAME`")]
-    Ambiguous,
-    /// The sources have errors; `policyc check` shows them.
-    #[error("the policy set has errors")]
-    Invalid,
+    /// No policy of that name, or no name and several policies.
+    #[error(transparent)]
+    Select(#[from] SelectError),
     /// Rules the format cannot express without changing what they mean.
     #[error("{}", render_unexpressible(.format, .rules))]
     Unexpressible {
@@ -74,64 +67,37 @@ fn render_unexpressible(format: &str, rules: &[Unexpressible]) -> String {
 }
 
 impl Unexpressible {
-    pub(crate) fn new(sources: &SourceMap, span: Span, why: impl Into<String>) -> Self {
-        let (at, rule) = match sources.get(span.file) {
-            Some(f) => {
-                let lc = f.line_col(span.start);
-                (
-                    format!("{}:{}:{}", f.name, lc.line, lc.column),
-                    f.slice(span)
-                        .split_whitespace()
-                        .collect::<Vec<_>>()
-                        .join(" "),
-                )
-            }
-            None => (String::from("?"), String::new()),
-        };
+    /// The rule `id` of `set`, and why it does not fit.
+    pub(crate) fn rule(set: &PolicySet, id: RuleId, why: impl Into<String>) -> Self {
+        match set.rule(id) {
+            Some(r) => Unexpressible {
+                at: format!("{}:{}:{}", r.file, r.line, r.column),
+                rule: r.source.to_string(),
+                why: why.into(),
+            },
+            None => Unexpressible {
+                at: String::from("?"),
+                rule: String::new(),
+                why: why.into(),
+            },
+        }
+    }
+
+    /// A statement that is no rule, and why it does not fit.
+    pub(crate) fn place(place: &Place, why: impl Into<String>) -> Self {
         Unexpressible {
-            at,
-            rule,
+            at: format!("{}:{}:{}", place.file, place.line, place.column),
+            rule: place.source.clone(),
             why: why.into(),
         }
     }
 }
 
-/// The policy named `name` (or the only one) of a build without errors,
-/// composed with the set's requirements: what every export reads.
-pub(crate) fn policy_block(build: &Build, name: Option<&str>) -> Result<Block, ExportError> {
-    if build.has_errors() {
-        return Err(ExportError::Invalid);
-    }
-    let files = build.files.as_slice();
-    let policies = policies_of(files);
-    let block = match name {
-        Some(n) => policies
-            .iter()
-            .find(|b| b.name.node == n)
-            .ok_or_else(|| ExportError::UnknownPolicy(n.to_string()))?,
-        None => match policies.as_slice() {
-            [one] => one,
-            _ => return Err(ExportError::Ambiguous),
-        },
-    };
-    let requirements = crate::syntax::ast::requirements_of(files);
-    Ok(crate::compile::compose_block(block, &requirements))
-}
-
-/// The network section of a block (`None`: not written, which is `network
-/// off`).
-pub(crate) fn network_of(block: &Block) -> Option<&Network> {
-    block.sections.iter().find_map(|s| match &s.kind {
-        SectionKind::Network(n) => Some(n),
-        _ => None,
-    })
-}
-
-/// The statements of a `network { ... }` block (none for `off` and
-/// `unrestricted`).
-pub(crate) fn net_statements(network: Option<&Network>) -> &[NetStmt] {
-    match network {
-        Some(Network::Block(s)) => s,
-        _ => &[],
-    }
+/// The policy named `name` (or the only one) of a compiled set, composed
+/// with the set's requirements: what every export reads.
+pub(crate) fn policy<'s>(
+    set: &'s PolicySet,
+    name: Option<&str>,
+) -> Result<&'s Policy, ExportError> {
+    Ok(set.select(name)?)
 }

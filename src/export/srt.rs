@@ -26,11 +26,9 @@
 
 use std::net::IpAddr;
 
-use super::{ExportError, Unexpressible, net_statements, network_of, policy_block};
-use crate::build::Build;
+use super::{ExportError, Unexpressible};
+use crate::compile::{NetworkMode, NetworkRule, NetworkTarget, Policy, PolicySet, PortSpan};
 use crate::normalize::pattern::DomainPattern;
-use crate::source::SourceMap;
-use crate::syntax::ast::{Effect, NetRule, NetStmt, NetTarget, Network, PortRange, SocketTarget};
 
 /// The most entries one rule's ports may become (sandbox-runtime lists
 /// ports one at a time).
@@ -57,18 +55,14 @@ pub struct SrtLists {
 /// through, so what they cannot say is a note, not an error.
 ///
 /// ```
-/// use gatehouse::{SourceMap, build};
-///
-/// let mut sources = SourceMap::new();
-/// sources.add("p.policy", "policy p {\n  network {\n    allow domain **.github.com port 443\n    deny domain gist.github.com\n  }\n}\n");
-/// let lists = gatehouse::export::srt_lists(&build(sources), None)?;
+/// let set = gatehouse::PolicySet::from_source("p.policy", "policy p {\n  network {\n    allow domain **.github.com port 443\n    deny domain gist.github.com\n  }\n}\n")?;
+/// let lists = gatehouse::export::srt_lists(&set, None)?;
 /// assert_eq!(lists.allowed, ["github.com:443", "*.github.com:443"]);
 /// assert_eq!(lists.denied, ["gist.github.com"]);
-/// # Ok::<(), gatehouse::export::ExportError>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn srt_lists(build: &Build, name: Option<&str>) -> Result<SrtLists, ExportError> {
-    let block = policy_block(build, name)?;
-    let m = map(&build.sources, network_of(&block), block.name.span, false);
+pub fn srt_lists(set: &PolicySet, name: Option<&str>) -> Result<SrtLists, ExportError> {
+    let m = map(set, super::policy(set, name)?, false);
     Ok(SrtLists {
         allowed: m.allowed,
         denied: m.denied,
@@ -80,9 +74,8 @@ pub fn srt_lists(build: &Build, name: Option<&str>) -> Result<SrtLists, ExportEr
 /// for the policy named `name` (or the only one), as pretty JSON. Every
 /// network rule must map exactly, or the export is refused naming the rules
 /// that do not.
-pub fn srt_settings(build: &Build, name: Option<&str>) -> Result<String, ExportError> {
-    let block = policy_block(build, name)?;
-    let m = map(&build.sources, network_of(&block), block.name.span, true);
+pub fn srt_settings(set: &PolicySet, name: Option<&str>) -> Result<String, ExportError> {
+    let m = map(set, super::policy(set, name)?, true);
     if !m.problems.is_empty() {
         return Err(ExportError::Unexpressible {
             format: "sandbox-runtime settings",
@@ -155,9 +148,9 @@ fn srt_name(name: &str) -> bool {
 }
 
 /// The hosts (without ports) a rule's target is in sandbox-runtime's lists.
-fn hosts(target: &NetTarget) -> Result<Vec<String>, String> {
+fn hosts(target: &NetworkTarget) -> Result<Vec<String>, String> {
     match target {
-        NetTarget::Domain(text) => {
+        NetworkTarget::Domain(text) => {
             let p = DomainPattern::parse(text).map_err(|e| e.to_string())?;
             let two_labels = |n: &str| n.contains('.');
             match p {
@@ -183,8 +176,8 @@ fn hosts(target: &NetTarget) -> Result<Vec<String>, String> {
                 }
             }
         }
-        NetTarget::Ip(ip) => Ok(vec![crate::normalize::canonical_ip(*ip).to_string()]),
-        NetTarget::Cidr(net) => {
+        NetworkTarget::Ip(ip) => Ok(vec![ip.to_string()]),
+        NetworkTarget::Cidr(net) => {
             let net = crate::normalize::addr::canonical_net(*net);
             if net.prefix_len() == net.max_prefix_len() {
                 Ok(vec![net.addr().to_string()])
@@ -194,12 +187,12 @@ fn hosts(target: &NetTarget) -> Result<Vec<String>, String> {
                 ))
             }
         }
-        NetTarget::Socket(_) => Ok(Vec::new()),
+        NetworkTarget::Socket(_) | NetworkTarget::AnySocket => Ok(Vec::new()),
     }
 }
 
 /// The ports of a rule one by one (`None`: every port).
-fn ports(p: &Option<Vec<PortRange>>) -> Result<Vec<Option<u16>>, String> {
+fn ports(p: &Option<Vec<PortSpan>>) -> Result<Vec<Option<u16>>, String> {
     let Some(ranges) = p else {
         return Ok(vec![None]);
     };
@@ -226,7 +219,7 @@ fn entry(host: &str, port: Option<u16>) -> String {
     }
 }
 
-fn entries(rule: &NetRule) -> Result<Vec<String>, String> {
+fn entries(rule: &NetworkRule) -> Result<Vec<String>, String> {
     let hosts = hosts(&rule.target)?;
     let ports = ports(&rule.ports)?;
     Ok(hosts
@@ -235,82 +228,82 @@ fn entries(rule: &NetRule) -> Result<Vec<String>, String> {
         .collect())
 }
 
-fn map(
-    sources: &SourceMap,
-    network: Option<&Network>,
-    name_span: crate::source::Span,
-    exact: bool,
-) -> Mapped {
+fn map(set: &PolicySet, policy: &Policy, exact: bool) -> Mapped {
+    let network = policy.network();
     let mut m = Mapped::default();
-    let problem = |m: &mut Mapped, span, why: &str| {
-        m.problems.push(Unexpressible::new(sources, span, why));
+    // Problems in source order: a rule's key is its id (ids follow the
+    // statements), `local allow` sorts before the rule read after it.
+    let mut problems: Vec<(u64, Unexpressible)> = Vec::new();
+    let mut problem = |id: crate::decision::RuleId, why: &str| {
+        problems.push((u64::from(id.0) * 2 + 1, Unexpressible::rule(set, id, why)));
     };
-    if let Some(Network::Unrestricted) = network {
-        problem(
-            &mut m,
-            name_span,
-            "`network unrestricted` has no sandbox-runtime form: it passes only the hosts its lists name",
-        );
+    if network.mode == NetworkMode::Unrestricted {
+        if let Some(id) = network.mode_rule {
+            problem(
+                id,
+                "`network unrestricted` has no sandbox-runtime form: it passes only the hosts its lists name",
+            );
+        }
+        m.problems = problems.into_iter().map(|p| p.1).collect();
         return m;
     }
-    let stmts = net_statements(network);
-    let local_allow = stmts
-        .iter()
-        .any(|s| matches!(s, NetStmt::Local(e) if e.node == Effect::Allow));
+    let local_allow = network.local_allow.is_some();
+    if let Some(id) = network.default_allow {
+        problem(
+            id,
+            "`default allow` has no sandbox-runtime form: it passes only the hosts its lists name",
+        );
+    }
     // Prefixes a name may not resolve into (settings only), to drop the
     // allowed addresses a deny already covers.
     let mut denied_prefixes: Vec<ipnet::IpNet> = Vec::new();
-    for s in stmts {
-        match s {
-            NetStmt::Default(e) if e.node == Effect::Allow => problem(
-                &mut m,
-                e.span,
-                "`default allow` has no sandbox-runtime form: it passes only the hosts its lists name",
-            ),
-            NetStmt::Local(e) if e.node == Effect::Allow => problem(
-                &mut m,
-                e.span,
-                "`local allow` has no sandbox-runtime form: an allowed name never resolves to loopback or link-local addresses there",
-            ),
-            NetStmt::Default(_) | NetStmt::Local(_) | NetStmt::Dns(_) => {}
-            NetStmt::Rule(r) => match (&r.target, r.effect) {
-                (NetTarget::Socket(SocketTarget::Any), Effect::Allow) => m.all_sockets = true,
-                (NetTarget::Socket(SocketTarget::Path(p)), Effect::Allow) => {
-                    Mapped::push(&mut m.sockets, vec![p.clone()]);
+    for r in network.rules {
+        match (&r.target, r.allow) {
+            (NetworkTarget::AnySocket, true) => m.all_sockets = true,
+            (NetworkTarget::Socket(p), true) => {
+                Mapped::push(&mut m.sockets, vec![p.clone()]);
+            }
+            (NetworkTarget::Socket(_) | NetworkTarget::AnySocket, false) => {
+                if exact {
+                    problem(
+                        r.rule,
+                        "sandbox-runtime cannot deny a unix socket, only allow them",
+                    );
                 }
-                (NetTarget::Socket(_), Effect::Deny) => {
-                    if exact {
-                        problem(
-                            &mut m,
-                            r.span,
-                            "sandbox-runtime cannot deny a unix socket, only allow them",
-                        );
-                    }
+            }
+            (NetworkTarget::Cidr(net), false)
+                if exact && net.prefix_len() != net.max_prefix_len() =>
+            {
+                if r.ports.is_some() {
+                    problem(
+                        r.rule,
+                        "sandbox-runtime's deniedResolvedAddresses takes no ports",
+                    );
+                } else {
+                    let net = crate::normalize::addr::canonical_net(*net);
+                    denied_prefixes.push(net);
+                    Mapped::push(&mut m.resolved_denied, vec![net.to_string()]);
                 }
-                (NetTarget::Cidr(net), Effect::Deny)
-                    if exact && net.prefix_len() != net.max_prefix_len() =>
-                {
-                    if r.ports.is_some() {
-                        problem(
-                            &mut m,
-                            r.span,
-                            "sandbox-runtime's deniedResolvedAddresses takes no ports",
-                        );
-                    } else {
-                        let net = crate::normalize::addr::canonical_net(*net);
-                        denied_prefixes.push(net);
-                        Mapped::push(&mut m.resolved_denied, vec![net.to_string()]);
-                    }
-                }
-                (_, effect) => match entries(r) {
-                    Ok(list) if effect == Effect::Allow => Mapped::push(&mut m.allowed, list),
-                    Ok(list) => Mapped::push(&mut m.denied, list),
-                    Err(why) => problem(&mut m, r.span, &why),
-                },
+            }
+            (_, allow) => match entries(r) {
+                Ok(list) if allow => Mapped::push(&mut m.allowed, list),
+                Ok(list) => Mapped::push(&mut m.denied, list),
+                Err(why) => problem(r.rule, &why),
             },
         }
     }
-    if exact && !local_allow && !matches!(network, None | Some(Network::Off)) {
+    if let Some(place) = network.local_allow {
+        problems.push((
+            u64::from(policy.net.local_allow_next) * 2,
+            Unexpressible::place(
+                place,
+                "`local allow` has no sandbox-runtime form: an allowed name never resolves to loopback or link-local addresses there",
+            ),
+        ));
+    }
+    problems.sort_by_key(|p| p.0);
+    m.problems = problems.into_iter().map(|p| p.1).collect();
+    if exact && !local_allow && network.mode == NetworkMode::Constrained {
         let v4 = crate::normalize::addr::non_public_v4().map(|n| n.to_string());
         // Everything outside 2000::/3, then the non-public ranges inside it.
         let outside = ["::/3", "4000::/2", "8000::/1"].map(String::from);
@@ -346,22 +339,20 @@ fn map(
 mod tests {
     use super::*;
 
-    fn lists(body: &str) -> Result<SrtLists, ExportError> {
-        let mut s = SourceMap::new();
-        s.add(
+    fn set(body: &str) -> PolicySet {
+        PolicySet::from_source(
             "p.policy",
-            format!("policy p {{\n  network {{\n{body}\n  }}\n}}\n"),
-        );
-        srt_lists(&crate::build(s), None)
+            &format!("policy p {{\n  network {{\n{body}\n  }}\n}}\n"),
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn lists(body: &str) -> Result<SrtLists, ExportError> {
+        srt_lists(&set(body), None)
     }
 
     fn settings(body: &str) -> Result<String, ExportError> {
-        let mut s = SourceMap::new();
-        s.add(
-            "p.policy",
-            format!("policy p {{\n  network {{\n{body}\n  }}\n}}\n"),
-        );
-        srt_settings(&crate::build(s), None)
+        srt_settings(&set(body), None)
     }
 
     #[test]

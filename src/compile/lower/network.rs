@@ -4,6 +4,31 @@
 use super::super::*;
 
 impl Compiler<'_> {
+    /// Where a statement that is no rule is written.
+    fn place(&self, span: Span) -> Place {
+        match self.sources.get(span.file) {
+            Some(f) => {
+                let lc = f.line_col(span.start);
+                Place {
+                    file: f.name.clone(),
+                    line: lc.line,
+                    column: lc.column,
+                    source: f
+                        .slice(span)
+                        .split_whitespace()
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                }
+            }
+            None => Place {
+                file: String::new(),
+                line: 0,
+                column: 0,
+                source: String::new(),
+            },
+        }
+    }
+
     pub(in crate::compile) fn network(
         &mut self,
         n: &Network,
@@ -42,10 +67,31 @@ impl Compiler<'_> {
                 }
                 NetStmt::Local(v) => {
                     net.local_allow = v.node == Effect::Allow;
+                    net.local_allow_at = net.local_allow.then(|| self.place(v.span));
+                    net.local_allow_next = u32::try_from(self.rules.len()).unwrap_or(u32::MAX);
                 }
                 NetStmt::Rule(r) => {
                     let id = self.rule(r.span);
                     let ports = r.ports.as_deref();
+                    net.rules.push(NetworkRule {
+                        allow: r.effect == Effect::Allow,
+                        target: match &r.target {
+                            NetTarget::Domain(d) => NetworkTarget::Domain(d.clone()),
+                            NetTarget::Ip(ip) => {
+                                NetworkTarget::Ip(crate::normalize::canonical_ip(*ip))
+                            }
+                            NetTarget::Cidr(c) => NetworkTarget::Cidr(*c),
+                            NetTarget::Socket(SocketTarget::Path(p)) => {
+                                NetworkTarget::Socket(p.clone())
+                            }
+                            NetTarget::Socket(SocketTarget::Any) => NetworkTarget::AnySocket,
+                        },
+                        ports: r
+                            .ports
+                            .as_ref()
+                            .map(|v| v.iter().map(|p| PortSpan { lo: p.lo, hi: p.hi }).collect()),
+                        rule: id,
+                    });
                     match &r.target {
                         NetTarget::Domain(text) => {
                             let pattern = DomainPattern::parse(text)?;
@@ -111,6 +157,7 @@ impl Compiler<'_> {
                 }
             }
         }
+        net.rules.shrink_to_fit();
         net.domains = DomainTrie::build(&domain_rules);
         net.v4 = Intervals::build(&v4_rules, u128::from(u32::MAX));
         net.v6 = Intervals::build(&v6_rules, u128::MAX);
