@@ -2,29 +2,82 @@
 //! when the process is out of descriptors, and the descriptor budget checked
 //! at start.
 //!
+//! No client takes the whole cap: one source address holds at most a
+//! quarter of a listener's connections ([`share`]); a connection over its
+//! client's share is closed as soon as it is accepted (issue 35, finding 7).
+//!
 //! An `accept()` that fails with EMFILE or ENFILE leaves the connection in
 //! the kernel's queue, so retrying at once spins on the same error: the loop
 //! sleeps instead (doubling from 5 ms to 500 ms), and the cap keeps the
 //! proxy's own connections from getting there in the first place.
 
+use std::collections::HashMap;
 use std::future::Future;
-use std::net::SocketAddr;
-use std::sync::Arc;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::metrics::Metrics;
 
+/// The most connections of one listener a single client (source address)
+/// may hold at once: a quarter of the listener's cap, at least one.
+pub fn share(cap: usize) -> usize {
+    (cap / 4).max(1)
+}
+
+/// Open connections per client, for [`share`]; a client leaves the map
+/// with its last connection.
+#[derive(Default)]
+struct Clients(Mutex<HashMap<IpAddr, usize>>);
+
+/// One client's connection, counted until dropped.
+struct Held(Arc<Clients>, IpAddr);
+
+impl Clients {
+    /// Counts a connection of `ip`, unless it already holds `share`.
+    fn hold(self: &Arc<Self>, ip: IpAddr, share: usize) -> Option<Held> {
+        let mut m = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let n = m.entry(ip).or_insert(0);
+        if *n >= share {
+            return None;
+        }
+        *n += 1;
+        Some(Held(self.clone(), ip))
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let mut m = (self.0)
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(n) = m.get_mut(&self.1) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                m.remove(&self.1);
+            }
+        }
+    }
+}
+
 /// Accepts on `listener` until the runtime ends, each connection handled on
 /// its own task, at most `cap` at once (more wait in the kernel's accept
-/// queue).
+/// queue) and at most [`share`]`(cap)` of one client (more are closed at
+/// once).
 pub fn accept_loop<F, Fut>(listener: TcpListener, cap: usize, metrics: Arc<Metrics>, handle: F)
 where
     F: Fn(TcpStream, SocketAddr) -> Fut + Send + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
     let slots = Arc::new(tokio::sync::Semaphore::new(cap.max(1)));
+    let clients = Arc::new(Clients::default());
+    let per_client = share(cap.max(1));
     tokio::spawn(async move {
         let mut backoff = Duration::ZERO;
         loop {
@@ -34,12 +87,22 @@ where
             match listener.accept().await {
                 Ok((s, peer)) => {
                     backoff = Duration::ZERO;
+                    // IPv4-mapped peers (a dual-stack listener) count as
+                    // their IPv4 address.
+                    let ip = gatehouse::normalize::canonical_ip(peer.ip());
+                    let Some(held) = clients.hold(ip, per_client) else {
+                        metrics.client_share_refusals.inc();
+                        drop(s);
+                        drop(permit);
+                        continue;
+                    };
                     let work = handle(s, peer);
                     let m = metrics.clone();
                     m.open_connections.inc();
                     tokio::spawn(async move {
                         work.await;
                         m.open_connections.dec();
+                        drop(held);
                         drop(permit);
                     });
                 }

@@ -10,7 +10,10 @@ use gatehouse::query::Via;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 
-use crate::gate::{self, Ctx};
+use crate::gate::{self, Ctx, Refusal};
+use crate::http::conn::Conn;
+use crate::http::connect::{SocksOpening, http_tunnel, socks_opening};
+use crate::policy::Request;
 
 /// Serves SOCKS5 on `listener` until the runtime stops.
 pub fn serve(ctx: Arc<Ctx>, listener: TcpListener) {
@@ -113,13 +116,10 @@ async fn dispatch(
         1 => {
             let what = format!("socks5 CONNECT {host}:{port}");
             match gate::tunnel(ctx, &mut req, &host, port, Via::Socks5).await {
-                Ok(mut up) => {
-                    req.finish(&what, "tunnel");
+                Ok(up) => {
                     let bound = up.local_addr().unwrap_or(UNSPECIFIED);
                     reply(&mut s, 0, bound).await?;
-                    let (_, upb, downb) = crate::relay::relay(&mut s, &mut up, ctx.timeouts).await;
-                    ctx.metrics.tunnel_bytes_up.add(upb);
-                    ctx.metrics.tunnel_bytes_down.add(downb);
+                    tunnel(ctx, &mut req, s, up, (&host, port), &what).await;
                     Ok(())
                 }
                 Err(r) => {
@@ -130,6 +130,49 @@ async fn dispatch(
         }
         3 => associate(ctx, s, peer).await,
         _ => reply(&mut s, 7, UNSPECIFIED).await,
+    }
+}
+
+/// A SOCKS5 CONNECT tunnel after its success reply: its first bytes judged
+/// as a `CONNECT` tunnel's are (issue 35, finding 5), then relayed, or, for
+/// plain HTTP, framed and every request checked and decided again.
+async fn tunnel(
+    ctx: &Ctx,
+    req: &mut Request<'_>,
+    client: TcpStream,
+    up: TcpStream,
+    (host, port): (&str, u16),
+    what: &(dyn std::fmt::Display + Sync),
+) {
+    let mut client = Conn::new(client, ctx.timeouts.tunnel_idle);
+    let verdict = tokio::time::timeout(
+        ctx.timeouts.first_bytes,
+        socks_opening(req, &mut client, &up, host, port),
+    )
+    .await
+    .unwrap_or(Err(Refusal::FirstBytesTimeout));
+    match verdict {
+        // Closing both streams ends the tunnel; nothing of it was sent.
+        Err(r) => gate::record(ctx, req, what, r),
+        Ok(SocksOpening::Raw) => {
+            req.finish(what, "tunnel");
+            let mut up = Conn::new(up, ctx.timeouts.tunnel_idle);
+            let first = client.take_buffered();
+            if up.write_all(&first).await.is_err() {
+                return;
+            }
+            ctx.metrics.tunnel_bytes_up.add(first.len() as u64);
+            let (_, upb, downb) =
+                crate::relay::relay(&mut client.io, &mut up.io, ctx.timeouts).await;
+            ctx.metrics.tunnel_bytes_up.add(upb);
+            ctx.metrics.tunnel_bytes_down.add(downb);
+        }
+        Ok(SocksOpening::Http(head, named)) => {
+            req.finish(what, "tunnel");
+            let up = Conn::new(up, ctx.timeouts.tunnel_idle);
+            let target = (named.as_str(), port, Via::Socks5);
+            http_tunnel(ctx, req, client, up, head, target, what).await;
+        }
     }
 }
 

@@ -78,7 +78,8 @@ pub(crate) async fn connect(
         }
         Ok(Opening::Http(first)) => {
             req.finish(&what, "tunnel");
-            http_tunnel(ctx, req, client, up, first, &host, port, &what).await;
+            let target = (host.as_str(), port, Via::Https);
+            http_tunnel(ctx, req, client, up, first, target, &what).await;
         }
     }
 }
@@ -103,16 +104,14 @@ async fn establish(
 }
 
 /// Requests through a plain HTTP tunnel, one after the other, each checked
-/// before it is sent.
-#[allow(clippy::too_many_arguments)]
-async fn http_tunnel(
+/// before it is sent and decided again (`via`) with the policy in force.
+pub(crate) async fn http_tunnel(
     ctx: &Ctx,
     req: &mut Request<'_>,
     mut client: Conn<TcpStream>,
     mut up: Conn<TcpStream>,
     mut head: Head,
-    host: &str,
-    port: u16,
+    (host, port, via): (&str, u16, Via),
     what: &(dyn std::fmt::Display + Sync),
 ) {
     loop {
@@ -147,7 +146,7 @@ async fn http_tunnel(
         // a reload that denies the host ends the tunnel at its next
         // request (issue 35, finding 8).
         let mut now = ctx.request();
-        if let Err(r) = gate::admit(&mut now, host, port, Via::Https) {
+        if let Err(r) = gate::admit(&mut now, host, port, via) {
             return refuse(ctx, &now, &mut client.io, what, r).await;
         }
         head = next;
@@ -213,6 +212,104 @@ async fn opening(
                     _ => return Err(Refusal::UnrecognisedProtocol),
                 }
             }
+        }
+    }
+}
+
+/// What the first bytes of a SOCKS5 tunnel are (issue 35, finding 5).
+pub(crate) enum SocksOpening {
+    /// TLS whose server name holds, a server that spoke first, or a
+    /// protocol that names no host: relayed as it is.
+    Raw,
+    /// A plain HTTP request, checked; later requests are held to the host
+    /// it names.
+    Http(Head, String),
+}
+
+/// The longest method this reads before calling the bytes "not HTTP".
+const MAX_METHOD: usize = 32;
+
+/// Judges the first bytes of a SOCKS5 tunnel to `host:port`. SOCKS5 carries
+/// any TCP, so only bytes that name a host are held to it, as in a
+/// `CONNECT` tunnel: a TLS ClientHello by its server name, a plain HTTP
+/// request (after any empty lines) by its target and `Host`. To a name,
+/// the name they give must be the target's; to an address (a client that
+/// resolved the name itself), a name they give must itself be allowed
+/// (`connect NAME:PORT via socks5`), and an address must be the target's.
+/// A server that speaks first (SSH, SMTP, databases) makes the tunnel raw;
+/// bytes that could still become an HTTP method are waited on, never
+/// guessed.
+pub(crate) async fn socks_opening(
+    req: &mut Request<'_>,
+    client: &mut Conn<TcpStream>,
+    up: &TcpStream,
+    host: &str,
+    port: u16,
+) -> Result<SocksOpening, Refusal> {
+    let literal = is_literal(host);
+    // The name a ClientHello or `Host` gives, held to the target.
+    let mut claimed = |name: &str, mismatch: Refusal| -> Result<(), Refusal> {
+        if same_host(name, host) {
+            Ok(())
+        } else if literal && !is_literal(name) {
+            gate::admit(req, name, port, Via::Socks5)
+        } else {
+            Err(mismatch)
+        }
+    };
+    loop {
+        if client.buffered().is_empty() {
+            tokio::select! {
+                r = client.fill() => match r {
+                    Ok(n) if n > 0 => {}
+                    _ => return Err(Refusal::UnrecognisedProtocol),
+                },
+                _ = up.readable() => return Ok(SocksOpening::Raw),
+            }
+            continue;
+        }
+        match client_hello(client.buffered()) {
+            Hello::Sni(sni) => {
+                return claimed(&sni, Refusal::SniMismatch).map(|()| SocksOpening::Raw);
+            }
+            Hello::NoSni if literal => return Ok(SocksOpening::Raw),
+            Hello::NoSni => return Err(Refusal::SniMissing),
+            Hello::Ech if literal => return Ok(SocksOpening::Raw),
+            Hello::Ech => return Err(Refusal::EncryptedClientHello),
+            Hello::Incomplete => {}
+            Hello::NotTls => {
+                let b = client.buffered();
+                let blank = b.iter().take_while(|c| matches!(c, b'\r' | b'\n')).count();
+                let rest = b.get(blank..).unwrap_or_default();
+                let method = rest.iter().take_while(|c| is_tchar(**c)).count();
+                let undecided = method == rest.len() && method <= MAX_METHOD;
+                if !undecided {
+                    if method == 0 || rest.get(method) != Some(&b' ') {
+                        return Ok(SocksOpening::Raw);
+                    }
+                    client.consume(blank);
+                    let h = match head::read_raw(client).await {
+                        Ok(Some(raw)) => head::parse_request(raw).ok_or(Refusal::BadRequest)?,
+                        _ => return Err(Refusal::BadRequest),
+                    };
+                    let named = match h.header("Host").map(|v| split_authority(v, port)) {
+                        Some(Some((name, p))) if p == port => name,
+                        _ => return Err(Refusal::HostMismatch),
+                    };
+                    claimed(&named, Refusal::HostMismatch)?;
+                    if !tunnel_target_ok(&h, &named, port) {
+                        return Err(Refusal::TargetOutsideTunnel);
+                    }
+                    return Ok(SocksOpening::Http(h, named));
+                }
+            }
+        }
+        if client.buffered().len() > 16 * 1024 {
+            return Err(Refusal::UnrecognisedProtocol);
+        }
+        match client.fill().await {
+            Ok(n) if n > 0 => {}
+            _ => return Err(Refusal::UnrecognisedProtocol),
         }
     }
 }

@@ -7,6 +7,8 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UdpSocket};
 
+use gatehouse_egress::{Config, start};
+
 use super::support::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -444,4 +446,131 @@ async fn a_live_swap_never_mixes_two_policies_in_one_request() {
         status, "403",
         "the broken file's `default allow` is not in force"
     );
+}
+
+/// Whether the proxy closed `s` without a byte within `wait` (a connection
+/// over its client's share is closed at once; one within it waits for its
+/// request).
+async fn closed_at_once(s: &mut TcpStream, wait: Duration) -> bool {
+    use tokio::io::AsyncReadExt;
+    let mut b = [0u8; 1];
+    matches!(
+        tokio::time::timeout(wait, s.read(&mut b)).await,
+        Ok(Ok(0) | Err(_))
+    )
+}
+
+/// A connection from `from` (a loopback address) to `to`.
+async fn connect_from(from: &str, to: SocketAddr) -> TcpStream {
+    let sock = tokio::net::TcpSocket::new_v4().unwrap();
+    sock.bind(format!("{from}:0").parse().unwrap()).unwrap();
+    sock.connect(to).await.unwrap()
+}
+
+/// Issue 35, finding 7: one client (a source address) holds at most a
+/// quarter of a listener's connections — the proxy's and the resolver's
+/// DNS-over-TCP alike — and another client is served while it holds them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_client_holds_at_most_its_share_of_each_listener() {
+    let dir = tempdir("share");
+    let dns = fake_dns(&[("allowed.test", "127.0.0.1")]).await;
+    let server = http_server().await;
+    let path = dir.join("egress.policy");
+    std::fs::write(&path, POLICY).unwrap();
+    let d = start(Config {
+        http: "127.0.0.1:0".parse().unwrap(),
+        dns: Some("127.0.0.1:0".parse().unwrap()),
+        max_connections: Some(16),
+        ..Config::new(path, dns.addr)
+    })
+    .await
+    .unwrap();
+    let share = gatehouse_egress::listener::share(16);
+    assert_eq!(share, 4);
+    let mut held = Vec::new();
+    for _ in 0..share {
+        held.push(connect_from("127.0.0.1", d.http).await);
+    }
+    // The client's next connection is closed at once; its held ones wait.
+    let mut over = connect_from("127.0.0.1", d.http).await;
+    assert!(closed_at_once(&mut over, Duration::from_secs(2)).await);
+    assert!(!closed_at_once(&mut held[0], Duration::from_millis(300)).await);
+    // Another client is served meanwhile.
+    let mut other = connect_from("127.0.0.2", d.http).await;
+    let port = server.port();
+    other
+        .write_all(
+            format!("GET http://allowed.test:{port}/ HTTP/1.1\r\nHost: allowed.test:{port}\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let mut out = String::new();
+    tokio::time::timeout(Duration::from_secs(5), other.read_to_string(&mut out))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    // A connection given back frees a place in the share.
+    drop(held.pop());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut again = connect_from("127.0.0.1", d.http).await;
+    assert!(!closed_at_once(&mut again, Duration::from_millis(300)).await);
+    // The resolver's DNS-over-TCP slots (256) the same way: 64 a client.
+    let dns_share = gatehouse_egress::listener::share(gatehouse_egress::dns::MAX_TCP_CONNECTIONS);
+    let resolver = d.dns.unwrap();
+    let mut dns_held = Vec::new();
+    for _ in 0..dns_share {
+        dns_held.push(connect_from("127.0.0.1", resolver).await);
+    }
+    let mut over = connect_from("127.0.0.1", resolver).await;
+    assert!(closed_at_once(&mut over, Duration::from_secs(2)).await);
+    let mut other = connect_from("127.0.0.2", resolver).await;
+    assert!(!closed_at_once(&mut other, Duration::from_millis(300)).await);
+    assert_eq!(d.policies.metrics.client_share_refusals.get(), 2);
+}
+
+/// Issue 35, finding 10: idle sockets cannot hold `/metrics` down. It is
+/// served by hyper; a client holds at most a quarter of its 64 places; when
+/// all are taken by connections that sent nothing, the oldest gives way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_sockets_cannot_hold_the_metrics_endpoint_down() {
+    let dir = tempdir("metrics-idle");
+    let dns = fake_dns(&[("allowed.test", "127.0.0.1")]).await;
+    let d = daemon(&dir, POLICY, dns.addr, None).await;
+    let at = d.metrics.unwrap();
+    let cap = gatehouse_egress::metrics::METRICS_CONNECTIONS;
+    let share = gatehouse_egress::listener::share(cap);
+    let mut idle = Vec::new();
+    for client in 1..=cap / share {
+        for _ in 0..share {
+            idle.push(connect_from(&format!("127.0.0.{client}"), at).await);
+        }
+    }
+    // One client more than its share: closed at once.
+    let mut over = connect_from("127.0.0.1", at).await;
+    assert!(closed_at_once(&mut over, Duration::from_secs(2)).await);
+    // Every place taken by a silent socket; a new client is still served.
+    let mut s = connect_from("127.0.0.9", at).await;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut out = String::new();
+    tokio::time::timeout(Duration::from_secs(5), s.read_to_string(&mut out))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    assert!(out.contains("gatehouse_egress_open_connections"), "{out}");
+    // And anything else is 404.
+    let mut s = connect_from("127.0.0.9", at).await;
+    s.write_all(b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+        .await
+        .unwrap();
+    let mut out = String::new();
+    tokio::time::timeout(Duration::from_secs(5), s.read_to_string(&mut out))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(out.starts_with("HTTP/1.1 404"), "{out}");
 }
