@@ -323,6 +323,15 @@ pub async fn dial(
     Err(Refusal::ConnectFailed)
 }
 
+/// A tunnel's connection, and the address it reached (`None` through the
+/// upstream proxy, which dialled it).
+pub struct Tunnel {
+    /// The connection to the target (or to the upstream proxy's tunnel).
+    pub stream: TcpStream,
+    /// The vetted address dialled directly.
+    pub dialled: Option<IpAddr>,
+}
+
 /// Steps 1 to 3 for a tunnel (`CONNECT`, SOCKS5): vetted, then dialled
 /// directly or through the upstream proxy's own `CONNECT`, answered with a
 /// 2xx before any byte of the tunnel. Never pooled.
@@ -332,10 +341,14 @@ pub async fn tunnel(
     host: &str,
     port: u16,
     via: Via,
-) -> Result<TcpStream, Refusal> {
+) -> Result<Tunnel, Refusal> {
     let addrs = vet(ctx, req, host, port, via).await?;
     let Some(proxy) = upstream(ctx, req).await? else {
-        return dial(ctx, &addrs, port).await.map(|(s, _)| s);
+        let (stream, at) = dial(ctx, &addrs, port).await?;
+        return Ok(Tunnel {
+            stream,
+            dialled: Some(at.ip()),
+        });
     };
     let mut up = Conn::new(proxy, ctx.timeouts.tunnel_idle);
     let line = format!("CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n");
@@ -349,7 +362,56 @@ pub async fn tunnel(
     if !ok || !up.buffered().is_empty() {
         return Err(Refusal::UpstreamProxyRefused);
     }
-    Ok(up.io)
+    Ok(Tunnel {
+        stream: up.io,
+        dialled: None,
+    })
+}
+
+/// What an established tunnel was allowed for, to decide again after a
+/// reload: the target, and what its first bytes named.
+pub struct Allowed<'a> {
+    /// The tunnel's target.
+    pub host: &'a str,
+    /// Its port.
+    pub port: u16,
+    /// How it came (`https` for `CONNECT`, `socks5`).
+    pub via: Via,
+    /// The name a ClientHello or `Host` gave, when it was decided too (a
+    /// SOCKS5 tunnel to an address).
+    pub claimed: Option<&'a str>,
+    /// The address dialled, for a name target reached directly.
+    pub dialled: Option<IpAddr>,
+}
+
+/// Resolves when a reload puts in force a policy that no longer allows the
+/// tunnel (issue 35, finding 8): its `connect`, the name its first bytes
+/// gave, and the address it reached (`resolved`) are decided again after
+/// every swap, and the first refusal is returned (recorded as the
+/// tunnel's). Pending for as long as the tunnel stays allowed.
+pub async fn revoked(ctx: &Ctx, what: &(dyn std::fmt::Display + Sync), a: &Allowed<'_>) {
+    let mut swaps = ctx.policies.swaps();
+    loop {
+        if swaps.changed().await.is_err() {
+            return std::future::pending().await;
+        }
+        let mut req = ctx.request();
+        let still = admit(&mut req, a.host, a.port, a.via)
+            .and_then(|()| {
+                a.claimed
+                    .map_or(Ok(()), |n| admit(&mut req, n, a.port, a.via))
+            })
+            .and_then(|()| match a.dialled {
+                Some(ip) if !crate::authority::is_literal(a.host) => {
+                    admit_resolved(&mut req, a.host, &[ip], a.port)
+                }
+                _ => Ok(()),
+            });
+        if let Err(r) = still {
+            record(ctx, &req, what, r);
+            return;
+        }
+    }
 }
 
 /// Counts a refusal and writes the request's access record; the front

@@ -42,6 +42,9 @@ pub struct Policies {
     unrestricted: PolicySet,
     /// The daemon's counters.
     pub metrics: Arc<crate::metrics::Metrics>,
+    /// Bumped at every swap, so that long-lived tunnels can be decided
+    /// again ([`Policies::swaps`]).
+    swaps: tokio::sync::watch::Sender<u64>,
 }
 
 /// Why a policy file could not be put in force. Every variant names the
@@ -239,7 +242,13 @@ impl Policies {
             requests: AtomicU64::new(0),
             newest: AtomicU64::new(newest),
             records: keep_records.then(Default::default),
+            swaps: tokio::sync::watch::Sender::new(0),
         })
+    }
+
+    /// A receiver that sees every swap of the policy in force.
+    pub fn swaps(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.swaps.subscribe()
     }
 
     /// Recompiles the file and swaps it in; a bad file is refused, logged,
@@ -265,6 +274,7 @@ impl Policies {
                 self.newest.fetch_max(serial, Ordering::Relaxed);
                 let rev = set.revision().to_string();
                 self.store.replace(set);
+                self.swaps.send_modify(|g| *g += 1);
                 self.metrics.reloads.inc();
                 self.metrics.set_revision(&rev);
                 stderr_line(format!(

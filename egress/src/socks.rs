@@ -12,7 +12,7 @@ use tokio::net::{TcpListener, TcpStream, UdpSocket};
 
 use crate::gate::{self, Ctx, Refusal};
 use crate::http::conn::Conn;
-use crate::http::connect::{SocksOpening, http_tunnel, socks_opening};
+use crate::http::connect::{SocksOpening, http_tunnel, raw, socks_opening};
 use crate::policy::Request;
 
 /// Serves SOCKS5 on `listener` until the runtime stops.
@@ -117,7 +117,7 @@ async fn dispatch(
             let what = format!("socks5 CONNECT {host}:{port}");
             match gate::tunnel(ctx, &mut req, &host, port, Via::Socks5).await {
                 Ok(up) => {
-                    let bound = up.local_addr().unwrap_or(UNSPECIFIED);
+                    let bound = up.stream.local_addr().unwrap_or(UNSPECIFIED);
                     reply(&mut s, 0, bound).await?;
                     tunnel(ctx, &mut req, s, up, (&host, port), &what).await;
                     Ok(())
@@ -140,10 +140,11 @@ async fn tunnel(
     ctx: &Ctx,
     req: &mut Request<'_>,
     client: TcpStream,
-    up: TcpStream,
+    tunnel: gate::Tunnel,
     (host, port): (&str, u16),
     what: &(dyn std::fmt::Display + Sync),
 ) {
+    let (up, dialled) = (tunnel.stream, tunnel.dialled);
     let mut client = Conn::new(client, ctx.timeouts.tunnel_idle);
     let verdict = tokio::time::timeout(
         ctx.timeouts.first_bytes,
@@ -154,7 +155,7 @@ async fn tunnel(
     match verdict {
         // Closing both streams ends the tunnel; nothing of it was sent.
         Err(r) => gate::record(ctx, req, what, r),
-        Ok(SocksOpening::Raw) => {
+        Ok(SocksOpening::Raw(claimed)) => {
             req.finish(what, "tunnel");
             let mut up = Conn::new(up, ctx.timeouts.tunnel_idle);
             let first = client.take_buffered();
@@ -162,10 +163,14 @@ async fn tunnel(
                 return;
             }
             ctx.metrics.tunnel_bytes_up.add(first.len() as u64);
-            let (_, upb, downb) =
-                crate::relay::relay(&mut client.io, &mut up.io, ctx.timeouts).await;
-            ctx.metrics.tunnel_bytes_up.add(upb);
-            ctx.metrics.tunnel_bytes_down.add(downb);
+            let allowed = gate::Allowed {
+                host,
+                port,
+                via: Via::Socks5,
+                claimed: claimed.as_deref(),
+                dialled,
+            };
+            raw(ctx, &mut client.io, &mut up.io, what, &allowed).await;
         }
         Ok(SocksOpening::Http(head, named)) => {
             req.finish(what, "tunnel");

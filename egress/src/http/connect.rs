@@ -38,11 +38,12 @@ pub(crate) async fn connect(
     head: Head,
 ) {
     let what = crate::http::What("CONNECT", head.target());
-    let (upstream, host, port) = match establish(ctx, req, &head).await {
+    let (tunnel, host, port) = match establish(ctx, req, &head).await {
         Ok(t) => t,
         Err(r) => return refuse(ctx, req, &mut client.io, &what, r).await,
     };
-    let mut up = Conn::new(upstream, ctx.timeouts.tunnel_idle);
+    let dialled = tunnel.dialled;
+    let mut up = Conn::new(tunnel.stream, ctx.timeouts.tunnel_idle);
     let rev = crate::policy::short(req.revision()).to_string();
     let ok = format!("HTTP/1.1 200 Connection established\r\nX-Gatehouse-Revision: {rev}\r\n\r\n");
     if client.write_all(ok.as_bytes()).await.is_err() {
@@ -71,10 +72,14 @@ pub(crate) async fn connect(
                 return;
             }
             ctx.metrics.tunnel_bytes_up.add(first.len() as u64);
-            let (_, upb, downb) =
-                crate::relay::relay(&mut client.io, &mut up.io, ctx.timeouts).await;
-            ctx.metrics.tunnel_bytes_up.add(upb);
-            ctx.metrics.tunnel_bytes_down.add(downb);
+            let allowed = gate::Allowed {
+                host: &host,
+                port,
+                via: Via::Https,
+                claimed: None,
+                dialled,
+            };
+            raw(ctx, &mut client.io, &mut up.io, &what, &allowed).await;
         }
         Ok(Opening::Http(first)) => {
             req.finish(&what, "tunnel");
@@ -84,13 +89,32 @@ pub(crate) async fn connect(
     }
 }
 
+/// Relays a raw tunnel (TLS, or a SOCKS5 protocol that names no host)
+/// until either side ends, the timeouts end it, or a reload denies what it
+/// was allowed for (issue 35, finding 8): then both sides are closed.
+pub(crate) async fn raw(
+    ctx: &Ctx,
+    client: &mut TcpStream,
+    up: &mut TcpStream,
+    what: &(dyn std::fmt::Display + Sync),
+    allowed: &gate::Allowed<'_>,
+) {
+    tokio::select! {
+        (_, upb, downb) = crate::relay::relay(client, up, ctx.timeouts) => {
+            ctx.metrics.tunnel_bytes_up.add(upb);
+            ctx.metrics.tunnel_bytes_down.add(downb);
+        }
+        () = gate::revoked(ctx, what, allowed) => {}
+    }
+}
+
 /// The target of a `CONNECT`, checked against its `Host`, and the tunnel
 /// to it through the gate.
 async fn establish(
     ctx: &Ctx,
     req: &mut Request<'_>,
     head: &Head,
-) -> Result<(TcpStream, String, u16), Refusal> {
+) -> Result<(gate::Tunnel, String, u16), Refusal> {
     let (host, port) = split_authority(head.target(), 443).ok_or(Refusal::InvalidHost)?;
     if let Some(h) = head.header("Host") {
         let agrees =
@@ -219,8 +243,10 @@ async fn opening(
 /// What the first bytes of a SOCKS5 tunnel are (issue 35, finding 5).
 pub(crate) enum SocksOpening {
     /// TLS whose server name holds, a server that spoke first, or a
-    /// protocol that names no host: relayed as it is.
-    Raw,
+    /// protocol that names no host: relayed as it is. The name a
+    /// ClientHello gave, when it was decided apart from the target (a
+    /// tunnel to an address), to decide again after a reload.
+    Raw(Option<String>),
     /// A plain HTTP request, checked; later requests are held to the host
     /// it names.
     Http(Head, String),
@@ -264,17 +290,19 @@ pub(crate) async fn socks_opening(
                     Ok(n) if n > 0 => {}
                     _ => return Err(Refusal::UnrecognisedProtocol),
                 },
-                _ = up.readable() => return Ok(SocksOpening::Raw),
+                _ = up.readable() => return Ok(SocksOpening::Raw(None)),
             }
             continue;
         }
         match client_hello(client.buffered()) {
             Hello::Sni(sni) => {
-                return claimed(&sni, Refusal::SniMismatch).map(|()| SocksOpening::Raw);
+                claimed(&sni, Refusal::SniMismatch)?;
+                let apart = (literal && !is_literal(&sni)).then_some(sni);
+                return Ok(SocksOpening::Raw(apart));
             }
-            Hello::NoSni if literal => return Ok(SocksOpening::Raw),
+            Hello::NoSni if literal => return Ok(SocksOpening::Raw(None)),
             Hello::NoSni => return Err(Refusal::SniMissing),
-            Hello::Ech if literal => return Ok(SocksOpening::Raw),
+            Hello::Ech if literal => return Ok(SocksOpening::Raw(None)),
             Hello::Ech => return Err(Refusal::EncryptedClientHello),
             Hello::Incomplete => {}
             Hello::NotTls => {
@@ -285,7 +313,7 @@ pub(crate) async fn socks_opening(
                 let undecided = method == rest.len() && method <= MAX_METHOD;
                 if !undecided {
                     if method == 0 || rest.get(method) != Some(&b' ') {
-                        return Ok(SocksOpening::Raw);
+                        return Ok(SocksOpening::Raw(None));
                     }
                     client.consume(blank);
                     let h = match head::read_raw(client).await {

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::net::{TcpListener, TcpStream};
 
 use super::support::*;
 
@@ -256,5 +256,92 @@ async fn a_reload_that_denies_a_host_ends_its_plain_http_tunnels() {
     assert!(
         head.starts_with("HTTP/1.1 403") && head.contains("X-Gatehouse-Reason: denied_by_rule"),
         "{head}"
+    );
+}
+
+/// Issue 35, finding 8: a reload that denies what a raw tunnel was allowed
+/// for ends it — a TLS `CONNECT` tunnel to a name, a SOCKS5 tunnel of a
+/// protocol that names no host, and a SOCKS5 tunnel to an address whose
+/// ClientHello named a host the reload denies — while one the new policy
+/// still allows keeps relaying.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_ends_the_raw_tunnels_it_no_longer_allows() {
+    use tokio::io::AsyncReadExt;
+    let dir = tempdir("raw-revoke");
+    let dns = fake_dns(&[("allowed.test", "127.0.0.1"), ("other.test", "127.0.0.1")]).await;
+    // An echo server: a raw tunnel's bytes come back while it lives.
+    let echo = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = echo.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut c, _)) = echo.accept().await {
+            tokio::spawn(async move {
+                let (mut r, mut w) = c.split();
+                let _ = tokio::io::copy(&mut r, &mut w).await;
+            });
+        }
+    });
+    let d = daemon(&dir, POLICY, dns.addr, None).await;
+    let hello = |name: &str| gatehouse_egress::tls::build_client_hello(Some(name));
+    // Each tunnel echoes its first bytes while it is allowed.
+    let alive = |mut s: TcpStream, first: Vec<u8>| async move {
+        s.write_all(&first).await.unwrap();
+        let mut b = vec![0u8; first.len()];
+        tokio::time::timeout(Duration::from_secs(5), s.read_exact(&mut b))
+            .await
+            .unwrap()
+            .unwrap();
+        s
+    };
+    let connect = |host: &'static str| {
+        let proxy = d.http;
+        async move {
+            let mut s = TcpStream::connect(proxy).await.unwrap();
+            let line = format!("CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n");
+            s.write_all(line.as_bytes()).await.unwrap();
+            let head = one_response(&mut s).await;
+            assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+            s
+        }
+    };
+    let tls_denied = alive(connect("allowed.test").await, hello("allowed.test")).await;
+    let tls_kept = alive(connect("other.test").await, hello("other.test")).await;
+    let socks_raw = alive(
+        super::socks::socks_tunnel(d.socks.unwrap(), "allowed.test", port).await,
+        b"\x00binary".to_vec(),
+    )
+    .await;
+    let socks_sni = alive(
+        super::socks::socks_tunnel(d.socks.unwrap(), "127.0.0.1", port).await,
+        hello("allowed.test"),
+    )
+    .await;
+    std::fs::write(
+        dir.join("egress.policy"),
+        POLICY.replace("allow domain allowed.test", "deny domain allowed.test"),
+    )
+    .unwrap();
+    // Each denied tunnel is closed; the allowed one still echoes.
+    for (what, mut s) in [
+        ("tls", tls_denied),
+        ("socks raw", socks_raw),
+        ("socks sni", socks_sni),
+    ] {
+        let mut rest = Vec::new();
+        let ended = tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut rest)).await;
+        assert!(ended.is_ok(), "{what}: still open 10 s after the reload");
+    }
+    let s = alive(tls_kept, b"more".to_vec()).await;
+    drop(s);
+    let outcomes: Vec<String> = records(&d)
+        .iter()
+        .map(|r| r["outcome"].to_string())
+        .collect();
+    assert!(
+        outcomes
+            .iter()
+            .filter(|o| o.contains("refused: denied_by_rule"))
+            .count()
+            >= 3,
+        "{outcomes:?}"
     );
 }

@@ -172,7 +172,11 @@ async fn the_socks_udp_relay_admits_only_replies_of_allowed_peers() {
 
 /// A SOCKS5 CONNECT to `target` (a name, or an address for a client that
 /// resolved the name itself), answered with success: the tunnel.
-async fn socks_tunnel(socks: SocketAddr, target: &str, port: u16) -> tokio::net::TcpStream {
+pub(crate) async fn socks_tunnel(
+    socks: SocketAddr,
+    target: &str,
+    port: u16,
+) -> tokio::net::TcpStream {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut s = tokio::net::TcpStream::connect(socks).await.unwrap();
     s.write_all(&[5, 1, 0]).await.unwrap();
