@@ -17,8 +17,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gatehouse::query::QueryRef;
-use hickory_proto::op::{Message, MessageType, ResponseCode};
-use hickory_proto::rr::RecordType;
+use hickory_proto::op::{Message, MessageType, OpCode, ResponseCode};
+use hickory_proto::rr::{DNSClass, RecordType};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, UdpSocket};
 
@@ -52,13 +52,33 @@ fn refuse(q: &Message, code: ResponseCode) -> Vec<u8> {
     reply_to(q, code).to_vec().unwrap_or_default()
 }
 
+/// How a DNS message came: over UDP a response must fit the size the
+/// client can take (512 bytes, or its EDNS payload size), over TCP any size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// UDP.
+    Udp,
+    /// TCP.
+    Tcp,
+}
+
 /// Answers one DNS message.
-pub async fn answer(policies: &Policies, upstream: &Upstream, bytes: &[u8]) -> Option<Vec<u8>> {
+pub async fn answer(
+    policies: &Policies,
+    upstream: &Upstream,
+    bytes: &[u8],
+    transport: Transport,
+) -> Option<Vec<u8>> {
     let q = Message::from_vec(bytes).ok()?;
     if q.metadata.message_type != MessageType::Query {
         return None;
     }
     policies.metrics.dns_questions.inc();
+    // Only standard queries: NOTIFY, UPDATE and the rest are not questions
+    // a resolver answers (RFC 1035 §4.1.1: NOTIMP).
+    if q.metadata.op_code != OpCode::Query {
+        return Some(refuse(&q, ResponseCode::NotImp));
+    }
     let [question] = q.queries.as_slice() else {
         return Some(refuse(&q, ResponseCode::FormErr));
     };
@@ -66,6 +86,12 @@ pub async fn answer(policies: &Policies, upstream: &Upstream, bytes: &[u8]) -> O
     let name = question.name().to_ascii();
     let mut req = policies.request();
     let what = format!("dns {name} {kind}");
+    // Only class IN: a CHAOS or ANY question would otherwise be answered
+    // from an IN lookup, as if it had asked that.
+    if question.query_class() != DNSClass::IN {
+        req.finish(&what, "refused: only class IN is answered");
+        return Some(refuse(&q, ResponseCode::Refused));
+    }
     // Only A and AAAA are answered, and only for allowed names.
     if !matches!(kind, RecordType::A | RecordType::AAAA) {
         req.finish(&what, "refused: only A and AAAA are answered");
@@ -120,8 +146,26 @@ pub async fn answer(policies: &Policies, upstream: &Upstream, bytes: &[u8]) -> O
     for rec in chain.records {
         out.add_answer(rec);
     }
+    let bytes = out.to_vec().ok()?;
+    // Over UDP, an answer larger than the client can take is sent empty
+    // with TC set, and the client asks again over TCP (RFC 1035 §4.2.1,
+    // RFC 6891 §6.2.3), never cut at a record boundary the client cannot
+    // see.
+    let room = q
+        .edns
+        .as_ref()
+        .map_or(512, |e| usize::from(e.max_payload().max(512)));
+    if transport == Transport::Udp && bytes.len() > room {
+        let mut tc = reply_to(&q, r.metadata.response_code);
+        tc.metadata.truncation = true;
+        req.finish(
+            &what,
+            &format!("truncated: {} addresses over UDP", chain.addrs.len()),
+        );
+        return tc.to_vec().ok();
+    }
     req.finish(&what, &format!("answered {} addresses", chain.addrs.len()));
-    out.to_vec().ok()
+    Some(bytes)
 }
 
 /// Serves DNS on `sock` (UDP) and `tcp` until the runtime ends.
@@ -147,7 +191,7 @@ pub fn serve(
             let bytes = buf.get(..n).unwrap_or_default().to_vec();
             let (p, u, sock) = (p.clone(), u.clone(), sock.clone());
             tokio::spawn(async move {
-                if let Some(out) = answer(&p, &u, &bytes).await {
+                if let Some(out) = answer(&p, &u, &bytes, Transport::Udp).await {
                     let _ = sock.send_to(&out, from).await;
                 }
                 drop(permit);
@@ -176,7 +220,7 @@ pub fn serve(
                 let Ok(Some(bytes)) = tokio::time::timeout(TCP_IDLE, read).await else {
                     return;
                 };
-                let Some(out) = answer(&p, &u, &bytes).await else {
+                let Some(out) = answer(&p, &u, &bytes, Transport::Tcp).await else {
                     return;
                 };
                 let Ok(len) = u16::try_from(out.len()) else {

@@ -284,3 +284,55 @@ async fn upstream_answers_must_match_the_question() {
     assert!(answers(&out, "allowed.test.", "127.0.0.1"), "{out}");
     assert!(!out.contains("10.9.9.9"), "{out}");
 }
+
+/// The red team's notes on the resolver (issue 35): only standard queries
+/// (a NOTIFY is NOTIMP, not answered as a question), only class IN (CHAOS
+/// and ANY are refused, not answered from an IN lookup), and an answer too
+/// large for UDP is sent empty with TC set, so that the client asks again
+/// over TCP and gets all of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_resolver_answers_standard_in_questions_and_truncates_over_udp() {
+    use hickory_proto::op::{Message, MessageType, OpCode, Query, ResponseCode};
+    use hickory_proto::rr::{Name, RecordType};
+    let dir = tempdir("dns-classes");
+    let (dns, script) = scripted_dns().await;
+    script.lock().unwrap().insert(
+        "allowed.test.".into(),
+        (1..=59)
+            .map(|i| a_rec("allowed.test.", &format!("8.8.4.{i}"), 60))
+            .collect(),
+    );
+    let d = daemon(&dir, POLICY, dns.addr, None).await;
+    let resolver = d.dns.unwrap();
+    // 59 addresses do not fit 512 bytes: TC and no answer over UDP.
+    let out = dig(resolver, &["allowed.test", "A", "+noedns", "+ignore"]).await;
+    assert!(out.contains(" tc") && out.contains("ANSWER: 0"), "{out}");
+    // dig then asks over TCP and gets every address.
+    let out = dig(resolver, &["allowed.test", "A", "+noedns"]).await;
+    assert!(out.contains("ANSWER: 59"), "{out}");
+    // A client that takes 4 096 bytes gets them over UDP.
+    let out = dig(resolver, &["allowed.test", "A", "+bufsize=4096", "+ignore"]).await;
+    assert!(out.contains("ANSWER: 59") && !out.contains(" tc"), "{out}");
+    for class in ["CH", "ANY"] {
+        let out = dig(resolver, &["-c", class, "allowed.test", "A"]).await;
+        assert!(out.contains("status: REFUSED"), "{class}: {out}");
+    }
+    let out = dig(resolver, &["-c", "CH", "version.bind", "TXT"]).await;
+    assert!(out.contains("status: REFUSED"), "{out}");
+    // A NOTIFY is not a question.
+    let mut m = Message::new(7, MessageType::Query, OpCode::Notify);
+    m.add_query(Query::query(
+        Name::from_ascii("allowed.test.").unwrap(),
+        RecordType::A,
+    ));
+    let sock = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    sock.send_to(&m.to_vec().unwrap(), resolver).await.unwrap();
+    let mut buf = [0u8; 512];
+    let (n, _) = tokio::time::timeout(Duration::from_secs(5), sock.recv_from(&mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    let r = Message::from_vec(&buf[..n]).unwrap();
+    assert_eq!(r.metadata.response_code, ResponseCode::NotImp);
+    assert!(r.answers.is_empty());
+}
