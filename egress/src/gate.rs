@@ -7,11 +7,11 @@
 //! 1. [`vet`]: decide `connect` for the target, resolve the name once, and
 //!    check the answers with `resolved` (the DNS-rebinding check): the
 //!    addresses that may be dialled;
-//! 2. [`upstream`]: whether the upstream proxy is to be used (it is
-//!    configured, and the policy says `upstream on`);
-//! 3. [`dial`]: the first vetted address that answers; or [`tunnel`] for
-//!    steps 1 to 3 at once, through the upstream proxy's `CONNECT` when
-//!    there is one.
+//! 2. [`via_upstream`]: when the upstream proxy is to be used (it is
+//!    configured, and the policy says `upstream on`), its `CONNECT` to a
+//!    vetted address as an IP literal, so that it resolves nothing itself;
+//! 3. [`dial`]: else the first vetted address that answers; or [`tunnel`]
+//!    for steps 1 to 3 at once.
 //!
 //! Each step returns `Result<_, Refusal>`, and none of them answers the
 //! client: the front door's connection loop turns a [`Refusal`] into its
@@ -289,19 +289,45 @@ pub async fn vet(
     Ok(found.addrs)
 }
 
-/// Step 2: a connection to the upstream proxy, when one is configured and
-/// the policy allows it (`upstream on`); `Ok(None)`: go direct.
-pub async fn upstream(ctx: &Ctx, req: &mut Request<'_>) -> Result<Option<TcpStream>, Refusal> {
-    let Some(up) = ctx.upstream_proxy.as_ref() else {
+/// Step 2: through the upstream proxy, when one is configured and the
+/// policy allows it (`upstream on`): the upstream's own `CONNECT` to a
+/// vetted address, written as an IP literal, so that the upstream neither
+/// resolves the name again nor reaches an address this proxy did not vet
+/// (issue 35, finding 2); the name travels inside the tunnel, in the
+/// ClientHello or the request's `Host`. Each vetted address is asked for in
+/// turn. `Ok(None)`: go direct.
+pub async fn via_upstream(
+    ctx: &Ctx,
+    req: &mut Request<'_>,
+    addrs: &[IpAddr],
+    port: u16,
+) -> Result<Option<TcpStream>, Refusal> {
+    let Some(proxy) = ctx.upstream_proxy.as_ref() else {
         return Ok(None);
     };
     if !req.decide(QueryRef::Upstream).is_allow() {
         return Ok(None);
     }
-    TcpStream::connect(&up.addr)
-        .await
-        .map(Some)
-        .map_err(|_| Refusal::UpstreamProxyUnreachable)
+    for ip in addrs {
+        let stream = TcpStream::connect(&proxy.addr)
+            .await
+            .map_err(|_| Refusal::UpstreamProxyUnreachable)?;
+        let mut up = Conn::new(stream, ctx.timeouts.tunnel_idle);
+        let authority = SocketAddr::new(*ip, port);
+        let line = format!("CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n\r\n");
+        up.write_all(line.as_bytes())
+            .await
+            .map_err(|_| Refusal::UpstreamProxyUnreachable)?;
+        let answer = tokio::time::timeout(ctx.timeouts.first_bytes, head::read_raw(&mut up)).await;
+        let ok = matches!(&answer, Ok(Ok(Some(raw)))
+            if head::parse_response(raw.clone()).is_some_and(|r| (200..300).contains(&r.code)));
+        // Bytes after the 2xx would be the server's, unasked for.
+        if ok && up.buffered().is_empty() {
+            ctx.metrics.upstream_dialled.inc();
+            return Ok(Some(up.io));
+        }
+    }
+    Err(Refusal::UpstreamProxyRefused)
 }
 
 /// Step 3: dials the first of the vetted `addrs` that answers.
@@ -343,28 +369,16 @@ pub async fn tunnel(
     via: Via,
 ) -> Result<Tunnel, Refusal> {
     let addrs = vet(ctx, req, host, port, via).await?;
-    let Some(proxy) = upstream(ctx, req).await? else {
-        let (stream, at) = dial(ctx, &addrs, port).await?;
+    if let Some(stream) = via_upstream(ctx, req, &addrs, port).await? {
         return Ok(Tunnel {
             stream,
-            dialled: Some(at.ip()),
+            dialled: None,
         });
-    };
-    let mut up = Conn::new(proxy, ctx.timeouts.tunnel_idle);
-    let line = format!("CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n");
-    up.write_all(line.as_bytes())
-        .await
-        .map_err(|_| Refusal::UpstreamProxyUnreachable)?;
-    let answer = tokio::time::timeout(ctx.timeouts.first_bytes, head::read_raw(&mut up)).await;
-    let ok = matches!(&answer, Ok(Ok(Some(raw)))
-        if head::parse_response(raw.clone()).is_some_and(|r| (200..300).contains(&r.code)));
-    // Bytes after the 2xx would be the server's, unasked for.
-    if !ok || !up.buffered().is_empty() {
-        return Err(Refusal::UpstreamProxyRefused);
     }
+    let (stream, at) = dial(ctx, &addrs, port).await?;
     Ok(Tunnel {
-        stream: up.io,
-        dialled: None,
+        stream,
+        dialled: Some(at.ip()),
     })
 }
 

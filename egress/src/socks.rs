@@ -12,7 +12,7 @@ use tokio::net::{TcpListener, TcpStream, UdpSocket};
 
 use crate::gate::{self, Ctx, Refusal};
 use crate::http::conn::Conn;
-use crate::http::connect::{SocksOpening, http_tunnel, raw, socks_opening};
+use crate::http::connect::{Opening, first_bytes, http_tunnel, raw};
 use crate::policy::Request;
 
 /// Serves SOCKS5 on `listener` until the runtime stops.
@@ -148,14 +148,14 @@ async fn tunnel(
     let mut client = Conn::new(client, ctx.timeouts.tunnel_idle);
     let verdict = tokio::time::timeout(
         ctx.timeouts.first_bytes,
-        socks_opening(req, &mut client, &up, host, port),
+        first_bytes(req, &mut client, Some(&up), (host, port, Via::Socks5)),
     )
     .await
     .unwrap_or(Err(Refusal::FirstBytesTimeout));
     match verdict {
         // Closing both streams ends the tunnel; nothing of it was sent.
         Err(r) => gate::record(ctx, req, what, r),
-        Ok(SocksOpening::Raw(claimed)) => {
+        Ok(Opening::Raw(claimed)) => {
             req.finish(what, "tunnel");
             let mut up = Conn::new(up, ctx.timeouts.tunnel_idle);
             let first = client.take_buffered();
@@ -172,7 +172,7 @@ async fn tunnel(
             };
             raw(ctx, &mut client.io, &mut up.io, what, &allowed).await;
         }
-        Ok(SocksOpening::Http(head, named)) => {
+        Ok(Opening::Http(head, named)) => {
             req.finish(what, "tunnel");
             let up = Conn::new(up, ctx.timeouts.tunnel_idle);
             let target = (named.as_str(), port, Via::Socks5);

@@ -20,14 +20,6 @@ use crate::http::{Decided, Exchange, Next, exchange, host_agrees, next_head, ref
 use crate::policy::Request;
 use crate::tls::{Hello, client_hello};
 
-/// What the first bytes of a tunnel turned out to be.
-enum Opening {
-    /// TLS (or a literal target's anything): relayed as it is.
-    Raw,
-    /// A plain HTTP request, checked.
-    Http(Head),
-}
-
 /// A `CONNECT` request, answered here: refused with its status before the
 /// `200`, and after it (the tunnel's first bytes) recorded, with a `400`
 /// inside the tunnel for what is not HTTP it can read.
@@ -53,7 +45,7 @@ pub(crate) async fn connect(
     // arrive within `first_bytes` of the `200` (a drip does not extend it).
     let verdict = tokio::time::timeout(
         ctx.timeouts.first_bytes,
-        opening(&mut client, &host, port, is_literal(&host)),
+        first_bytes(req, &mut client, None, (&host, port, Via::Https)),
     )
     .await
     .unwrap_or(Err(Refusal::FirstBytesTimeout));
@@ -65,7 +57,7 @@ pub(crate) async fn connect(
             }
             // Dropping both streams closes the tunnel.
         }
-        Ok(Opening::Raw) => {
+        Ok(Opening::Raw(claimed)) => {
             req.finish(&what, "tunnel");
             let first = client.take_buffered();
             if up.write_all(&first).await.is_err() {
@@ -76,14 +68,14 @@ pub(crate) async fn connect(
                 host: &host,
                 port,
                 via: Via::Https,
-                claimed: None,
+                claimed: claimed.as_deref(),
                 dialled,
             };
             raw(ctx, &mut client.io, &mut up.io, &what, &allowed).await;
         }
-        Ok(Opening::Http(first)) => {
+        Ok(Opening::Http(first, named)) => {
             req.finish(&what, "tunnel");
-            let target = (host.as_str(), port, Via::Https);
+            let target = (named.as_str(), port, Via::Https);
             http_tunnel(ctx, req, client, up, first, target, &what).await;
         }
     }
@@ -140,11 +132,7 @@ pub(crate) async fn http_tunnel(
 ) {
     loop {
         ctx.metrics.http_requests.inc();
-        let decided = Decided {
-            host,
-            port,
-            absolute: false,
-        };
+        let decided = Decided { host, port };
         match exchange(ctx, &mut client, &mut up, &head, &decided, true, false).await {
             Exchange::Done {
                 client_keep: true,
@@ -177,73 +165,10 @@ pub(crate) async fn http_tunnel(
     }
 }
 
-/// Reads the first bytes of a tunnel until they can be judged: a TLS
-/// ClientHello's server name, or a plain HTTP head (strict, its target in
-/// the tunnel, its `Host` agreeing).
-async fn opening(
-    client: &mut Conn<TcpStream>,
-    host: &str,
-    port: u16,
-    literal: bool,
-) -> Result<Opening, Refusal> {
-    loop {
-        match client_hello(client.buffered()) {
-            Hello::Sni(sni) => {
-                return if same_host(&sni, host) {
-                    Ok(Opening::Raw)
-                } else {
-                    Err(Refusal::SniMismatch)
-                };
-            }
-            Hello::NoSni => {
-                return if literal {
-                    Ok(Opening::Raw)
-                } else {
-                    Err(Refusal::SniMissing)
-                };
-            }
-            // The outer name of an Encrypted Client Hello is a cover name:
-            // for a name target it proves nothing, so it is refused.
-            Hello::Ech => {
-                return if literal {
-                    Ok(Opening::Raw)
-                } else {
-                    Err(Refusal::EncryptedClientHello)
-                };
-            }
-            Hello::NotTls if !client.buffered().is_empty() => {
-                let http = looks_like_http(client.buffered());
-                let parsed = match head::read_raw(client).await {
-                    Ok(Some(raw)) => head::parse_request(raw),
-                    _ => None,
-                };
-                return match parsed {
-                    Some(h) if !tunnel_target_ok(&h, host, port) => {
-                        Err(Refusal::TargetOutsideTunnel)
-                    }
-                    Some(h) if !host_agrees(&h, host, port, port) => Err(Refusal::HostMismatch),
-                    Some(h) => Ok(Opening::Http(h)),
-                    None if http => Err(Refusal::BadRequest),
-                    None => Err(Refusal::UnrecognisedProtocol),
-                };
-            }
-            _ => {
-                if client.buffered().len() > 16 * 1024 {
-                    return Err(Refusal::UnrecognisedProtocol);
-                }
-                match client.fill().await {
-                    Ok(n) if n > 0 => {}
-                    _ => return Err(Refusal::UnrecognisedProtocol),
-                }
-            }
-        }
-    }
-}
-
-/// What the first bytes of a SOCKS5 tunnel are (issue 35, finding 5).
-pub(crate) enum SocksOpening {
-    /// TLS whose server name holds, a server that spoke first, or a
-    /// protocol that names no host: relayed as it is. The name a
+/// What the first bytes of a tunnel are.
+pub(crate) enum Opening {
+    /// TLS whose server name holds, a server that spoke first, or (SOCKS5)
+    /// a protocol that names no host: relayed as it is. The name a
     /// ClientHello gave, when it was decided apart from the target (a
     /// tunnel to an address), to decide again after a reload.
     Raw(Option<String>),
@@ -255,54 +180,66 @@ pub(crate) enum SocksOpening {
 /// The longest method this reads before calling the bytes "not HTTP".
 const MAX_METHOD: usize = 32;
 
-/// Judges the first bytes of a SOCKS5 tunnel to `host:port`. SOCKS5 carries
-/// any TCP, so only bytes that name a host are held to it, as in a
-/// `CONNECT` tunnel: a TLS ClientHello by its server name, a plain HTTP
+/// Judges the first bytes of a tunnel to `host:port` (`CONNECT`, SOCKS5)
+/// until they can be: a TLS ClientHello by its server name, a plain HTTP
 /// request (after any empty lines) by its target and `Host`. To a name,
 /// the name they give must be the target's; to an address (a client that
-/// resolved the name itself), a name they give must itself be allowed
-/// (`connect NAME:PORT via socks5`), and an address must be the target's.
-/// A server that speaks first (SSH, SMTP, databases) makes the tunnel raw;
-/// bytes that could still become an HTTP method are waited on, never
-/// guessed.
-pub(crate) async fn socks_opening(
+/// resolved the name itself, or this proxy's own upstream leg, issue 35,
+/// finding 2), a name they give must itself be allowed (`connect NAME:PORT`
+/// with the tunnel's `via`), and an address must be the target's (issue
+/// 35, finding 5). An Encrypted Client Hello or a ClientHello without a
+/// name proves nothing, so only a tunnel to an address takes one.
+///
+/// A `CONNECT` tunnel (`server: None`) carries only TLS and HTTP: anything
+/// else is refused. A SOCKS5 tunnel carries any TCP (`server: Some`): a
+/// server that speaks first (SSH, SMTP, MySQL) makes it raw, and so do
+/// bytes that are neither TLS nor an HTTP request line; bytes that could
+/// still become an HTTP method are waited on, never guessed.
+pub(crate) async fn first_bytes(
     req: &mut Request<'_>,
     client: &mut Conn<TcpStream>,
-    up: &TcpStream,
-    host: &str,
-    port: u16,
-) -> Result<SocksOpening, Refusal> {
+    server: Option<&TcpStream>,
+    (host, port, via): (&str, u16, Via),
+) -> Result<Opening, Refusal> {
     let literal = is_literal(host);
     // The name a ClientHello or `Host` gives, held to the target.
     let mut claimed = |name: &str, mismatch: Refusal| -> Result<(), Refusal> {
         if same_host(name, host) {
             Ok(())
         } else if literal && !is_literal(name) {
-            gate::admit(req, name, port, Via::Socks5)
+            gate::admit(req, name, port, via)
         } else {
             Err(mismatch)
         }
     };
     loop {
         if client.buffered().is_empty() {
+            let Some(server) = server else {
+                match client.fill().await {
+                    Ok(n) if n > 0 => continue,
+                    _ => return Err(Refusal::UnrecognisedProtocol),
+                }
+            };
             tokio::select! {
                 r = client.fill() => match r {
                     Ok(n) if n > 0 => {}
                     _ => return Err(Refusal::UnrecognisedProtocol),
                 },
-                _ = up.readable() => return Ok(SocksOpening::Raw(None)),
+                _ = server.readable() => return Ok(Opening::Raw(None)),
             }
             continue;
         }
         match client_hello(client.buffered()) {
             Hello::Sni(sni) => {
                 claimed(&sni, Refusal::SniMismatch)?;
-                let apart = (literal && !is_literal(&sni)).then_some(sni);
-                return Ok(SocksOpening::Raw(apart));
+                let apart = (literal && !same_host(&sni, host)).then_some(sni);
+                return Ok(Opening::Raw(apart));
             }
-            Hello::NoSni if literal => return Ok(SocksOpening::Raw(None)),
+            Hello::NoSni if literal => return Ok(Opening::Raw(None)),
             Hello::NoSni => return Err(Refusal::SniMissing),
-            Hello::Ech if literal => return Ok(SocksOpening::Raw(None)),
+            // The outer name of an Encrypted Client Hello is a cover name:
+            // for a name target it proves nothing, so it is refused.
+            Hello::Ech if literal => return Ok(Opening::Raw(None)),
             Hello::Ech => return Err(Refusal::EncryptedClientHello),
             Hello::Incomplete => {}
             Hello::NotTls => {
@@ -312,23 +249,32 @@ pub(crate) async fn socks_opening(
                 let method = rest.iter().take_while(|c| is_tchar(**c)).count();
                 let undecided = method == rest.len() && method <= MAX_METHOD;
                 if !undecided {
-                    if method == 0 || rest.get(method) != Some(&b' ') {
-                        return Ok(SocksOpening::Raw(None));
+                    let http = method > 0 && rest.get(method) == Some(&b' ');
+                    if !http {
+                        return match server {
+                            Some(_) => Ok(Opening::Raw(None)),
+                            None => Err(Refusal::UnrecognisedProtocol),
+                        };
                     }
                     client.consume(blank);
                     let h = match head::read_raw(client).await {
                         Ok(Some(raw)) => head::parse_request(raw).ok_or(Refusal::BadRequest)?,
                         _ => return Err(Refusal::BadRequest),
                     };
-                    let named = match h.header("Host").map(|v| split_authority(v, port)) {
-                        Some(Some((name, p))) if p == port => name,
-                        _ => return Err(Refusal::HostMismatch),
+                    let named = match h.header("Host").and_then(|v| split_authority(v, port)) {
+                        Some((name, p)) if literal && p == port && !is_literal(&name) => {
+                            claimed(&name, Refusal::HostMismatch)?;
+                            name
+                        }
+                        _ => host.to_string(),
                     };
-                    claimed(&named, Refusal::HostMismatch)?;
                     if !tunnel_target_ok(&h, &named, port) {
                         return Err(Refusal::TargetOutsideTunnel);
                     }
-                    return Ok(SocksOpening::Http(h, named));
+                    if !host_agrees(&h, &named, port, port) {
+                        return Err(Refusal::HostMismatch);
+                    }
+                    return Ok(Opening::Http(h, named));
                 }
             }
         }
@@ -373,12 +319,6 @@ fn tunnel_target_ok(h: &Head, host: &str, port: u16) -> bool {
             .is_some_and(|(th, tp)| same_host(&th, host) && tp == port)
 }
 
-/// Whether bytes start like an HTTP request line (a method, a space).
-fn looks_like_http(b: &[u8]) -> bool {
-    let method = b.iter().take_while(|c| is_tchar(**c)).count();
-    method > 0 && b.get(method) == Some(&b' ')
-}
-
 #[cfg(test)]
 #[allow(clippy::expect_used)]
 mod tests {
@@ -412,6 +352,5 @@ mod tests {
         ] {
             assert!(!ok(bad), "{bad}");
         }
-        assert!(looks_like_http(b"GET /") && !looks_like_http(b"\x16\x03"));
     }
 }

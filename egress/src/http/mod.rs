@@ -194,35 +194,31 @@ async fn forward(
         return Err(Refusal::HostMismatch);
     }
     let addrs = gate::vet(ctx, req, &host, port, Via::Http).await?;
-    // Through the upstream proxy: absolute-form, one request per
-    // connection. Directly: a pooled connection to a vetted address, or a
-    // new one.
+    // Through the upstream proxy: its tunnel to a vetted address, one
+    // request per tunnel, origin-form inside. Directly: a pooled connection
+    // to a vetted address, or a new one.
     let mut tries = 0;
     loop {
         tries += 1;
-        let (stream, pooled_at, reused, absolute) = match gate::upstream(ctx, req).await? {
-            Some(s) => (s, None, false, true),
+        let (stream, pooled_at, reused) = match gate::via_upstream(ctx, req, &addrs, port).await? {
+            Some(s) => (s, None, false),
             None => match (tries == 1)
                 .then(|| ctx.pool.take(&host, &addrs, port))
                 .flatten()
             {
                 Some((s, at)) => {
                     ctx.metrics.upstream_reused.inc();
-                    (s, Some(at), true, false)
+                    (s, Some(at), true)
                 }
                 None => {
                     let (s, at) = gate::dial(ctx, &addrs, port).await?;
-                    (s, Some(at), false, false)
+                    (s, Some(at), false)
                 }
             },
         };
         let mut up = Conn::new(stream, ctx.timeouts.tunnel_idle);
         let keep_upstream = pooled_at.is_some();
-        let decided = Decided {
-            host: &host,
-            port,
-            absolute,
-        };
+        let decided = Decided { host: &host, port };
         match exchange(ctx, client, &mut up, head, &decided, keep_upstream, reused).await {
             Exchange::Done {
                 client_keep,
@@ -388,30 +384,23 @@ fn dropped(name: &str, headers: &Fields) -> bool {
 pub(crate) struct Decided<'a> {
     /// The decided host (an IPv6 literal in brackets).
     pub host: &'a str,
+    /// The decided port.
     pub port: u16,
-    /// Absolute-form (`http://HOST:PORT/path?q`, for an upstream proxy)
-    /// rather than origin-form (`/path?q`).
-    pub absolute: bool,
 }
 
-/// A request head written out again: the target rebuilt from what was
-/// decided (origin-form, or absolute-form naming the decided host and port
-/// for an upstream proxy: the client's authority bytes never reach
-/// another parser); `Host` generated from the decided target when the
+/// A request head written out again: the target rebuilt in origin-form
+/// (`/path?q`; an upstream proxy is reached through its tunnel to a vetted
+/// address, so the client's authority bytes never reach another parser);
+/// `Host` generated from the decided target when the
 /// client sent none (HTTP/1.0, RFC 9112 §3.2); hop-by-hop fields dropped
 /// (the framing fields stay: the body is sent in the same framing); and
 /// `Connection: close` unless the upstream connection is to be kept.
 fn rebuild_request(h: &Head, decided: &Decided<'_>, keep: bool) -> Vec<u8> {
     let path = origin_form(h.target());
     // Defensive: a fragment is refused before, and never sent.
-    let path = path.split('#').next().unwrap_or("/");
-    let target = if decided.absolute {
-        std::borrow::Cow::Owned(format!("http://{}:{}{path}", decided.host, decided.port))
-    } else {
-        std::borrow::Cow::Borrowed(path)
-    };
+    let target = path.split('#').next().unwrap_or("/");
     let mut out = String::with_capacity(h.headers.text_len() + 64);
-    for part in [h.method(), " ", &target, " ", h.version, "\r\n"] {
+    for part in [h.method(), " ", target, " ", h.version, "\r\n"] {
         out.push_str(part);
     }
     if h.header("Host").is_none() {
@@ -535,7 +524,7 @@ mod tests {
             b"GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\nConnection: keep-alive, X-Secret\r\nX-Secret: 1\r\nProxy-Authorization: basic x\r\nExpect: 100-continue\r\nX-Keep: 2".to_vec(),
         )
         .expect("parses");
-        let out = String::from_utf8(rebuild_request(&h, &at(false), true)).expect("utf-8");
+        let out = String::from_utf8(rebuild_request(&h, &at(), true)).expect("utf-8");
         assert_eq!(out, "GET / HTTP/1.1\r\nHost: a.test\r\nX-Keep: 2\r\n\r\n");
         // The framing fields and Host survive a `Connection` header naming
         // them.
@@ -543,50 +532,44 @@ mod tests {
             b"POST http://a.test/ HTTP/1.1\r\nHost: a.test\r\nConnection: Content-Length, host, Transfer-Encoding\r\nContent-Length: 3".to_vec(),
         )
         .expect("parses");
-        let out = String::from_utf8(rebuild_request(&h, &at(false), true)).expect("utf-8");
+        let out = String::from_utf8(rebuild_request(&h, &at(), true)).expect("utf-8");
         assert_eq!(
             out,
             "POST / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 3\r\n\r\n"
         );
-        let out = String::from_utf8(rebuild_request(&h, &at(true), false)).expect("utf-8");
+        let out = String::from_utf8(rebuild_request(&h, &at(), false)).expect("utf-8");
         assert!(
-            out.starts_with("POST http://a.test:80/ HTTP/1.1\r\n")
-                && out.ends_with("Connection: close\r\n\r\n")
+            out.starts_with("POST / HTTP/1.1\r\n") && out.ends_with("Connection: close\r\n\r\n")
         );
     }
 
-    fn at(absolute: bool) -> Decided<'static> {
+    fn at() -> Decided<'static> {
         Decided {
             host: "a.test",
             port: 80,
-            absolute,
         }
     }
 
-    /// What goes to an upstream proxy is rebuilt from what was decided: a
-    /// query or path holding `@` or an authority cannot move the target
-    /// (issue 35, finding 1), and an HTTP/1.0 request without `Host` gets
-    /// the decided one (finding 4).
+    /// What goes upstream is rebuilt from what was decided: origin-form,
+    /// so a query or path holding `@` or an authority cannot move the
+    /// target (issue 35, finding 1), and an HTTP/1.0 request without
+    /// `Host` gets the decided one (finding 4).
     #[test]
     fn the_upstream_target_is_rebuilt_from_the_decision() {
         let decided = Decided {
             host: "allowed.test",
             port: 18080,
-            absolute: true,
         };
         for (target, line) in [
             (
                 "http://allowed.test:18080?@denied.test:18081/",
-                "GET http://allowed.test:18080/?@denied.test:18081/ HTTP/1.1\r\n",
+                "GET /?@denied.test:18081/ HTTP/1.1\r\n",
             ),
             (
                 "HTTP://Allowed.Test:18080/p/@denied.test:1?q=@x",
-                "GET http://allowed.test:18080/p/@denied.test:1?q=@x HTTP/1.1\r\n",
+                "GET /p/@denied.test:1?q=@x HTTP/1.1\r\n",
             ),
-            (
-                "http://allowed.test:18080",
-                "GET http://allowed.test:18080/ HTTP/1.1\r\n",
-            ),
+            ("http://allowed.test:18080", "GET / HTTP/1.1\r\n"),
         ] {
             let h = head::parse_request(
                 format!("GET {target} HTTP/1.1\r\nHost: allowed.test:18080").into_bytes(),
@@ -608,7 +591,7 @@ mod tests {
         let out = String::from_utf8(rebuild_request(&h, &decided, false)).expect("utf-8");
         assert!(out.contains("\r\nHost: allowed.test:18080\r\n"), "{out}");
         let h = head::parse_request(b"GET http://a.test/x HTTP/1.0".to_vec()).expect("parses");
-        let out = String::from_utf8(rebuild_request(&h, &at(false), false)).expect("utf-8");
+        let out = String::from_utf8(rebuild_request(&h, &at(), false)).expect("utf-8");
         assert!(
             out.starts_with("GET /x HTTP/1.0\r\nHost: a.test\r\n"),
             "{out}"

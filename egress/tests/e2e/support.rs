@@ -501,22 +501,33 @@ pub(crate) async fn recording_upstream() -> (SocketAddr, Arc<std::sync::Mutex<Ve
         while let Ok((mut s, _)) = l.accept().await {
             let seen = seen.clone();
             tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut b = [0u8; 1024];
-                while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match s.read(&mut b).await {
-                        Ok(n) if n > 0 => buf.extend_from_slice(&b[..n]),
-                        _ => return,
+                // A `CONNECT` is answered 200, and the request inside the
+                // tunnel is recorded and answered too.
+                loop {
+                    let mut buf = Vec::new();
+                    let mut b = [0u8; 1024];
+                    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match s.read(&mut b).await {
+                            Ok(n) if n > 0 => buf.extend_from_slice(&b[..n]),
+                            _ => return,
+                        }
                     }
+                    let head = String::from_utf8_lossy(&buf).into_owned();
+                    let connect = head.starts_with("CONNECT ");
+                    seen.lock().unwrap().push(head);
+                    if connect {
+                        let _ = s
+                            .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                            .await;
+                        continue;
+                    }
+                    let _ = s
+                        .write_all(
+                            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+                        )
+                        .await;
+                    return;
                 }
-                seen.lock()
-                    .unwrap()
-                    .push(String::from_utf8_lossy(&buf).into_owned());
-                let _ = s
-                    .write_all(
-                        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
-                    )
-                    .await;
             });
         }
     });
