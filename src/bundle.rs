@@ -349,6 +349,47 @@ pub fn load(bytes: &[u8], trusted: &[PublicKey]) -> Result<PolicySet, BundleErro
     PolicySet::from_artifact(artifact).map_err(BundleError::Artifact)
 }
 
+/// Why [`open`] refused a policy file's bytes.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// Neither UTF-8 policy text nor compiled bytes.
+    #[error("neither policy text (UTF-8) nor a compiled artifact")]
+    NotPolicy,
+    /// A compiled artifact or bundle refused (tampered, foreign, unsigned
+    /// where a key is trusted, another format version), or text where a key
+    /// is trusted.
+    #[error(transparent)]
+    Bundle(#[from] BundleError),
+    /// Policy text that does not build: every diagnostic, rendered with the
+    /// file's name.
+    #[error("{0}")]
+    Compile(Box<crate::Error>),
+}
+
+/// A policy file's bytes, whatever they hold, the way every gatehouse
+/// program reads them: a signed bundle or a compiled artifact (by their
+/// magic), else UTF-8 policy text compiled under the name `name`. With
+/// trusted keys only a bundle one of them signed is accepted — never text,
+/// never a bare artifact (docs/bundles.md).
+///
+/// ```
+/// let set = gatehouse::bundle::open("p.policy", b"policy p {\n  network off\n}\n".to_vec(), &[])?;
+/// let again = gatehouse::bundle::open("p.gha", set.to_artifact()?, &[])?;
+/// assert_eq!(set.revision(), again.revision());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn open(name: &str, bytes: Vec<u8>, trusted: &[PublicKey]) -> Result<PolicySet, OpenError> {
+    let compiled = bytes.starts_with(crate::artifact::MAGIC) || is_bundle(&bytes);
+    if compiled || !trusted.is_empty() {
+        return Ok(load(&bytes, trusted)?);
+    }
+    let text = String::from_utf8(bytes).map_err(|_| OpenError::NotPolicy)?;
+    let mut sources = crate::SourceMap::new();
+    sources.add(name, text);
+    PolicySet::from_sources(sources).map_err(|e| OpenError::Compile(Box::new(e)))
+}
+
 /// The id of the key that signed a bundle (unverified), for messages.
 pub fn signer_id(bytes: &[u8]) -> Option<String> {
     is_bundle(bytes)

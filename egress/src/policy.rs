@@ -10,7 +10,6 @@ use std::time::Duration;
 use gatehouse::bundle::PublicKey;
 use gatehouse::log::{DecisionEvent, DecisionSink};
 use gatehouse::query::QueryRef;
-use gatehouse::source::SourceMap;
 use gatehouse::store::PolicyStore;
 use gatehouse::{Decision, Policy, PolicySet};
 
@@ -155,21 +154,19 @@ pub fn load_bytes(
     name: Option<&str>,
     trusted: &[PublicKey],
 ) -> Result<PolicySet, PolicyError> {
-    let compiled =
-        bytes.starts_with(gatehouse::artifact::MAGIC) || gatehouse::bundle::is_bundle(&bytes);
-    let set = if compiled || !trusted.is_empty() {
-        gatehouse::bundle::load(&bytes, trusted).map_err(|source| PolicyError::Bundle {
-            path: path.to_path_buf(),
-            source,
-        })?
-    } else {
-        let text = String::from_utf8(bytes).map_err(|_| PolicyError::NotPolicy {
-            path: path.to_path_buf(),
-        })?;
-        let mut sources = SourceMap::new();
-        sources.add(path.display().to_string(), text);
-        PolicySet::from_sources(sources).map_err(|e| PolicyError::Compile(e.to_string()))?
-    };
+    use gatehouse::bundle::OpenError;
+    let set = gatehouse::bundle::open(&path.display().to_string(), bytes, trusted).map_err(
+        |e| match e {
+            OpenError::NotPolicy => PolicyError::NotPolicy {
+                path: path.to_path_buf(),
+            },
+            OpenError::Bundle(source) => PolicyError::Bundle {
+                path: path.to_path_buf(),
+                source,
+            },
+            other => PolicyError::Compile(other.to_string()),
+        },
+    )?;
     pick(&set, name)?;
     Ok(set)
 }
