@@ -208,11 +208,11 @@ pub struct StoredIntervals {
 mod wide {
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(v: &[u128], s: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(v: &[u128], s: S) -> Result<S::Ok, S::Error> {
         s.collect_seq(v.iter().map(|&x| [(x >> 64) as u64, x as u64]))
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u128>, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u128>, D::Error> {
         let pairs: Vec<[u64; 2]> = Vec::deserialize(d)?;
         Ok(pairs
             .into_iter()
