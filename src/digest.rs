@@ -10,3 +10,28 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
         .map(|b| format!("{b:02x}"))
         .collect()
 }
+
+/// SHA-256 as an [`std::io::Write`]: what is written is hashed, not kept.
+#[derive(Default)]
+pub(crate) struct Hasher(Sha256);
+
+impl Hasher {
+    /// The hex digest of everything written.
+    pub(crate) fn hex(self) -> String {
+        self.0
+            .finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+}
+
+impl std::io::Write for Hasher {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}

@@ -21,6 +21,7 @@ pub(crate) struct CommandRule {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub(crate) struct Commands {
     pub rules: Vec<CommandRule>,
+    #[serde(serialize_with = "super::sorted::map")]
     pub by_program: HashMap<String, Vec<usize>>,
 }
 
@@ -50,7 +51,9 @@ impl Commands {
 /// MCP approval modes by server, and by tool within a server.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub(crate) struct Mcp {
+    #[serde(serialize_with = "super::sorted::map")]
     pub servers: HashMap<String, (McpMode, RuleId)>,
+    #[serde(serialize_with = "super::sorted::nested")]
     pub tools: HashMap<String, HashMap<String, (McpMode, RuleId)>>,
 }
 

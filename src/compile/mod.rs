@@ -9,6 +9,7 @@
 pub(crate) mod agent;
 mod compose;
 mod select;
+mod sorted;
 pub use select::SelectError;
 pub(crate) mod domains;
 pub(crate) mod guardian;
@@ -97,6 +98,7 @@ pub(crate) struct Perms {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct Apps {
     /// Lowercased names without `.app`/`.exe` → first rule.
+    #[serde(serialize_with = "sorted::map")]
     pub denied: HashMap<String, RuleId>,
     pub max_len: usize,
 }
@@ -334,8 +336,8 @@ impl PolicySet {
     pub fn revision(&self) -> &str {
         self.inner
             .revision
-            .get_or_init(|| match self.canonical_bytes() {
-                Ok(bytes) => crate::digest::sha256_hex(&bytes).chars().take(16).collect(),
+            .get_or_init(|| match self.canonical_digest() {
+                Ok(hex) => hex.chars().take(16).collect(),
                 Err(_) => {
                     static NEXT: std::sync::atomic::AtomicU64 =
                         std::sync::atomic::AtomicU64::new(0);
@@ -345,10 +347,19 @@ impl PolicySet {
             })
     }
 
-    /// The set serialised canonically: maps in key order (through
-    /// `serde_json::Value`), so the same set always gives the same bytes.
+    /// The set serialised canonically: fields in declaration order and
+    /// every hash map in key order ([`sorted`]), so the same set always
+    /// gives the same bytes.
     pub(crate) fn canonical_bytes(&self) -> Result<Vec<u8>, serde_json::Error> {
-        serde_json::to_value(SetOut { inner: &self.inner }).and_then(|v| serde_json::to_vec(&v))
+        serde_json::to_vec(&SetOut { inner: &self.inner })
+    }
+
+    /// The SHA-256 of [`PolicySet::canonical_bytes`], streamed: the bytes
+    /// are hashed as they are written and never held.
+    fn canonical_digest(&self) -> Result<String, serde_json::Error> {
+        let mut hasher = crate::digest::Hasher::default();
+        serde_json::to_writer(&mut hasher, &SetOut { inner: &self.inner })?;
+        Ok(hasher.hex())
     }
 
     /// The set an artifact's payload holds, unchecked: call

@@ -41,6 +41,7 @@ pub(crate) struct Net {
     pub domains: DomainTrie,
     pub v4: Intervals,
     pub v6: Intervals,
+    #[serde(serialize_with = "super::sorted::map")]
     pub sockets: HashMap<String, SocketEntry>,
     pub socket_any: Option<RuleId>,
     /// Whether any socket is allowed (listeners then stay on loopback).
