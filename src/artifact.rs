@@ -27,7 +27,11 @@ pub const MAGIC: &[u8; 8] = b"GATEHSE\0";
 /// 4 (2026-12-03): each policy carries its lowered network rules
 /// ([`Policy::network`](crate::Policy::network)), so exporters read an
 /// artifact as they read text.
-pub const FORMAT_VERSION: u32 = 4;
+/// 5 (2026-12-03): the payload is the set serialised directly, fields in
+/// declaration order and hash maps in key order, not through a JSON value
+/// tree (which cost about 5 KiB a rule to build); the revision is still the
+/// payload's digest.
+pub const FORMAT_VERSION: u32 = 5;
 const HEADER: usize = 8 + 4 + 8 + 32;
 
 /// Why an artifact was refused.

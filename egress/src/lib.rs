@@ -32,6 +32,7 @@ pub mod srt_decider;
 #[doc(hidden)]
 pub mod testing;
 pub mod tls;
+mod watch;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -5,13 +5,14 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use gatehouse::bundle::PublicKey;
 use gatehouse::log::{DecisionEvent, DecisionSink};
 use gatehouse::query::QueryRef;
 use gatehouse::store::PolicyStore;
 use gatehouse::{Decision, Policy, PolicySet};
+
+pub use crate::watch::watch;
 
 /// The policy file, which policy of it to use, and the store.
 pub struct Policies {
@@ -97,16 +98,20 @@ pub enum PolicyError {
     Select(gatehouse::SelectError),
 }
 
-/// The largest policy file read (the engine's own source limit).
+/// The largest policy text read (the engine's own source limit).
 const MAX_POLICY_BYTES: u64 = 8 * 1024 * 1024;
+/// The largest compiled artifact or bundle read from the policy path: a
+/// policy at the text limit compiles to about 104 MB (docs/artifacts-and-logs.md).
+const MAX_COMPILED_BYTES: u64 = 256 * 1024 * 1024;
 
 /// Reads the policy file: a regular file of at most [`MAX_POLICY_BYTES`]
-/// (a FIFO or a device at the path is refused, never waited on). The path
+/// of text, or [`MAX_COMPILED_BYTES`] of compiled artifact or bundle (a
+/// FIFO or a device at the path is refused, never waited on). The path
 /// is opened without blocking and the type is read from the descriptor
 /// (`fstat`), never checked on the path first: a FIFO swapped in between
 /// a check and the open would block the watcher for ever (issue 35,
 /// finding 6).
-fn read_policy(path: &Path) -> Result<Vec<u8>, PolicyError> {
+pub(crate) fn read_policy(path: &Path) -> Result<Vec<u8>, PolicyError> {
     use rustix::fs::{Mode, OFlags};
     use std::io::Read as _;
     let read = |source| PolicyError::Read {
@@ -126,13 +131,20 @@ fn read_policy(path: &Path) -> Result<Vec<u8>, PolicyError> {
         });
     }
     let mut bytes = Vec::new();
-    file.take(MAX_POLICY_BYTES + 1)
+    file.take(MAX_COMPILED_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(read)?;
-    if bytes.len() as u64 > MAX_POLICY_BYTES {
+    let compiled = bytes.starts_with(gatehouse::artifact::MAGIC)
+        || bytes.starts_with(gatehouse::bundle::BUNDLE_MAGIC);
+    let limit = if compiled {
+        MAX_COMPILED_BYTES
+    } else {
+        MAX_POLICY_BYTES
+    };
+    if bytes.len() as u64 > limit {
         return Err(PolicyError::TooLarge {
             path: path.to_path_buf(),
-            limit: MAX_POLICY_BYTES,
+            limit,
         });
     }
     Ok(bytes)
@@ -255,7 +267,7 @@ impl Policies {
         self.reload_text(text)
     }
 
-    fn reload_text(&self, bytes: Result<Vec<u8>, PolicyError>) -> bool {
+    pub(crate) fn reload_text(&self, bytes: Result<Vec<u8>, PolicyError>) -> bool {
         let newest = self.newest.load(Ordering::Relaxed);
         let mut serial = 0;
         let loaded = bytes.and_then(|b| {
@@ -406,128 +418,6 @@ impl Request<'_> {
     }
 }
 
-/// Watches the policy file and reloads when its content changes, or on
-/// SIGHUP, until the runtime ends.
-///
-/// One thread of its own does all of it, one thing at a time: every 200 ms
-/// it `stat`s the path (never opens it: a FIFO at the path costs nothing);
-/// it reads and hashes the file only when its identity, size, modification
-/// or change time moved, and for one second after any change (a write
-/// landing in the same timestamp tick as the read before it is still
-/// seen), so an idle daemon never reads its policy (an 8 MiB policy read
-/// every 200 ms was 40 MB/s of hashing); it reloads when the hash differs
-/// from the last one read, and at every SIGHUP. The reads, the compile and
-/// the old set all live and die on that thread, whose freed memory is then
-/// given back (docs/egress.md, "Memory").
-pub fn watch(policies: Arc<Policies>) {
-    let (hups, hup) = std::sync::mpsc::channel::<()>();
-    let spawned = std::thread::Builder::new()
-        .name("gatehouse-reload".into())
-        .spawn(move || reload_thread(&policies, &hup));
-    if let Err(e) = spawned {
-        stderr_line(format!(
-            "gatehouse-egress: cannot start the reload thread ({e}); the policy in force stays until restart"
-        ));
-        return;
-    }
-    // Holds the sender until the runtime ends: the thread then sees the
-    // channel close and stops.
-    tokio::spawn(async move {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{SignalKind, signal};
-            if let Ok(mut signals) = signal(SignalKind::hangup()) {
-                while signals.recv().await.is_some() {
-                    if hups.send(()).is_err() {
-                        return;
-                    }
-                }
-            }
-        }
-        std::future::pending::<()>().await;
-        drop(hups);
-    });
-}
-
-/// The watcher's loop: see [`watch`].
-fn reload_thread(p: &Policies, hup: &std::sync::mpsc::Receiver<()>) {
-    use std::sync::mpsc::RecvTimeoutError;
-    let digest = |t: &Result<Vec<u8>, PolicyError>| match t {
-        Ok(bytes) => gatehouse::artifact::sha256_hex(bytes),
-        Err(e) => format!("error: {e}"),
-    };
-    let mut key = stat_key(&p.path);
-    let mut last = digest(&read_policy(&p.path));
-    // The first compile's transient memory (made before this thread),
-    // given back.
-    give_back_free_memory();
-    let mut changed_at = std::time::Instant::now();
-    loop {
-        match hup.recv_timeout(Duration::from_millis(200)) {
-            Ok(()) => {
-                let text = read_policy(&p.path);
-                last = digest(&text);
-                p.reload_text(text);
-            }
-            Err(RecvTimeoutError::Disconnected) => return,
-            Err(RecvTimeoutError::Timeout) => {
-                let now_key = stat_key(&p.path);
-                if now_key != key {
-                    key = now_key;
-                    changed_at = std::time::Instant::now();
-                } else if changed_at.elapsed() > SETTLE {
-                    continue;
-                }
-                let text = read_policy(&p.path);
-                let now = digest(&text);
-                if now == last {
-                    continue;
-                }
-                last = now;
-                changed_at = std::time::Instant::now();
-                p.reload_text(text);
-            }
-        }
-        // The parse, the check, the bytes read and the old set (when no
-        // request holds it any more) are freed by now.
-        give_back_free_memory();
-    }
-}
-
-/// Returns the memory the allocator holds free to the system. glibc's
-/// malloc keeps what a compile freed (the parser's token queue, the
-/// checker's indexes, the old set) as the high-water mark of the process:
-/// 20 reloads of an 8 MiB policy grew a daemon from 130 to 360 MiB. Measured
-/// in `egress/tests/e2e/daemon.rs` (`reloads_of_a_large_policy_give_memory_back`).
-#[allow(unsafe_code)] // malloc_trim: the reason is above, the test named.
-fn give_back_free_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim takes a plain integer, touches only the
-    // allocator's own free lists (under its own locks) and has no
-    // precondition; it is safe to call from any thread at any time.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
-/// How long after a change of the file the watcher keeps reading it on
-/// every poll.
-const SETTLE: Duration = Duration::from_secs(1);
-
-/// What tells the watcher a file may have changed: device, inode, size,
-/// modification and change times (`stat`, which never opens the path).
-fn stat_key(path: &Path) -> Option<[i128; 5]> {
-    use std::os::unix::fs::MetadataExt as _;
-    let m = std::fs::metadata(path).ok()?;
-    Some([
-        i128::from(m.dev()),
-        i128::from(m.ino()),
-        i128::from(m.size()),
-        i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
-        i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec()),
-    ])
-}
-
 /// Lines for stderr, written by a thread of their own through a bounded
 /// queue: when stderr is a pipe nobody reads, lines are dropped (and
 /// counted, and the count written when stderr moves again), never waited
@@ -610,7 +500,7 @@ impl DecisionSink for Discard {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
 
@@ -636,7 +526,7 @@ mod tests {
             let _ = tx.send(read_policy(&path));
         });
         let got = rx
-            .recv_timeout(Duration::from_secs(5))
+            .recv_timeout(std::time::Duration::from_secs(5))
             .expect("read_policy waited on a FIFO");
         assert!(
             matches!(got, Err(PolicyError::NotRegularFile { .. })),
@@ -645,6 +535,46 @@ mod tests {
         let file = dir.join("p.policy");
         std::fs::write(&file, "policy p { }\n").unwrap();
         assert_eq!(read_policy(&file).unwrap(), b"policy p { }\n");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Text over 8 MiB is refused; a compiled artifact or bundle may be
+    /// larger (a policy at the text cap compiles to about 104 MB), up to
+    /// its own cap.
+    #[test]
+    fn text_and_compiled_files_have_their_own_caps() {
+        let dir = std::env::temp_dir().join(format!("gatehouse-caps-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let at = |name: &str, head: &[u8], len: u64| {
+            let path = dir.join(name);
+            let mut f = std::fs::File::create(&path).unwrap();
+            std::io::Write::write_all(&mut f, head).unwrap();
+            f.set_len(len).unwrap();
+            read_policy(&path).map(|b| b.len() as u64)
+        };
+        let limit = |r: Result<u64, PolicyError>| match r {
+            Err(PolicyError::TooLarge { limit, .. }) => limit,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            at("t", b"policy", MAX_POLICY_BYTES).unwrap(),
+            MAX_POLICY_BYTES
+        );
+        assert_eq!(
+            limit(at("t", b"policy", MAX_POLICY_BYTES + 1)),
+            MAX_POLICY_BYTES
+        );
+        let big = MAX_POLICY_BYTES * 4;
+        for magic in [
+            &gatehouse::artifact::MAGIC[..],
+            &gatehouse::bundle::BUNDLE_MAGIC[..],
+        ] {
+            assert_eq!(at("c", magic, big).unwrap(), big);
+            assert_eq!(
+                limit(at("c", magic, MAX_COMPILED_BYTES + 1)),
+                MAX_COMPILED_BYTES
+            );
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
