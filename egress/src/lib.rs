@@ -21,6 +21,7 @@ pub mod dns;
 pub mod ext_authz;
 pub mod fleet;
 pub mod gate;
+pub mod host;
 pub mod http;
 pub mod listener;
 pub mod metrics;

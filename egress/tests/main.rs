@@ -1,6 +1,7 @@
 //! The daemon's tests, one binary: end to end on loopback by front door
 //! (`e2e/`), allocations per request, the ext-authz server, fleets of
-//! signed bundles.
+//! signed bundles, and host mode against the real kernel (`host.rs`, in
+//! network namespaces the test makes).
 
 #![allow(
     clippy::unwrap_used,
@@ -12,6 +13,7 @@
 mod allocations;
 mod ext_authz;
 mod fleet;
+mod host;
 
 /// End to end, on loopback only: real `curl`, `dig` and `openssl s_server`
 /// against the proxy and the resolver.

@@ -1,0 +1,331 @@
+//! Host mode (issue 30): one daemon for every sandbox on a host. This
+//! module holds the sandbox table — which source addresses are which
+//! sandbox, and the policy each one is decided with — and [`nft`] the
+//! nftables ruleset the daemon owns for them.
+//!
+//! The table is a TOML file (docs/host.md):
+//!
+//! ```toml
+//! [[sandbox]]
+//! id = "ci-1"                                  # letters, digits, `-`, `_`; at most 32
+//! addresses = ["10.200.1.2", "fd00:200:1::2"]  # the sandbox's source addresses
+//! policy = "/etc/gatehouse/ci.policy"          # text, artifact or signed bundle
+//! policy_name = "ci"                           # optional: which policy of the set
+//! ```
+//!
+//! A source address belongs to at most one sandbox; an address of no
+//! sandbox is denied everything.
+
+pub mod nft;
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::policy::{Policies, PolicyError, PolicyOptions};
+
+/// One sandbox: its id, its source addresses and its policy in force.
+pub struct Sandbox {
+    /// The sandbox's id, as decision records and metrics carry it.
+    pub id: String,
+    /// Its source addresses (IPv4-mapped IPv6 written as IPv4).
+    pub addresses: Vec<IpAddr>,
+    /// The policy it is decided with, swapped live.
+    pub policies: Arc<Policies>,
+}
+
+/// Every sandbox of the host, by source address.
+#[derive(Default)]
+pub struct SandboxTable {
+    sandboxes: Vec<Arc<Sandbox>>,
+    by_address: HashMap<IpAddr, Arc<Sandbox>>,
+}
+
+/// Why a sandbox table was refused. Each variant names the file, and the
+/// sandbox where there is one; nothing of a refused table is put in force.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HostError {
+    /// The table could not be read.
+    #[error("{path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The error reading it.
+        source: std::io::Error,
+    },
+    /// Not a table of this shape (TOML syntax, an unknown key, a wrong type).
+    #[error("{path}: {message}")]
+    Syntax {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message, with line and column.
+        message: String,
+    },
+    /// A sandbox's entry is wrong: its id, an address, or a duplicate.
+    #[error("{path}: sandbox `{id}`: {problem}")]
+    Sandbox {
+        /// The file.
+        path: PathBuf,
+        /// The sandbox.
+        id: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A sandbox's policy could not be put in force.
+    #[error("{path}: sandbox `{id}`: {source}")]
+    Policy {
+        /// The file.
+        path: PathBuf,
+        /// The sandbox.
+        id: String,
+        /// Why its policy was refused.
+        source: PolicyError,
+    },
+}
+
+/// The file's shape.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    sandbox: Vec<Entry>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    id: String,
+    addresses: Vec<String>,
+    policy: PathBuf,
+    #[serde(default)]
+    policy_name: Option<String>,
+}
+
+/// The longest sandbox id (it names nftables sets and metric labels).
+pub const MAX_ID: usize = 32;
+
+/// Whether `id` may name a sandbox: 1 to [`MAX_ID`] ASCII letters, digits,
+/// `-` and `_`.
+pub fn valid_id(id: &str) -> bool {
+    (1..=MAX_ID).contains(&id.len())
+        && id
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_')
+}
+
+/// The address a source is looked up by: an IPv4-mapped IPv6 address is
+/// its IPv4 address (a dual-stack socket reports IPv4 peers that way).
+pub fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+/// A source address a sandbox may have: one host, not unspecified,
+/// loopback, multicast or broadcast (those are never a sandbox's own).
+fn usable(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            !(v4.is_unspecified() || v4.is_loopback() || v4.is_multicast() || v4.is_broadcast())
+        }
+        IpAddr::V6(v6) => !(v6.is_unspecified() || v6.is_loopback() || v6.is_multicast()),
+    }
+}
+
+impl SandboxTable {
+    /// Reads the table at `path` and opens every sandbox's policy (relative
+    /// policy paths are read from the table's directory). `options` is
+    /// what every sandbox's policy shares (the decision log, trusted keys);
+    /// its path and policy name are each sandbox's own.
+    pub fn load(
+        path: &Path,
+        options: &PolicyOptions,
+        metrics: &Arc<crate::metrics::Metrics>,
+    ) -> Result<SandboxTable, HostError> {
+        let text = std::fs::read_to_string(path).map_err(|source| HostError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let file: File = toml::from_str(&text).map_err(|e| HostError::Syntax {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        let mut table = SandboxTable::default();
+        for entry in file.sandbox {
+            let problem = |problem: String| HostError::Sandbox {
+                path: path.to_path_buf(),
+                id: entry.id.clone(),
+                problem,
+            };
+            if !valid_id(&entry.id) {
+                return Err(problem(format!(
+                    "an id is 1 to {MAX_ID} letters, digits, `-` and `_`"
+                )));
+            }
+            if table.sandboxes.iter().any(|s| s.id == entry.id) {
+                return Err(problem("a second sandbox with this id".into()));
+            }
+            if entry.addresses.is_empty() {
+                return Err(problem("no addresses: it could never be told apart".into()));
+            }
+            let mut addresses = Vec::new();
+            for text in &entry.addresses {
+                let ip = text
+                    .parse::<IpAddr>()
+                    .map(canonical)
+                    .map_err(|_| problem(format!("`{text}` is not an IP address")))?;
+                if !usable(ip) {
+                    return Err(problem(format!(
+                        "`{text}` cannot be a sandbox's source address"
+                    )));
+                }
+                if let Some(other) = table.by_address.get(&ip) {
+                    return Err(problem(format!(
+                        "`{text}` is already sandbox `{}`'s",
+                        other.id
+                    )));
+                }
+                if !addresses.contains(&ip) {
+                    addresses.push(ip);
+                }
+            }
+            let policies = Policies::open(
+                PolicyOptions {
+                    path: base.join(&entry.policy),
+                    name: entry.policy_name.clone(),
+                    ..options.clone()
+                },
+                metrics.clone(),
+            )
+            .map_err(|source| HostError::Policy {
+                path: path.to_path_buf(),
+                id: entry.id.clone(),
+                source,
+            })?;
+            let sandbox = Arc::new(Sandbox {
+                id: entry.id,
+                addresses,
+                policies: Arc::new(policies),
+            });
+            for ip in &sandbox.addresses {
+                table.by_address.insert(*ip, sandbox.clone());
+            }
+            table.sandboxes.push(sandbox);
+        }
+        Ok(table)
+    }
+
+    /// The sandbox a connection or question from `source` comes from;
+    /// `None` (deny) for an address of no sandbox.
+    pub fn lookup(&self, source: IpAddr) -> Option<&Arc<Sandbox>> {
+        self.by_address.get(&canonical(source))
+    }
+
+    /// Every sandbox, in the table's order.
+    pub fn sandboxes(&self) -> impl Iterator<Item = &Arc<Sandbox>> {
+        self.sandboxes.iter()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("gatehouse-host-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join("a.policy"),
+            "policy a {\n  network {\n    allow domain a.test\n  }\n}\n",
+        )
+        .unwrap();
+        std::fs::write(d.join("b.policy"), "policy b {\n  network off\n}\n").unwrap();
+        d
+    }
+
+    fn load(d: &Path, text: &str) -> Result<SandboxTable, HostError> {
+        let path = d.join("sandboxes.toml");
+        std::fs::write(&path, text).unwrap();
+        SandboxTable::load(&path, &PolicyOptions::default(), &Arc::default())
+    }
+
+    #[test]
+    fn sources_find_their_sandbox_and_strangers_find_none() {
+        let d = dir("lookup");
+        let t = load(
+            &d,
+            r#"
+[[sandbox]]
+id = "one"
+addresses = ["10.200.1.2", "fd00:200:1::2"]
+policy = "a.policy"
+
+[[sandbox]]
+id = "two"
+addresses = ["10.200.2.2"]
+policy = "b.policy"
+"#,
+        )
+        .unwrap();
+        let id = |ip: &str| t.lookup(ip.parse().unwrap()).map(|s| s.id.clone());
+        assert_eq!(id("10.200.1.2").as_deref(), Some("one"));
+        assert_eq!(id("::ffff:10.200.1.2").as_deref(), Some("one"));
+        assert_eq!(id("fd00:200:1::2").as_deref(), Some("one"));
+        assert_eq!(id("10.200.2.2").as_deref(), Some("two"));
+        assert_eq!(id("10.200.2.3"), None);
+        assert_eq!(id("127.0.0.1"), None);
+        let one = t.lookup("10.200.1.2".parse().unwrap()).unwrap();
+        let set = one.policies.store.load();
+        assert_eq!(set.single().unwrap().name(), "a");
+        assert_eq!(t.sandboxes().count(), 2);
+    }
+
+    #[test]
+    fn a_wrong_table_is_refused_naming_the_sandbox() {
+        let d = dir("wrong");
+        let entry = |id: &str, addrs: &str, policy: &str| {
+            format!("[[sandbox]]\nid = \"{id}\"\naddresses = [{addrs}]\npolicy = \"{policy}\"\n")
+        };
+        let cases = [
+            (entry("bad id", "\"10.0.0.2\"", "a.policy"), "an id is"),
+            (entry("x", "", "a.policy"), "no addresses"),
+            (
+                entry("x", "\"10.0.0.256\"", "a.policy"),
+                "not an IP address",
+            ),
+            (
+                entry("x", "\"0.0.0.0\"", "a.policy"),
+                "cannot be a sandbox's",
+            ),
+            (entry("x", "\"::1\"", "a.policy"), "cannot be a sandbox's"),
+            (
+                entry("x", "\"10.0.0.2\"", "a.policy")
+                    + &entry("y", "\"::ffff:10.0.0.2\"", "b.policy"),
+                "already sandbox `x`'s",
+            ),
+            (
+                entry("x", "\"10.0.0.2\"", "a.policy") + &entry("x", "\"10.0.0.3\"", "b.policy"),
+                "a second sandbox",
+            ),
+            (
+                entry("x", "\"10.0.0.2\"", "missing.policy"),
+                "missing.policy",
+            ),
+            ("[[sandbox]]\nid = \"x\"\n".to_string(), "addresses"),
+            (
+                entry("x", "\"10.0.0.2\"", "a.policy") + "colour = 1\n",
+                "colour",
+            ),
+        ];
+        for (text, want) in cases {
+            let e = load(&d, &text).err().expect(&text).to_string();
+            assert!(e.contains(want), "{text}\n→ {e}");
+            assert!(e.contains("sandboxes.toml"), "{e}");
+        }
+    }
+}

@@ -1,0 +1,235 @@
+//! The nftables table host mode owns, built as nft's JSON (with the
+//! `nftables` crate's types) and applied in one transaction: the table is
+//! added, deleted and added again in the same batch, so replacing it never
+//! opens a moment without rules, and a daemon that stops leaves its rules
+//! in place (fail closed: redirected connections then find no listener).
+//!
+//! For the sandboxes' source addresses (sets `sandboxes_v4`,
+//! `sandboxes_v6`):
+//!
+//! - `prerouting` (nat): DNS (UDP and TCP 53) is redirected to the
+//!   resolver, every other TCP connection to the transparent listener;
+//! - `input`: a sandbox reaches only those two ports of the host (and, over
+//!   IPv6, neighbour discovery);
+//! - `forward`: nothing of a sandbox's is forwarded — every other UDP
+//!   (QUIC falls back to TCP), ICMP, and TCP that somehow escaped the
+//!   redirect are dropped.
+
+use std::borrow::Cow;
+use std::net::IpAddr;
+
+use nftables::batch::Batch;
+use nftables::expr::{Expression, Meta, MetaKey, NamedExpression, Payload, PayloadField, SetItem};
+use nftables::schema::{Chain, NfListObject, Nftables, Rule, Set, SetType, SetTypeValue, Table};
+use nftables::stmt::{Match, NAT, Operator, Statement};
+use nftables::types::{NfChainPolicy, NfChainType, NfFamily, NfHook};
+
+/// The table's name (family `inet`).
+pub const TABLE: &str = "gatehouse_host";
+
+/// Where the daemon listens on the host for what it redirects.
+#[derive(Clone, Copy, Debug)]
+pub struct Ports {
+    /// The transparent TCP listener.
+    pub transparent: u16,
+    /// The resolver (UDP and TCP).
+    pub dns: u16,
+}
+
+/// Why the ruleset could not be put in force.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NftError {
+    /// The ruleset did not serialise (an internal error).
+    #[error("the nftables ruleset did not serialise: {0}")]
+    Serialize(#[from] serde_json::Error),
+    /// `nft` refused it or could not be run.
+    #[error("nft: {0}")]
+    Apply(String),
+}
+
+fn family() -> NfFamily {
+    NfFamily::INet
+}
+
+fn field(protocol: &'static str, name: &'static str) -> Expression<'static> {
+    Expression::Named(NamedExpression::Payload(Payload::PayloadField(
+        PayloadField {
+            protocol: Cow::Borrowed(protocol),
+            field: Cow::Borrowed(name),
+        },
+    )))
+}
+
+fn is(left: Expression<'static>, right: Expression<'static>) -> Statement<'static> {
+    Statement::Match(Match {
+        left,
+        right,
+        op: Operator::EQ,
+    })
+}
+
+fn l4proto(name: &'static str) -> Statement<'static> {
+    is(
+        Expression::Named(NamedExpression::Meta(Meta {
+            key: MetaKey::L4proto,
+        })),
+        Expression::String(Cow::Borrowed(name)),
+    )
+}
+
+fn rule(chain: &'static str, expr: Vec<Statement<'static>>) -> NfListObject<'static> {
+    NfListObject::Rule(Rule {
+        family: family(),
+        table: Cow::Borrowed(TABLE),
+        chain: Cow::Borrowed(chain),
+        expr: Cow::Owned(expr),
+        handle: None,
+        index: None,
+        comment: None,
+    })
+}
+
+fn base_chain(
+    name: &'static str,
+    kind: NfChainType,
+    hook: NfHook,
+    prio: i32,
+) -> NfListObject<'static> {
+    NfListObject::Chain(Chain {
+        family: family(),
+        table: Cow::Borrowed(TABLE),
+        name: Cow::Borrowed(name),
+        _type: Some(kind),
+        hook: Some(hook),
+        prio: Some(prio),
+        policy: Some(NfChainPolicy::Accept),
+        ..Chain::default()
+    })
+}
+
+fn redirect(port: u16) -> Statement<'static> {
+    Statement::Redirect(Some(NAT {
+        addr: None,
+        family: None,
+        port: Some(Expression::Number(u32::from(port))),
+        flags: None,
+    }))
+}
+
+/// The whole table for these sandbox source addresses, as one batch.
+pub fn ruleset<'a>(
+    sources: impl IntoIterator<Item = &'a IpAddr>,
+    ports: Ports,
+) -> Nftables<'static> {
+    let (mut v4, mut v6) = (Vec::new(), Vec::new());
+    for ip in sources {
+        let e = Expression::String(Cow::Owned(ip.to_string()));
+        match ip {
+            IpAddr::V4(_) => v4.push(e),
+            IpAddr::V6(_) => v6.push(e),
+        }
+    }
+    let table = || Table {
+        family: family(),
+        name: Cow::Borrowed(TABLE),
+        handle: None,
+    };
+    let mut b = Batch::new();
+    // Add (a no-op when it exists), delete, add: one transaction replaces
+    // the table, whether or not an earlier daemon left it.
+    b.add(NfListObject::Table(table()));
+    b.delete(NfListObject::Table(table()));
+    b.add(NfListObject::Table(table()));
+    for (name, kind, elems) in [
+        ("sandboxes_v4", SetType::Ipv4Addr, v4),
+        ("sandboxes_v6", SetType::Ipv6Addr, v6),
+    ] {
+        b.add(NfListObject::Set(Box::new(Set {
+            family: family(),
+            table: Cow::Borrowed(TABLE),
+            name: Cow::Borrowed(name),
+            set_type: SetTypeValue::Single(kind),
+            elem: (!elems.is_empty()).then_some(Cow::Owned(elems)),
+            ..Set::default()
+        })));
+    }
+    // dstnat (-100) and filter (0), as nft spells them.
+    b.add(base_chain(
+        "prerouting",
+        NfChainType::NAT,
+        NfHook::Prerouting,
+        -100,
+    ));
+    b.add(base_chain("input", NfChainType::Filter, NfHook::Input, 0));
+    b.add(base_chain(
+        "forward",
+        NfChainType::Filter,
+        NfHook::Forward,
+        0,
+    ));
+    let port = |p: u16| Expression::Number(u32::from(p));
+    let ports_set = Expression::Named(NamedExpression::Set(vec![
+        SetItem::Element(port(ports.transparent)),
+        SetItem::Element(port(ports.dns)),
+    ]));
+    for (ip, set) in [("ip", "@sandboxes_v4"), ("ip6", "@sandboxes_v6")] {
+        let from = || is(field(ip, "saddr"), Expression::String(Cow::Borrowed(set)));
+        for proto in ["udp", "tcp"] {
+            b.add(rule(
+                "prerouting",
+                vec![
+                    from(),
+                    is(field(proto, "dport"), port(53)),
+                    redirect(ports.dns),
+                ],
+            ));
+        }
+        b.add(rule(
+            "prerouting",
+            vec![from(), l4proto("tcp"), redirect(ports.transparent)],
+        ));
+        b.add(rule(
+            "input",
+            vec![
+                from(),
+                is(field("tcp", "dport"), ports_set.clone()),
+                Statement::Accept(None),
+            ],
+        ));
+        b.add(rule(
+            "input",
+            vec![
+                from(),
+                is(field("udp", "dport"), port(ports.dns)),
+                Statement::Accept(None),
+            ],
+        ));
+        if ip == "ip6" {
+            b.add(rule(
+                "input",
+                vec![from(), l4proto("ipv6-icmp"), Statement::Accept(None)],
+            ));
+        }
+        b.add(rule("input", vec![from(), Statement::Drop(None)]));
+        b.add(rule("forward", vec![from(), Statement::Drop(None)]));
+    }
+    b.to_nftables()
+}
+
+/// The ruleset as nft's JSON.
+pub fn to_json(rules: &Nftables<'_>) -> Result<String, NftError> {
+    Ok(serde_json::to_string(rules)?)
+}
+
+/// Puts the ruleset in force (`nft -j -f -`, one transaction).
+pub fn apply(rules: &Nftables<'_>) -> Result<(), NftError> {
+    let json = to_json(rules)?;
+    nftables::helper::apply_ruleset_raw(
+        &json,
+        nftables::helper::DEFAULT_NFT,
+        nftables::helper::DEFAULT_ARGS,
+    )
+    .map(|_| ())
+    .map_err(|e| NftError::Apply(e.to_string()))
+}

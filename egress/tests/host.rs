@@ -1,0 +1,184 @@
+//! Host mode (issue 30) against the real kernel: the nftables table the
+//! daemon owns, applied with nft in a network namespace this test creates
+//! (never the machine's own), read back, and replaced in one transaction.
+
+use std::net::IpAddr;
+use std::process::{Command, Stdio};
+
+use gatehouse_egress::host::nft::{self, Ports, TABLE};
+
+/// A network namespace of the test's own, deleted when dropped.
+struct Netns(String);
+
+impl Netns {
+    fn new(tag: &str) -> Netns {
+        let name = format!("gh-{tag}-{}", std::process::id());
+        let _ = Command::new("ip")
+            .args(["netns", "del", &name])
+            .stderr(Stdio::null())
+            .status();
+        let ok = Command::new("ip").args(["netns", "add", &name]).status();
+        assert!(
+            ok.is_ok_and(|s| s.success()),
+            "`ip netns add` failed: host mode's tests need root and iproute2 (.ci/run installs them)"
+        );
+        Netns(name)
+    }
+
+    /// Runs `nft ARGS` inside, with `stdin`; its stdout.
+    fn nft(&self, args: &[&str], stdin: &str) -> String {
+        use std::io::Write as _;
+        let mut child = Command::new("ip")
+            .args(["netns", "exec", &self.0, "nft"])
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("nft (Debian package nftables)");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "nft {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+/// A set's name and elements.
+type SetRead = (String, Vec<String>);
+
+/// The table as the kernel holds it: (chain, hook) pairs, each set's
+/// elements, and the number of rules.
+fn read_back(ns: &Netns) -> (Vec<(String, String)>, Vec<SetRead>, usize) {
+    let listed: serde_json::Value =
+        serde_json::from_str(&ns.nft(&["-j", "list", "table", "inet", TABLE], "")).unwrap();
+    let (mut chains, mut sets, mut rules) = (Vec::new(), Vec::new(), 0);
+    for o in listed["nftables"].as_array().unwrap() {
+        if let Some(c) = o.get("chain") {
+            chains.push((
+                c["name"].as_str().unwrap().into(),
+                c["hook"].as_str().unwrap().into(),
+            ));
+        } else if let Some(s) = o.get("set") {
+            let elems = s
+                .get("elem")
+                .and_then(|e| e.as_array())
+                .map(|a| a.iter().map(|e| e.as_str().unwrap().to_string()).collect())
+                .unwrap_or_default();
+            sets.push((s["name"].as_str().unwrap().into(), elems));
+        } else if o.get("rule").is_some() {
+            rules += 1;
+        }
+    }
+    (chains, sets, rules)
+}
+
+#[test]
+fn the_host_table_is_applied_read_back_and_replaced_whole() {
+    let ns = Netns::new("nft");
+    let ports = Ports {
+        transparent: 15001,
+        dns: 15053,
+    };
+    let first: Vec<IpAddr> = ["10.200.1.2", "10.200.2.2", "fd00:200:1::2"]
+        .iter()
+        .map(|a| a.parse().unwrap())
+        .collect();
+    ns.nft(
+        &["-j", "-f", "-"],
+        &nft::to_json(&nft::ruleset(&first, ports)).unwrap(),
+    );
+    let (chains, sets, rules) = read_back(&ns);
+    assert_eq!(
+        chains,
+        [
+            ("prerouting", "prerouting"),
+            ("input", "input"),
+            ("forward", "forward")
+        ]
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+    );
+    assert_eq!(
+        sets,
+        [
+            (
+                "sandboxes_v4".to_string(),
+                vec!["10.200.1.2".to_string(), "10.200.2.2".into()]
+            ),
+            (
+                "sandboxes_v6".to_string(),
+                vec!["fd00:200:1::2".to_string()]
+            ),
+        ]
+    );
+    // Per family: DNS over UDP and TCP and every TCP redirected, two input
+    // accepts and a drop, a forward drop; and IPv6 neighbour discovery.
+    assert_eq!(rules, 2 * 7 + 1);
+    let text = ns.nft(&["list", "table", "inet", TABLE], "");
+    for want in [
+        "ip saddr @sandboxes_v4 udp dport 53 redirect to :15053",
+        "ip saddr @sandboxes_v4 tcp dport 53 redirect to :15053",
+        "ip saddr @sandboxes_v4 meta l4proto tcp redirect to :15001",
+        "ip saddr @sandboxes_v4 tcp dport { 15001, 15053 } accept",
+        "ip6 saddr @sandboxes_v6 meta l4proto ipv6-icmp accept",
+        "ip saddr @sandboxes_v4 drop",
+        "type nat hook prerouting priority dstnat; policy accept;",
+    ] {
+        assert!(text.contains(want), "{want}\n{text}");
+    }
+
+    // Applied again with other sandboxes, the table is replaced whole in
+    // one transaction: nothing of the first remains, nothing is doubled.
+    let second: Vec<IpAddr> = vec!["10.200.3.2".parse().unwrap()];
+    ns.nft(
+        &["-j", "-f", "-"],
+        &nft::to_json(&nft::ruleset(&second, ports)).unwrap(),
+    );
+    let (chains, sets, rules) = read_back(&ns);
+    assert_eq!(chains.len(), 3);
+    assert_eq!(
+        sets,
+        [
+            ("sandboxes_v4".to_string(), vec!["10.200.3.2".to_string()]),
+            ("sandboxes_v6".to_string(), vec![]),
+        ]
+    );
+    assert_eq!(rules, 15);
+    // A broken batch changes nothing: the transaction is refused whole.
+    let mut broken: serde_json::Value =
+        serde_json::from_str(&nft::to_json(&nft::ruleset(&first, ports)).unwrap()).unwrap();
+    broken["nftables"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"add": {"rule": {"family": "inet", "table": TABLE, "chain": "nowhere", "expr": [{"drop": null}]}}}));
+    let status = Command::new("ip")
+        .args(["netns", "exec", &ns.0, "nft", "-j", "-f", "-"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write as _;
+            c.stdin
+                .take()
+                .unwrap()
+                .write_all(broken.to_string().as_bytes())?;
+            c.wait()
+        })
+        .unwrap();
+    assert!(!status.success());
+    assert_eq!(read_back(&ns).1[0].1, vec!["10.200.3.2".to_string()]);
+}
