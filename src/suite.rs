@@ -67,8 +67,9 @@ pub struct Expected {
 }
 
 impl TestCase {
-    /// The policy that decides this case: the one it names, or the set's
-    /// only one. `None` when neither exists, which `check` reports as an
+    /// The policy that decides this case: the one it names, else the only
+    /// one its file defines, else the set's only one. `None` when none
+    /// exists, which `check` reports as an
     /// error (`unknown_policy`, `test_without_policy`) before any run.
     pub fn policy_in<'s>(&self, set: &'s PolicySet) -> Option<&'s Policy> {
         match &self.policy {
@@ -89,6 +90,18 @@ impl TestCase {
     }
 }
 
+/// The name of the only policy `file` defines, if it defines exactly one.
+pub(crate) fn only_policy_of(file: &crate::syntax::ast::File) -> Option<&str> {
+    let mut names = file.items.iter().filter_map(|i| match i {
+        Item::Policy(b) => Some(b.name.node.as_str()),
+        _ => None,
+    });
+    match (names.next(), names.next()) {
+        (Some(one), None) => Some(one),
+        _ => None,
+    }
+}
+
 impl Build {
     /// Every `expect` of every `test` block, in source order.
     pub fn tests(&self) -> Vec<TestCase> {
@@ -96,7 +109,9 @@ impl Build {
         for (file, (_, src)) in self.files.iter().zip(self.sources.files()) {
             for item in &file.items {
                 let Item::Test(t) = item else { continue };
-                let mut policy = None;
+                // Without `policy NAME`: the set's only policy, else the
+                // only policy this file defines (docs/language.md).
+                let mut policy = only_policy_of(file).map(str::to_string);
                 for s in &t.stmts {
                     match s {
                         TestStmt::Policy(n) => policy = Some(n.node.clone()),

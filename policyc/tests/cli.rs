@@ -8,7 +8,7 @@
     clippy::panic
 )]
 
-use crate::common::{golden, policyc, stderr, stdout};
+use crate::common::{golden, policyc, repo, stderr, stdout};
 use std::process::Output;
 
 /// The shipped valid policies (`examples/mistakes/` holds files that must fail).
@@ -393,4 +393,64 @@ fn invalid_policies_fail_with_the_right_codes() {
         }
     }
     golden("invalid_codes.txt", &report);
+}
+
+/// A test block without `policy NAME` in a file that defines exactly one
+/// policy is that policy's, however many policies the set holds (issue 37,
+/// item 1): the README's own example runs beside the shipped policies, as
+/// the documented pre-commit hooks run it. A test in a file of several
+/// policies (or none) still has to name one, and the help lists them.
+#[test]
+fn a_test_binds_to_the_only_policy_of_its_file() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let example = readme
+        .split("## The language in one example")
+        .nth(1)
+        .and_then(|s| s.split("```").nth(1))
+        .unwrap();
+    let dir = std::env::temp_dir().join(format!("gatehouse-bind-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mine = dir.join("mine.policy");
+    std::fs::write(&mine, example).unwrap();
+    let mine = mine.to_str().unwrap();
+    for cmd in ["check", "test"] {
+        let out = policyc(&[cmd, "policies/", mine]);
+        assert!(
+            out.status.success(),
+            "{cmd}: {}{}",
+            stdout(&out),
+            stderr(&out)
+        );
+    }
+    // Its two expectations ran, beside the shipped ones.
+    let passed = |o: &Output| {
+        let text = stdout(o);
+        let n = text.split(" passed, 0 failed").next().unwrap_or_default();
+        n.rsplit(char::is_whitespace)
+            .next()
+            .unwrap_or_default()
+            .parse::<usize>()
+            .unwrap()
+    };
+    let base = passed(&policyc(&["test", "policies/"]));
+    assert_eq!(passed(&policyc(&["test", "policies/", mine])), base + 2);
+
+    // Two policies in the file: the test must say which.
+    let two = dir.join("two.policy");
+    std::fs::write(
+        &two,
+        "policy one {\n  network off\n}\npolicy two {\n  network off\n}\n\
+         test \"t\" {\n  expect deny connect a.test:443\n}\n",
+    )
+    .unwrap();
+    let out = policyc(&["check", "policies/", two.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = stderr(&out) + &stdout(&out);
+    assert!(err.contains("test_without_policy"), "{err}");
+    assert!(err.contains("write `policy NAME` in the test"), "{err}");
+    assert!(
+        err.contains("(apps-kiosk") || err.contains("(auto, "),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

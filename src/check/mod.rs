@@ -223,7 +223,8 @@ pub fn check_with(files: &[File], limits: &crate::Limits) -> Vec<Diagnostic> {
     for file in files {
         for item in &file.items {
             if let Item::Test(t) = item {
-                test_block(t, &names, &mut diags);
+                let own = crate::suite::only_policy_of(file);
+                test_block(t, &names, own, &mut diags);
             }
         }
     }
@@ -231,12 +232,15 @@ pub fn check_with(files: &[File], limits: &crate::Limits) -> Vec<Diagnostic> {
     diags
 }
 
-fn test_block(t: &TestBlock, names: &[&str], diags: &mut Vec<Diagnostic>) {
-    let mut current = if names.len() == 1 {
+/// A test block's policies and expectations. Without `policy NAME`, a
+/// test is decided by the only policy its own file defines, else by the
+/// set's only policy (`own`, `names`).
+fn test_block(t: &TestBlock, names: &[&str], own: Option<&str>, diags: &mut Vec<Diagnostic>) {
+    let mut current = own.or(if names.len() == 1 {
         names.first().copied()
     } else {
         None
-    };
+    });
     for s in &t.stmts {
         match s {
             TestStmt::Policy(p) => {
@@ -260,8 +264,17 @@ fn test_block(t: &TestBlock, names: &[&str], diags: &mut Vec<Diagnostic>) {
                     }
                 }
                 if current.is_none() {
+                    let mut sorted = names.to_vec();
+                    sorted.sort_unstable();
+                    if sorted.len() > 5 {
+                        sorted.truncate(5);
+                        sorted.push("…");
+                    }
                     diags.push(error(CheckError::TestWithoutPolicy, e.span).with_help(Some(
-                        "the set holds several policies; add `policy NAME` before the expectations".into(),
+                        format!(
+                            "the set holds several policies ({}) and this file defines none or several of its own; write `policy NAME` in the test, before its expectations",
+                            sorted.join(", ")
+                        ),
                     )));
                     current = Some("");
                 }
