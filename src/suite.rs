@@ -90,18 +90,6 @@ impl TestCase {
     }
 }
 
-/// The name of the only policy `file` defines, if it defines exactly one.
-pub(crate) fn only_policy_of(file: &crate::syntax::ast::File) -> Option<&str> {
-    let mut names = file.items.iter().filter_map(|i| match i {
-        Item::Policy(b) => Some(b.name.node.as_str()),
-        _ => None,
-    });
-    match (names.next(), names.next()) {
-        (Some(one), None) => Some(one),
-        _ => None,
-    }
-}
-
 impl Build {
     /// Every `expect` of every `test` block, in source order.
     pub fn tests(&self) -> Vec<TestCase> {
@@ -111,7 +99,7 @@ impl Build {
                 let Item::Test(t) = item else { continue };
                 // Without `policy NAME`: the set's only policy, else the
                 // only policy this file defines (docs/language.md).
-                let mut policy = only_policy_of(file).map(str::to_string);
+                let mut policy = file.only_policy().map(str::to_string);
                 for s in &t.stmts {
                     match s {
                         TestStmt::Policy(n) => policy = Some(n.node.clone()),

@@ -168,3 +168,62 @@ fn what_cannot_be_expressed_fails_with_the_key_and_line() {
         );
     }
 }
+
+/// What `policyc import` writes is already in `policyc fmt`'s layout (issue
+/// 37, item 2): the documented `policyc-fmt` hook passes on the first
+/// commit after an import. Every shipped input that imports is checked.
+#[test]
+fn imported_text_is_in_fmt_layout() {
+    let repo = crate::common::repo();
+    let dir = std::env::temp_dir().join(format!("gatehouse-import-fmt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut inputs = Vec::new();
+    for (format, sub, ext) in [
+        ("zerocode", "", ".toml"),
+        ("zerocode", "corpus/", ".toml"),
+        ("zoo", "", ".json"),
+        ("srt", "srt/", ".json"),
+    ] {
+        let folder = repo.join("tests/data/import").join(sub);
+        let mut names: Vec<String> = std::fs::read_dir(&folder)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(ext) && !n.contains(".requirements."))
+            .collect();
+        names.sort();
+        for n in names {
+            inputs.push((format, format!("tests/data/import/{sub}{n}")));
+        }
+    }
+    let mut checked = 0;
+    for (format, input) in &inputs {
+        let o = Command::new(env!("CARGO_BIN_EXE_policyc"))
+            .args(["import", format, input])
+            .current_dir(&repo)
+            .output()
+            .unwrap();
+        if o.status.code() != Some(0) {
+            continue; // refused inputs write no policy
+        }
+        let out = dir.join(format!("{checked}.policy"));
+        std::fs::write(&out, &o.stdout).unwrap();
+        let f = Command::new(env!("CARGO_BIN_EXE_policyc"))
+            .args(["fmt", "--check", out.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_eq!(
+            f.status.code(),
+            Some(0),
+            "{input}: {}{}",
+            String::from_utf8_lossy(&f.stdout),
+            String::from_utf8_lossy(&f.stderr)
+        );
+        checked += 1;
+    }
+    assert!(
+        checked >= 30,
+        "only {checked} of {} inputs imported",
+        inputs.len()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

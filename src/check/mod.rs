@@ -223,7 +223,7 @@ pub fn check_with(files: &[File], limits: &crate::Limits) -> Vec<Diagnostic> {
     for file in files {
         for item in &file.items {
             if let Item::Test(t) = item {
-                let own = crate::suite::only_policy_of(file);
+                let own = file.only_policy();
                 test_block(t, &names, own, &mut diags);
             }
         }

@@ -135,7 +135,24 @@ pub(crate) fn validated(text: String, mut notes: Vec<Note>) -> Import {
     }
     notes.sort_by_key(|n| (n.input, n.line));
     notes.dedup();
+    // Written in `policyc fmt`'s layout, so that the formatting hook passes
+    // on the first commit after an import (issue 37, item 2).
+    let text = canonical(text);
     Import { text, notes }
+}
+
+/// `text` as `policyc fmt` writes it (comments kept); unchanged should it
+/// not parse (the import is refused then anyway).
+fn canonical(text: String) -> String {
+    let mut sources = crate::source::SourceMap::new();
+    let id = sources.add("imported.policy", text.as_str());
+    match sources
+        .get(id)
+        .map(|src| crate::fmt::format_source(id, src))
+    {
+        Some(Ok(formatted)) => formatted,
+        _ => text,
+    }
 }
 
 /// The input and line an output line names in its comment: `(line N)`, in

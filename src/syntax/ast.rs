@@ -53,6 +53,21 @@ pub struct File {
     pub comments: Vec<Comment>,
 }
 
+impl File {
+    /// The name of the only policy the file defines, if it defines exactly
+    /// one: what its `test` blocks run against without `policy NAME`.
+    pub(crate) fn only_policy(&self) -> Option<&str> {
+        let mut names = self.items.iter().filter_map(|i| match i {
+            Item::Policy(b) => Some(b.name.node.as_str()),
+            _ => None,
+        });
+        match (names.next(), names.next()) {
+            (Some(one), None) => Some(one),
+            _ => None,
+        }
+    }
+}
+
 /// Two files are equal when their items are; comments are layout.
 impl PartialEq for File {
     fn eq(&self, other: &Self) -> bool {
