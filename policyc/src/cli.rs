@@ -84,7 +84,8 @@ Exit codes: 0 every test passed, 1 a failure (or coverage under
     #[command(after_help = "\
 Examples:
   policyc fmt policies/
-  policyc fmt --check policies/      # exit 1 and name the files that would change")]
+  policyc fmt --check policies/      # exit 1 and name the files that would change
+  policyc fmt - < a.policy           # stdin to stdout, as editors pipe it")]
     Fmt(FmtArgs),
     /// Write the compiled policy set as a checksummed artifact, or a signed bundle
     #[command(after_help = "\

@@ -43,16 +43,18 @@ pub fn sources(paths: &[String], exclude: &[String]) -> Result<SourceMap, Exit> 
         collect(path, &excludes, &mut files)
             .map_err(|e| Exit::Usage(format!("cannot read `{p}`: {e}")))?;
     }
+    // Nothing to read is an error, never an `ok` (issue 37, item 7): a
+    // mistyped directory must not pass a hook.
     if files.is_empty() {
-        errln!(
-            "warning: no .policy file in {}{}",
+        return Err(Exit::Usage(format!(
+            "no .policy file in {}{}",
             paths.join(", "),
             if exclude.is_empty() {
                 ""
             } else {
                 " once --exclude has applied"
             }
-        );
+        )));
     }
     let mut map = SourceMap::new();
     for f in files {

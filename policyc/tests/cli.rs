@@ -454,3 +454,74 @@ fn a_test_binds_to_the_only_policy_of_its_file() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 37, item 7: what a newcomer writes from other systems' habits gets
+/// the keyword gatehouse uses (`allow host x` → `domain`), a URL in a rule
+/// the same "is a URL" help as in a query, and `policyc fmt -` formats
+/// stdin to stdout, as editors pipe it.
+#[test]
+fn newcomers_words_get_the_keyword_and_stdin_is_formatted() {
+    use std::io::Write as _;
+    let dir = std::env::temp_dir().join(format!("gatehouse-words-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("words.policy");
+    std::fs::write(
+        &file,
+        "policy w {\n  network {\n    allow host x.test\n    deny subnet 10.0.0.0/8\n    \
+         permit domain y.test\n    allow domain https://z.test:8443/path\n    allow domain http://plain.test/\n  }\n}\n",
+    )
+    .unwrap();
+    let o = policyc(&["check", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let text = stderr(&o) + &stdout(&o);
+    for want in [
+        "did you mean `domain`? (gatehouse calls it `domain`)",
+        "did you mean `cidr`?",
+        "did you mean `allow`?",
+        "`https://z.test:8443/path` is a URL; a rule takes a host, not a URL: write `domain z.test port 8443`",
+        "write `domain plain.test port 80`",
+    ] {
+        assert!(text.contains(want), "{want}\n{text}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let fmt = |args: &[&str], input: &str| {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_policyc"))
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let messy = "policy a {network{allow domain \"x.example\"}}\n";
+    let o = fmt(&["fmt", "-"], messy);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "policy a {\n  network {\n    allow domain x.example\n  }\n}\n"
+    );
+    assert_eq!(fmt(&["fmt", "--check", "-"], messy).status.code(), Some(1));
+    assert_eq!(
+        fmt(&["fmt", "--check", "-"], &stdout(&o)).status.code(),
+        Some(0)
+    );
+    let broken = fmt(
+        &["fmt", "-"],
+        "policy a {\n  network {\n    allow host x\n  }\n}\n",
+    );
+    assert_eq!(broken.status.code(), Some(1));
+    assert_eq!(stdout(&broken), "");
+    assert!(
+        stderr(&broken).contains("<stdin>:3:11"),
+        "{}",
+        stderr(&broken)
+    );
+}

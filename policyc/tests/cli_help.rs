@@ -228,13 +228,26 @@ fn check_policies_reads_no_invalid_example_and_exclude_skips() {
         "examples/enterprise/**",
         "examples/",
     ]);
-    // Nothing left to read is an empty, clean set, and a warning.
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert_eq!(stdout(&o), "ok: 0 policies in 0 files\n");
-    assert_eq!(
-        stderr(&o),
-        "warning: no .policy file in examples/ once --exclude has applied\n"
+    // Nothing left to read is an error, not an `ok` (issue 37, item 7).
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "");
+    assert!(
+        stderr(&o).starts_with("error: no .policy file in examples/ once --exclude has applied\n"),
+        "{}",
+        stderr(&o)
     );
+    let empty = std::env::temp_dir().join(format!("gatehouse-empty-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).unwrap();
+    for cmd in ["check", "test", "fmt"] {
+        let o = policyc(&[cmd, empty.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{cmd}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("error: no .policy file in"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    let _ = std::fs::remove_dir(&empty);
     let o = policyc(&["check", "--exclude", "mistakes", "examples/"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(stdout(&o), "ok: 2 policies in 2 files\n");

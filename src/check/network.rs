@@ -53,7 +53,13 @@ pub(super) fn check(stmts: &[NetStmt], diags: &mut Vec<Diagnostic>) {
                         rule: r,
                         target: Target::Domain(p),
                     }),
-                    Err(e) => diags.push(error(CheckError::Pattern(e), r.target_span)),
+                    Err(e) => {
+                        let d = error(CheckError::Pattern(e), r.target_span);
+                        diags.push(match url_help(text) {
+                            Some(help) => d.with_help(Some(help)),
+                            None => d,
+                        });
+                    }
                 },
                 NetTarget::Ip(ip) => rules.push(R {
                     rule: r,
@@ -377,6 +383,29 @@ fn overlaps_non_public(net: IpNet) -> bool {
             || non_public_v6_in_global().any(|p| overlap(IpNet::V6(n), IpNet::V6(p)))
     });
     v4_hit || v6_hit
+}
+
+/// The help for a URL written where a domain belongs, as queries give it:
+/// the host, and the port its scheme implies.
+fn url_help(text: &str) -> Option<String> {
+    let (scheme, rest) = text.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let authority = authority.rsplit('@').next().unwrap_or(authority);
+    let (host, port) = match crate::normalize::split_host_port(authority) {
+        Ok((h, p)) => (h.to_string(), Some(p.to_string())),
+        Err(_) => (
+            authority.to_string(),
+            match scheme.to_ascii_lowercase().as_str() {
+                "http" | "ws" => Some("80".to_string()),
+                "https" | "wss" => Some("443".to_string()),
+                _ => None,
+            },
+        ),
+    };
+    let port = port.map(|p| format!(" port {p}")).unwrap_or_default();
+    Some(format!(
+        "`{text}` is a URL; a rule takes a host, not a URL: write `domain {host}{port}`: the decision is about the connection, whatever is sent over it"
+    ))
 }
 
 #[cfg(test)]

@@ -85,6 +85,7 @@ impl SyntaxError {
             SyntaxError::Unexpected { help, .. } => help.clone(),
             SyntaxError::UnknownStatement { found, expected, .. } | SyntaxError::UnknownValue { found, expected, .. } => {
                 did_you_mean(found, expected.iter().copied())
+                    .or_else(|| synonym(found, expected))
                     .or_else(|| Some(format!("expected {}", one_of(expected))))
             }
             SyntaxError::InvalidIp { help, .. } | SyntaxError::InvalidCidr { help, .. } => Some(help.clone()),
@@ -102,4 +103,23 @@ impl SyntaxError {
             SyntaxError::Internal => Some("please report this with the file that caused it".into()),
         }
     }
+}
+
+/// Words other systems use for a keyword expected here (`allow host x`,
+/// `deny subnet 10.0.0.0/8`, `permit domain x`): the keyword, as a
+/// did-you-mean. Only a keyword the grammar expects at this place is named.
+pub(crate) fn synonym(found: &str, keywords: &[&str]) -> Option<String> {
+    let word = found.to_ascii_lowercase();
+    let keyword = match word.as_str() {
+        "host" | "hostname" | "hosts" | "fqdn" | "url" | "name" | "domains" => "domain",
+        "address" | "addr" | "ipv4" | "ipv6" | "ips" => "ip",
+        "subnet" | "network" | "net" | "prefix" | "range" => "cidr",
+        "unix" | "sock" | "unix_socket" => "socket",
+        "permit" | "accept" | "pass" => "allow",
+        "block" | "reject" | "drop" | "refuse" => "deny",
+        _ => return None,
+    };
+    keywords
+        .contains(&keyword)
+        .then(|| format!("did you mean `{keyword}`? (gatehouse calls it `{keyword}`)"))
 }

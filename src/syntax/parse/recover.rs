@@ -307,7 +307,8 @@ impl Builder {
                 keywords.extend(QUERY_KINDS);
             }
         }
-        let help = crate::diag::did_you_mean(&found_word, keywords.iter().copied());
+        let help = crate::diag::did_you_mean(&found_word, keywords.iter().copied())
+            .or_else(|| crate::syntax::error::synonym(&found_word, &keywords));
         let expected_text = match expected.as_slice() {
             [] => "a statement".to_string(),
             [one] => (*one).to_string(),
