@@ -559,3 +559,27 @@ async fn only_idempotent_requests_are_sent_again() {
         1
     );
 }
+
+/// The revision is one length everywhere (issue 37, item 7): the
+/// `X-Gatehouse-Revision` a client reads is the whole revision the decision
+/// log, `/metrics` and `policyc compile` write, so one finds the other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_revision_is_written_whole_everywhere() {
+    let dir = tempdir("revision");
+    let dns = fake_dns(&[]).await;
+    let d = daemon(&dir, POLICY, dns.addr, None).await;
+    let (_, status, _, out) = curl(d.http, &[], "http://denied.test/").await;
+    assert_eq!(status, "403", "{out}");
+    let header = out
+        .lines()
+        .find_map(|l| l.strip_prefix("X-Gatehouse-Revision: "))
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    let rev = d.policies.store.load().revision().to_string();
+    assert_eq!(rev.len(), 16);
+    assert_eq!(header, rev, "{out}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let log = std::fs::read_to_string(dir.join("decisions.jsonl")).unwrap();
+    assert!(log.contains(&format!("\"revision\":\"{rev}\"")), "{log}");
+}
