@@ -448,10 +448,7 @@ fn a_test_binds_to_the_only_policy_of_its_file() {
     let err = stderr(&out) + &stdout(&out);
     assert!(err.contains("test_without_policy"), "{err}");
     assert!(err.contains("write `policy NAME` in the test"), "{err}");
-    assert!(
-        err.contains("(apps-kiosk") || err.contains("(auto, "),
-        "{err}"
-    );
+    assert!(err.contains("(kiosk, coding-agent, "), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -219,7 +219,8 @@ pub fn check_with(files: &[File], limits: &crate::Limits) -> Vec<Diagnostic> {
         }
     }
     requirements::check_set(&reqs, &all, &mut diags);
-    let names: Vec<&str> = policies.keys().copied().collect();
+    // In source order: the order the help of `test_without_policy` lists.
+    let names: Vec<&str> = all.iter().map(|b| b.name.node.as_str()).collect();
     for file in files {
         for item in &file.items {
             if let Item::Test(t) = item {
@@ -264,16 +265,14 @@ fn test_block(t: &TestBlock, names: &[&str], own: Option<&str>, diags: &mut Vec<
                     }
                 }
                 if current.is_none() {
-                    let mut sorted = names.to_vec();
-                    sorted.sort_unstable();
-                    if sorted.len() > 5 {
-                        sorted.truncate(5);
-                        sorted.push("…");
+                    let mut listed = names.get(..5).unwrap_or(names).to_vec();
+                    if names.len() > 5 {
+                        listed.push("…");
                     }
                     diags.push(error(CheckError::TestWithoutPolicy, e.span).with_help(Some(
                         format!(
                             "the set holds several policies ({}) and this file defines none or several of its own; write `policy NAME` in the test, before its expectations",
-                            sorted.join(", ")
+                            listed.join(", ")
                         ),
                     )));
                     current = Some("");

@@ -351,15 +351,24 @@ impl PolicySet {
     /// every hash map in key order ([`sorted`]), so the same set always
     /// gives the same bytes.
     pub(crate) fn canonical_bytes(&self) -> Result<Vec<u8>, serde_json::Error> {
-        serde_json::to_vec(&SetOut { inner: &self.inner })
+        let mut out = Vec::new();
+        self.write_canonical(&mut out)?;
+        Ok(out)
     }
 
     /// The SHA-256 of [`PolicySet::canonical_bytes`], streamed: the bytes
     /// are hashed as they are written and never held.
     fn canonical_digest(&self) -> Result<String, serde_json::Error> {
         let mut hasher = crate::digest::Hasher::default();
-        serde_json::to_writer(&mut hasher, &SetOut { inner: &self.inner })?;
+        self.write_canonical(&mut hasher)?;
         Ok(hasher.hex())
+    }
+
+    /// Writes the canonical form. One writer type (`dyn Write`) for both
+    /// callers, so the serialiser of the whole set is compiled once (the
+    /// WASM build's size budget).
+    fn write_canonical(&self, out: &mut dyn std::io::Write) -> Result<(), serde_json::Error> {
+        serde_json::to_writer(out, &SetOut { inner: &self.inner })
     }
 
     /// The set an artifact's payload holds, unchecked: call

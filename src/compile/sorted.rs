@@ -1,40 +1,58 @@
 //! Hash maps written in key order, so that a compiled set serialises to
 //! the same bytes every time (its revision and its artifact) without first
 //! being copied into a `serde_json::Value` tree, which cost about 5 KiB a
-//! rule (issue 35, finding 9).
+//! rule (issue 35, finding 9). Every such map is keyed by `String`: one
+//! sort of `&String` serves them all (the WASM build's size budget).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::hash::BuildHasher;
 
 use serde::{Serialize, Serializer};
 
+/// The keys of `map`, in order.
+fn keys<V, H>(map: &HashMap<String, V, H>) -> Vec<&String> {
+    let mut keys: Vec<&String> = map.keys().collect();
+    keys.sort_unstable();
+    keys
+}
+
 /// A map, keys in order.
-pub(crate) fn map<K, V, H, S>(map: &HashMap<K, V, H>, s: S) -> Result<S::Ok, S::Error>
+pub(crate) fn map<V, H, S>(map: &HashMap<String, V, H>, s: S) -> Result<S::Ok, S::Error>
 where
-    K: Ord + Serialize,
     V: Serialize,
     H: BuildHasher,
     S: Serializer,
 {
-    s.collect_map(map.iter().collect::<BTreeMap<_, _>>())
+    s.collect_map(
+        keys(map)
+            .into_iter()
+            .filter_map(|k| map.get(k).map(|v| (k, v))),
+    )
+}
+
+/// A map written in key order, as a value of another map.
+struct InOrder<'a, V, H>(&'a HashMap<String, V, H>);
+
+impl<V: Serialize, H: BuildHasher> Serialize for InOrder<'_, V, H> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        map(self.0, s)
+    }
 }
 
 /// A map of maps, keys in order at both levels.
-pub(crate) fn nested<K, J, V, H, I, S>(
-    map: &HashMap<K, HashMap<J, V, I>, H>,
+pub(crate) fn nested<V, H, I, S>(
+    outer: &HashMap<String, HashMap<String, V, I>, H>,
     s: S,
 ) -> Result<S::Ok, S::Error>
 where
-    K: Ord + Serialize,
-    J: Ord + Serialize,
     V: Serialize,
     H: BuildHasher,
     I: BuildHasher,
     S: Serializer,
 {
     s.collect_map(
-        map.iter()
-            .map(|(k, inner)| (k, inner.iter().collect::<BTreeMap<_, _>>()))
-            .collect::<BTreeMap<_, _>>(),
+        keys(outer)
+            .into_iter()
+            .filter_map(|k| outer.get(k).map(|inner| (k, InOrder(inner)))),
     )
 }

@@ -138,6 +138,12 @@ def test_errors_carry_every_diagnostic() -> None:
     assert gatehouse.check([("ok.policy", "policy p {\n  network off\n}\n")]) == []
     with pytest.raises(KeyError):
         shipped()["no-such-policy"]
+    # The error names the set's policies, and the closest one (issue 37).
+    with pytest.raises(KeyError) as missing:
+        shipped()["coding-agnet"]
+    said = str(missing.value)
+    assert "no policy 'coding-agnet'" in said and "coding-agent, " in said, said
+    assert "did you mean 'coding-agent'?" in said, said
 
 
 def test_fmt_and_artifacts() -> None:

@@ -275,7 +275,7 @@ class PolicySet:
         try:
             return Policy(self, self._names.index(name), name)
         except ValueError:
-            raise KeyError(name) from None
+            raise KeyError(_unknown_policy(name, self._names)) from None
 
     def __contains__(self, name: object) -> bool:
         return name in self._names
@@ -288,6 +288,19 @@ class PolicySet:
 
     def __repr__(self) -> str:
         return f"PolicySet({self._names!r}, revision={self.revision!r})"
+
+
+def _unknown_policy(name: object, names: List[str]) -> str:
+    """What a KeyError for an unknown policy says: the set's policies, and
+    the closest name when one is close (as the CLI's did-you-mean)."""
+    import difflib
+
+    listed = ", ".join(names[:10]) + (", ..." if len(names) > 10 else "")
+    message = f"no policy {name!r} in this set (it holds: {listed or 'none'})"
+    close = difflib.get_close_matches(str(name), names, n=1, cutoff=0.6)
+    if close:
+        message += f"; did you mean {close[0]!r}?"
+    return message
 
 
 class PolicyStore:
