@@ -3,7 +3,7 @@
 //! Each importer writes `.policy` text, with comments naming the source keys
 //! and lines, that decides every query as the source system would (see
 //! `docs/importing.md` for the mapping tables). Before it answers, it runs
-//! the checker over its own output ([`validated`]): text that `policyc
+//! the checker over its own output (`validated`): text that `policyc
 //! check` would refuse is never returned as a success, and each such error
 //! is reported at the source line the output line came from.
 

@@ -2,7 +2,7 @@
 //! permission profiles and MCP servers, and optionally its managed
 //! `requirements.toml`) as gatehouse policy text.
 //!
-//! Reading ([`config`], [`requirements`]) is apart from writing (here), and
+//! Reading (modules `config`, `requirements`) is apart from writing (here), and
 //! the output is checked before it is returned (`validated`): an import
 //! never succeeds with text that `policyc check` refuses. docs/importing.md
 //! holds the mapping table.
