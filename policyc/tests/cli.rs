@@ -458,7 +458,6 @@ fn a_test_binds_to_the_only_policy_of_its_file() {
 /// stdin to stdout, as editors pipe it.
 #[test]
 fn newcomers_words_get_the_keyword_and_stdin_is_formatted() {
-    use std::io::Write as _;
     let dir = std::env::temp_dir().join(format!("gatehouse-words-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("words.policy");
@@ -482,22 +481,7 @@ fn newcomers_words_get_the_keyword_and_stdin_is_formatted() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 
-    let fmt = |args: &[&str], input: &str| {
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_policyc"))
-            .args(args)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
-    };
+    let fmt = crate::common::policyc_with_stdin;
     let messy = "policy a {network{allow domain \"x.example\"}}\n";
     let o = fmt(&["fmt", "-"], messy);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));

@@ -90,21 +90,10 @@ fn every_expectation_holds_through_eval_in_both_query_forms() {
                     .iter()
                     .map(|c| if json { serde_json::to_string(&c.1).unwrap() } else { c.1.to_string() } + "\n")
                     .collect();
-                let mut child = Command::new(env!("CARGO_BIN_EXE_policyc"))
-                    .args(["eval", set, "--policy", policy, "--queries", "-"])
-                    .current_dir(crate::common::repo())
-                    .stdin(std::process::Stdio::piped())
-                    .stdout(std::process::Stdio::piped())
-                    .spawn()
-                    .unwrap();
-                use std::io::Write as _;
-                child
-                    .stdin
-                    .take()
-                    .unwrap()
-                    .write_all(lines.as_bytes())
-                    .unwrap();
-                let o = child.wait_with_output().unwrap();
+                let o = crate::common::policyc_with_stdin(
+                    &["eval", set, "--policy", policy, "--queries", "-"],
+                    &lines,
+                );
                 assert_eq!(o.status.code(), Some(0), "{set} {policy}: {}", stdout(&o));
                 let out = stdout(&o);
                 let decisions: Vec<&str> = out.lines().collect();

@@ -4,8 +4,6 @@
 //! `file:line` must be the corpus's.
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
-use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
@@ -35,20 +33,10 @@ fn policyc_eval_decides_every_case_of_the_corpus() {
             .iter()
             .map(|c| format!("{}\n", c["query"].as_str().unwrap()))
             .collect();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_policyc"))
-            .args(["eval", &set, "--policy", &policy, "--queries", "-"])
-            .current_dir(repo())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
+        let out = crate::common::policyc_with_stdin(
+            &["eval", &set, "--policy", &policy, "--queries", "-"],
+            &input,
+        );
         assert_eq!(out.status.code(), Some(0), "{set} {policy}");
         let text = String::from_utf8(out.stdout).unwrap();
         let lines: Vec<&str> = text.lines().collect();
