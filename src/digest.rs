@@ -5,10 +5,11 @@ use sha2::{Digest, Sha256};
 
 /// Hex SHA-256 of some bytes.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex(&Sha256::digest(bytes))
+}
+
+fn hex(digest: &[u8]) -> String {
+    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// SHA-256 as an [`std::io::Write`]: what is written is hashed, not kept.
@@ -18,11 +19,7 @@ pub(crate) struct Hasher(Sha256);
 impl Hasher {
     /// The hex digest of everything written.
     pub(crate) fn hex(self) -> String {
-        self.0
-            .finalize()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        hex(&self.0.finalize())
     }
 }
 
