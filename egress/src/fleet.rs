@@ -152,7 +152,7 @@ impl Poller {
                 stderr_line(format!(
                     "gatehouse-egress: new bundle from {} (revision {})",
                     self.fleet.url,
-                    crate::policy::shown(set.revision())
+                    set.revision()
                 ));
                 Ok(true)
             }
@@ -189,7 +189,7 @@ pub fn prime(
                         "gatehouse-egress: {}: {e}; starting from the last good bundle {} (revision {})",
                         fleet.url,
                         cache.display(),
-                        crate::policy::shown(set.revision())
+                        set.revision()
                     ));
                     Ok(())
                 }

@@ -288,7 +288,7 @@ impl Policies {
                 self.metrics.set_revision(&rev);
                 stderr_line(format!(
                     "gatehouse-egress: policy reloaded (revision {})",
-                    shown(&rev)
+                    &rev
                 ));
                 true
             }
@@ -312,13 +312,6 @@ impl Policies {
             decisions: 0,
         }
     }
-}
-
-/// A revision as every message, header and record writes it: whole (16
-/// hex digits), as decision logs, artifacts and `policyc compile` write it,
-/// so that one can be searched for the other (issue 37, item 7).
-pub fn shown(rev: &str) -> &str {
-    rev
 }
 
 /// The proxy's verdict on one step of a request: the engine's decision, or

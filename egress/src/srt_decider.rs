@@ -388,7 +388,7 @@ pub fn run(source: &crate::adapter::Source) -> i32 {
     }
     eprintln!(
         "gatehouse-egress srt-decider: serving (revision {}; {} allowed and {} denied entries)",
-        crate::policy::shown(policies.store.load().revision()),
+        policies.store.load().revision(),
         lists.allowed.len(),
         lists.denied.len()
     );

@@ -147,7 +147,7 @@ pub(crate) async fn refuse<S: AsyncWrite + Unpin>(
     refusal: Refusal,
 ) {
     gate::record(ctx, req, what, refusal);
-    let rev = crate::policy::shown(req.revision()).to_string();
+    let rev = req.revision().to_string();
     respond(client, refusal.status_line(), refusal.as_str(), &rev).await;
 }
 
