@@ -70,6 +70,11 @@ pub enum Refusal {
     UpstreamProxyUnreachable,
     /// The upstream proxy refused the tunnel.
     UpstreamProxyRefused,
+    /// Host mode: a connection or question from an address of no sandbox.
+    UnknownSource,
+    /// Host mode: a connection to the transparent listener that the kernel
+    /// did not redirect (it has no other destination).
+    NotRedirected,
 }
 
 impl Refusal {
@@ -91,6 +96,8 @@ impl Refusal {
         Refusal::BadGateway,
         Refusal::UpstreamProxyUnreachable,
         Refusal::UpstreamProxyRefused,
+        Refusal::UnknownSource,
+        Refusal::NotRedirected,
     ];
 
     /// The reason as the client reads it (`X-Gatehouse-Reason`) and as the
@@ -113,6 +120,8 @@ impl Refusal {
             Refusal::BadGateway => "bad_gateway",
             Refusal::UpstreamProxyUnreachable => "upstream_proxy_unreachable",
             Refusal::UpstreamProxyRefused => "upstream_proxy_refused",
+            Refusal::UnknownSource => "unknown_source",
+            Refusal::NotRedirected => "not_redirected",
         }
     }
 
@@ -459,9 +468,10 @@ mod tests {
             ("http/head.rs", include_str!("http/head.rs")),
             ("http/pool.rs", include_str!("http/pool.rs")),
             ("socks.rs", include_str!("socks.rs")),
+            ("host/transparent.rs", include_str!("host/transparent.rs")),
         ] {
             let code = text.split("#[cfg(test)]").next().unwrap_or(text);
-            let door = file.starts_with("http") || file == "socks.rs";
+            let door = file.starts_with("http") || file == "socks.rs" || file.starts_with("host");
             for needle in [
                 "QueryRef",
                 "Query::",

@@ -268,7 +268,13 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
                     Err(e) => return Err(bind_err("dns (tcp)", bound, e)),
                 }
             };
-            dns::serve(policies.clone(), resolver, udp, tcp, metrics.clone());
+            dns::serve(
+                Arc::new(policies.clone()),
+                resolver,
+                udp,
+                tcp,
+                metrics.clone(),
+            );
             Some(bound)
         }
         None => None,

@@ -66,6 +66,44 @@ enum Command {
         after_help = "Examples:\n  gatehouse-egress ext-authz --listen 127.0.0.1:9191 --policy agent.policy --check-destination"
     )]
     ExtAuthz(ExtAuthzArgs),
+    /// One daemon for every sandbox on the host (Linux, root): installs
+    /// its nftables table, intercepts each sandbox's TCP and DNS
+    /// transparently and decides them with that sandbox's own policy
+    /// (docs/host.md).
+    #[command(
+        after_help = "Examples:\n  gatehouse-egress host --sandboxes /etc/gatehouse/sandboxes.toml\n  gatehouse-egress host --sandboxes sandboxes.toml --upstream-dns 1.1.1.1:53 --log decisions.jsonl --metrics 127.0.0.1:9090"
+    )]
+    Host(HostArgs),
+}
+
+/// Host mode's flags.
+#[derive(Args, Debug)]
+struct HostArgs {
+    /// The sandbox table (TOML): each sandbox's id, source addresses and
+    /// policy; reloaded when it changes.
+    #[arg(long, value_name = "FILE", required = true)]
+    sandboxes: Option<PathBuf>,
+    /// The transparent listener's port (every address of the host).
+    #[arg(long, value_name = "PORT", default_value_t = 15001)]
+    transparent_port: u16,
+    /// The resolver's port, UDP and TCP (every address of the host).
+    #[arg(long, value_name = "PORT", default_value_t = 15053)]
+    dns_port: u16,
+    /// Where allowed questions and the daemon's own lookups go [default:
+    /// the first nameserver of /etc/resolv.conf].
+    #[arg(long, value_name = "IP:PORT")]
+    upstream_dns: Option<SocketAddr>,
+    /// Write every decision and access record to FILE (JSON lines, each
+    /// with its sandbox).
+    #[arg(long, value_name = "FILE")]
+    log: Option<PathBuf>,
+    /// Serve `GET /metrics` (Prometheus text) on ADDR.
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<SocketAddr>,
+    /// Install no nftables table: the caller redirects the sandboxes'
+    /// traffic to the two ports itself.
+    #[arg(long)]
+    no_nftables: bool,
 }
 
 /// The policy, its decision log, and the fleet: every mode's.
@@ -269,6 +307,7 @@ fn main() {
             }
             None => 2,
         },
+        Some(Command::Host(a)) => host(a),
         None => proxy(&cli.proxy),
     };
     std::process::exit(code);
@@ -304,6 +343,53 @@ fn proxy(args: &ProxyArgs) -> i32 {
             1
         }
     }
+}
+
+fn host(args: &HostArgs) -> i32 {
+    let Some(sandboxes) = args.sandboxes.clone() else {
+        return 2;
+    };
+    let upstream_dns = args
+        .upstream_dns
+        .or_else(system_dns)
+        .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 53], 53)));
+    let mut config = gatehouse_egress::host::HostConfig::new(sandboxes, upstream_dns);
+    config.transparent_port = args.transparent_port;
+    config.dns_port = args.dns_port;
+    config.log = args.log.clone();
+    config.metrics = args.metrics;
+    config.nftables = !args.no_nftables;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(default_threads())
+        .enable_all()
+        .build();
+    let rt = match runtime {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("gatehouse-egress: {e}");
+            return 1;
+        }
+    };
+    rt.block_on(async move {
+        match gatehouse_egress::host::start(config).await {
+            Ok(r) => {
+                let n = r.table.load().sandboxes().count();
+                eprintln!(
+                    "gatehouse-egress: host mode for {n} sandboxes: transparent on port {}, dns on port {} (udp and tcp)",
+                    r.transparent_port, r.dns_port
+                );
+                if let Some(a) = r.metrics {
+                    eprintln!("gatehouse-egress: metrics on http://{a}/metrics");
+                }
+                let _ = tokio::signal::ctrl_c().await;
+                0
+            }
+            Err(e) => {
+                eprintln!("gatehouse-egress: {e}");
+                1
+            }
+        }
+    })
 }
 
 async fn serve(config: Config) -> i32 {

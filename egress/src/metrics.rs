@@ -64,6 +64,8 @@ pub struct Metrics {
     pub socks_requests: Counter,
     /// DNS questions.
     pub dns_questions: Counter,
+    /// Host mode: connections accepted by the transparent listener.
+    pub transparent_connections: Counter,
     allow: Vec<Counter>,
     deny: Vec<Counter>,
     refusals: Vec<Counter>,
@@ -105,6 +107,7 @@ impl Default for Metrics {
             connect_requests: Counter::default(),
             socks_requests: Counter::default(),
             dns_questions: Counter::default(),
+            transparent_connections: Counter::default(),
             allow: counters(n),
             deny: counters(n),
             refusals: counters(crate::gate::Refusal::ALL.len()),
@@ -174,6 +177,7 @@ impl Metrics {
             ("connect", &self.connect_requests),
             ("socks5", &self.socks_requests),
             ("dns", &self.dns_questions),
+            ("transparent", &self.transparent_connections),
         ];
         let rows: Vec<(String, u64)> = kinds
             .iter()

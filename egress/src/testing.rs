@@ -45,9 +45,18 @@ pub fn cname_record(owner: &str, target: &str, ttl: u32) -> Option<Record> {
     ))
 }
 
-/// A fake upstream DNS server answering as `answer` says.
+/// A fake upstream DNS server on 127.0.0.1 answering as `answer` says.
 pub async fn fake_dns_fn(answer: Answerer) -> std::io::Result<FakeDns> {
-    let sock = UdpSocket::bind("127.0.0.1:0").await?;
+    fake_dns_at(
+        "127.0.0.1:0".parse().map_err(std::io::Error::other)?,
+        answer,
+    )
+    .await
+}
+
+/// A fake upstream DNS server on `bind` answering as `answer` says.
+pub async fn fake_dns_at(bind: SocketAddr, answer: Answerer) -> std::io::Result<FakeDns> {
+    let sock = UdpSocket::bind(bind).await?;
     let addr = sock.local_addr()?;
     let asked = Arc::new(Mutex::new(Vec::new()));
     let log = asked.clone();
@@ -110,10 +119,29 @@ pub async fn fake_dns(table: &[(&str, &str)]) -> std::io::Result<FakeDns> {
 /// An HTTP/1.1 server on 127.0.0.1 answering `200` with `body` to every
 /// request, keeping the connection unless the request says `close`.
 pub async fn http_server(body: &'static str) -> std::io::Result<SocketAddr> {
-    let l = TcpListener::bind("127.0.0.1:0").await?;
+    let bind = SocketAddr::from(([127, 0, 0, 1], 0));
+    http_server_with(bind, Arc::new(move |_| body.to_string()), None).await
+}
+
+/// The body an HTTP stand-in answers to a request head.
+pub type Body = Arc<dyn Fn(&str) -> String + Send + Sync>;
+
+/// An HTTP/1.1 server on `bind` answering `200` with `body(head)` to every
+/// request, keeping the connection unless the request says `close`, and
+/// counting the connections it accepts in `accepted`.
+pub async fn http_server_with(
+    bind: SocketAddr,
+    body: Body,
+    accepted: Option<Arc<std::sync::atomic::AtomicUsize>>,
+) -> std::io::Result<SocketAddr> {
+    let l = TcpListener::bind(bind).await?;
     let addr = l.local_addr()?;
     tokio::spawn(async move {
         while let Ok((mut s, _)) = l.accept().await {
+            if let Some(a) = &accepted {
+                a.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+            let body = body.clone();
             tokio::spawn(async move {
                 let mut buf = Vec::new();
                 let mut chunk = [0u8; 2048];
@@ -124,10 +152,10 @@ pub async fn http_server(body: &'static str) -> std::io::Result<SocketAddr> {
                             Ok(n) => buf.extend_from_slice(chunk.get(..n).unwrap_or_default()),
                         }
                     }
-                    let close = String::from_utf8_lossy(&buf)
-                        .to_ascii_lowercase()
-                        .contains("connection: close");
+                    let head = String::from_utf8_lossy(&buf).into_owned();
+                    let close = head.to_ascii_lowercase().contains("connection: close");
                     buf.clear();
+                    let body = body(&head);
                     let resp = format!(
                         "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n{}\r\n{body}",
                         body.len(),

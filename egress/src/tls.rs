@@ -8,9 +8,11 @@ pub enum Hello {
     Sni(String),
     /// A ClientHello without a server name extension.
     NoSni,
-    /// A ClientHello carrying Encrypted Client Hello: its outer server name
-    /// is not the name the client will reach, so it proves nothing.
-    Ech,
+    /// A ClientHello carrying Encrypted Client Hello, with its outer
+    /// server name (lower-cased) when it has one. The outer name is a
+    /// cover name, not the name the client will reach: a `CONNECT` tunnel
+    /// to a name refuses it; host mode decides by it (docs/host.md).
+    Ech(Option<String>),
     /// Not a (complete, well-formed) ClientHello in the bytes given.
     Incomplete,
     /// Not TLS at all.
@@ -82,7 +84,7 @@ fn parse(b: &[u8]) -> Option<Hello> {
         i += 4 + len;
     }
     Some(match sni {
-        _ if ech => Hello::Ech,
+        outer if ech => Hello::Ech(outer),
         Some(s) => Hello::Sni(s),
         None => Hello::NoSni,
     })
@@ -146,7 +148,11 @@ mod tests {
         assert_eq!(client_hello(&build_client_hello(None)), Hello::NoSni);
         assert_eq!(
             client_hello(&build_client_hello_with(Some("cover.example"), true)),
-            Hello::Ech
+            Hello::Ech(Some("cover.example".into()))
+        );
+        assert_eq!(
+            client_hello(&build_client_hello_with(None, true)),
+            Hello::Ech(None)
         );
         assert_eq!(client_hello(b"GET / HTTP/1.1\r\n"), Hello::NotTls);
         let h = build_client_hello(Some("a.example"));

@@ -50,43 +50,75 @@ pub fn watch(policies: Arc<Policies>) {
     });
 }
 
+/// What the watcher knows of one policy file: its `stat` identity, the
+/// digest of what it last read, and when it last saw it change.
+pub(crate) struct FileWatch {
+    key: Option<[i128; 5]>,
+    last: String,
+    changed_at: std::time::Instant,
+}
+
+fn digest(t: &Result<Vec<u8>, PolicyError>) -> String {
+    match t {
+        Ok(bytes) => gatehouse::artifact::sha256_hex(bytes),
+        Err(e) => format!("error: {e}"),
+    }
+}
+
+impl FileWatch {
+    /// Starts watching `p`'s file as it is now.
+    pub(crate) fn new(p: &Policies) -> FileWatch {
+        FileWatch {
+            key: stat_key(&p.path),
+            last: digest(&read_policy(&p.path)),
+            changed_at: std::time::Instant::now(),
+        }
+    }
+
+    /// Reads the file and reloads it, whatever its `stat` says (SIGHUP).
+    pub(crate) fn force(&mut self, p: &Policies) {
+        let text = read_policy(&p.path);
+        self.last = digest(&text);
+        p.reload_text(text);
+    }
+
+    /// One poll: `stat`, and a read only when the file moved (or settles);
+    /// a reload when its content differs. Whether it reloaded.
+    pub(crate) fn poll(&mut self, p: &Policies) -> bool {
+        let now_key = stat_key(&p.path);
+        if now_key != self.key {
+            self.key = now_key;
+            self.changed_at = std::time::Instant::now();
+        } else if self.changed_at.elapsed() > SETTLE {
+            return false;
+        }
+        let text = read_policy(&p.path);
+        let now = digest(&text);
+        if now == self.last {
+            return false;
+        }
+        self.last = now;
+        self.changed_at = std::time::Instant::now();
+        p.reload_text(text);
+        true
+    }
+}
+
 /// The watcher's loop: see [`watch`].
 fn reload_thread(p: &Policies, hup: &std::sync::mpsc::Receiver<()>) {
     use std::sync::mpsc::RecvTimeoutError;
-    let digest = |t: &Result<Vec<u8>, PolicyError>| match t {
-        Ok(bytes) => gatehouse::artifact::sha256_hex(bytes),
-        Err(e) => format!("error: {e}"),
-    };
-    let mut key = stat_key(&p.path);
-    let mut last = digest(&read_policy(&p.path));
+    let mut file = FileWatch::new(p);
     // The first compile's transient memory (made before this thread),
     // given back.
     give_back_free_memory();
-    let mut changed_at = std::time::Instant::now();
     loop {
-        match hup.recv_timeout(Duration::from_millis(200)) {
-            Ok(()) => {
-                let text = read_policy(&p.path);
-                last = digest(&text);
-                p.reload_text(text);
-            }
+        match hup.recv_timeout(POLL) {
+            Ok(()) => file.force(p),
             Err(RecvTimeoutError::Disconnected) => return,
             Err(RecvTimeoutError::Timeout) => {
-                let now_key = stat_key(&p.path);
-                if now_key != key {
-                    key = now_key;
-                    changed_at = std::time::Instant::now();
-                } else if changed_at.elapsed() > SETTLE {
+                if !file.poll(p) {
                     continue;
                 }
-                let text = read_policy(&p.path);
-                let now = digest(&text);
-                if now == last {
-                    continue;
-                }
-                last = now;
-                changed_at = std::time::Instant::now();
-                p.reload_text(text);
             }
         }
         // The parse, the check, the bytes read and the old set (when no
@@ -95,13 +127,16 @@ fn reload_thread(p: &Policies, hup: &std::sync::mpsc::Receiver<()>) {
     }
 }
 
+/// How often the watcher `stat`s a file.
+pub(crate) const POLL: Duration = Duration::from_millis(200);
+
 /// Returns the memory the allocator holds free to the system. glibc's
 /// malloc keeps what a compile freed (the parser's token queue, the
 /// checker's indexes, the old set) as the high-water mark of the process:
 /// 20 reloads of an 8 MiB policy grew a daemon from 130 to 360 MiB. Measured
 /// in `egress/tests/e2e/daemon.rs` (`reloads_of_a_large_policy_give_memory_back`).
 #[allow(unsafe_code)] // malloc_trim: the reason is above, the test named.
-fn give_back_free_memory() {
+pub(crate) fn give_back_free_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim takes a plain integer, touches only the
     // allocator's own free lists (under its own locks) and has no
@@ -117,7 +152,7 @@ const SETTLE: Duration = Duration::from_secs(1);
 
 /// What tells the watcher a file may have changed: device, inode, size,
 /// modification and change times (`stat`, which never opens the path).
-fn stat_key(path: &Path) -> Option<[i128; 5]> {
+pub(crate) fn stat_key(path: &Path) -> Option<[i128; 5]> {
     use std::os::unix::fs::MetadataExt as _;
     let m = std::fs::metadata(path).ok()?;
     Some([

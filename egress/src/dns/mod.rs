@@ -69,6 +69,31 @@ pub async fn answer(
     bytes: &[u8],
     transport: Transport,
 ) -> Option<Vec<u8>> {
+    answer_given(policies, upstream, bytes, transport)
+        .await
+        .map(|(bytes, _)| bytes)
+}
+
+/// What a response gave the client: the question's name, the addresses
+/// (every one accepted by the policy) and the TTL the client may keep them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Given {
+    /// The name asked (lower case, no trailing dot).
+    pub name: String,
+    /// The addresses answered.
+    pub addrs: Vec<std::net::IpAddr>,
+    /// How long the answer lives.
+    pub ttl: Duration,
+}
+
+/// [`answer`], and what the response gave the client (`None`: no address,
+/// a refusal, or a truncated answer).
+pub async fn answer_given(
+    policies: &Policies,
+    upstream: &Upstream,
+    bytes: &[u8],
+    transport: Transport,
+) -> Option<(Vec<u8>, Option<Given>)> {
     let q = Message::from_vec(bytes).ok()?;
     if q.metadata.message_type != MessageType::Query {
         return None;
@@ -77,10 +102,10 @@ pub async fn answer(
     // Only standard queries: NOTIFY, UPDATE and the rest are not questions
     // a resolver answers (RFC 1035 §4.1.1: NOTIMP).
     if q.metadata.op_code != OpCode::Query {
-        return Some(refuse(&q, ResponseCode::NotImp));
+        return Some((refuse(&q, ResponseCode::NotImp), None));
     }
     let [question] = q.queries.as_slice() else {
-        return Some(refuse(&q, ResponseCode::FormErr));
+        return Some((refuse(&q, ResponseCode::FormErr), None));
     };
     let kind = question.query_type();
     let name = question.name().to_ascii();
@@ -90,25 +115,25 @@ pub async fn answer(
     // from an IN lookup, as if it had asked that.
     if question.query_class() != DNSClass::IN {
         req.finish(&what, "refused: only class IN is answered");
-        return Some(refuse(&q, ResponseCode::Refused));
+        return Some((refuse(&q, ResponseCode::Refused), None));
     }
     // Only A and AAAA are answered, and only for allowed names.
     if !matches!(kind, RecordType::A | RecordType::AAAA) {
         req.finish(&what, "refused: only A and AAAA are answered");
-        return Some(refuse(&q, ResponseCode::Refused));
+        return Some((refuse(&q, ResponseCode::Refused), None));
     }
     let d = req.decide(QueryRef::Dns { name: &name });
     if !d.is_allow() {
         req.finish(&what, &format!("refused: {}", d.reason.as_str()));
-        return Some(refuse(&q, ResponseCode::Refused));
+        return Some((refuse(&q, ResponseCode::Refused), None));
     }
     let Ok(r) = upstream.ask(question.name(), kind).await else {
         req.finish(&what, "servfail: upstream");
-        return Some(refuse(&q, ResponseCode::ServFail));
+        return Some((refuse(&q, ResponseCode::ServFail), None));
     };
     let Some(chain) = client::follow(question.name(), kind, &r.answers) else {
         req.finish(&what, "servfail: a broken CNAME chain");
-        return Some(refuse(&q, ResponseCode::ServFail));
+        return Some((refuse(&q, ResponseCode::ServFail), None));
     };
     // Every name the chain leads through is a name the client resolves.
     for alias in chain.names.iter().skip(1) {
@@ -118,7 +143,7 @@ pub async fn answer(
                 &what,
                 &format!("refused: {} (CNAME to {alias})", d.reason.as_str()),
             );
-            return Some(refuse(&q, ResponseCode::Refused));
+            return Some((refuse(&q, ResponseCode::Refused), None));
         }
     }
     if !chain.addrs.is_empty() {
@@ -129,7 +154,7 @@ pub async fn answer(
         });
         if !d.is_allow() {
             req.finish(&what, &format!("refused: {}", d.reason.as_str()));
-            return Some(refuse(&q, ResponseCode::Refused));
+            return Some((refuse(&q, ResponseCode::Refused), None));
         }
     }
     // Only answers that passed are kept, and a fresh one replaces the old
@@ -162,22 +187,69 @@ pub async fn answer(
             &what,
             &format!("truncated: {} addresses over UDP", chain.addrs.len()),
         );
-        return tc.to_vec().ok();
+        return tc.to_vec().ok().map(|b| (b, None));
     }
     req.finish(&what, &format!("answered {} addresses", chain.addrs.len()));
-    Some(bytes)
+    let given = (r.metadata.response_code == ResponseCode::NoError && !chain.addrs.is_empty())
+        .then(|| Given {
+            name: cache::key(&name),
+            addrs: chain.addrs.clone(),
+            ttl: Duration::from_secs(u64::from(chain.ttl)),
+        });
+    Some((bytes, given))
 }
 
-/// Serves DNS on `sock` (UDP) and `tcp` until the runtime ends.
-pub fn serve(
-    policies: Arc<Policies>,
+/// Where a question is decided: the policy for its source, and what to do
+/// with what the answer gave (host mode keeps it per sandbox).
+pub trait Route: Send + Sync + 'static {
+    /// The policy deciding questions from `from`; `None`: refused without
+    /// a decision (host mode: an address of no sandbox).
+    fn policies(&self, from: std::net::IpAddr) -> Option<Arc<Policies>>;
+
+    /// Called with what an answer gave `from` (nothing by default).
+    fn given(&self, from: std::net::IpAddr, given: &Given) {
+        let _ = (from, given);
+    }
+}
+
+/// One policy for every source: the daemon's own resolver.
+impl Route for Arc<Policies> {
+    fn policies(&self, _: std::net::IpAddr) -> Option<Arc<Policies>> {
+        Some(self.clone())
+    }
+}
+
+/// Answers one message from `from` as `route` decides it.
+async fn routed<R: Route>(
+    route: &R,
+    upstream: &Upstream,
+    from: std::net::IpAddr,
+    bytes: &[u8],
+    transport: Transport,
+) -> Option<Vec<u8>> {
+    let Some(policies) = route.policies(from) else {
+        let q = Message::from_vec(bytes).ok()?;
+        return (q.metadata.message_type == MessageType::Query)
+            .then(|| refuse(&q, ResponseCode::Refused));
+    };
+    let (out, given) = answer_given(&policies, upstream, bytes, transport).await?;
+    if let Some(g) = given {
+        route.given(from, &g);
+    }
+    Some(out)
+}
+
+/// Serves DNS on `sock` (UDP) and `tcp` until the runtime ends, each
+/// question decided with the policy `route` gives its source.
+pub fn serve<R: Route>(
+    route: Arc<R>,
     upstream: Arc<Upstream>,
     sock: UdpSocket,
     tcp: TcpListener,
     metrics: Arc<Metrics>,
 ) {
     let sock = Arc::new(sock);
-    let (p, u) = (policies.clone(), upstream.clone());
+    let (p, u) = (route.clone(), upstream.clone());
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_UDP_INFLIGHT));
     tokio::spawn(async move {
         let mut buf = vec![0u8; 4096];
@@ -191,7 +263,7 @@ pub fn serve(
             let bytes = buf.get(..n).unwrap_or_default().to_vec();
             let (p, u, sock) = (p.clone(), u.clone(), sock.clone());
             tokio::spawn(async move {
-                if let Some(out) = answer(&p, &u, &bytes, Transport::Udp).await {
+                if let Some(out) = routed(&*p, &u, from.ip(), &bytes, Transport::Udp).await {
                     let _ = sock.send_to(&out, from).await;
                 }
                 drop(permit);
@@ -206,8 +278,8 @@ pub fn serve(
             u.vetted.evict_expired();
         }
     });
-    crate::listener::accept_loop(tcp, MAX_TCP_CONNECTIONS, metrics, move |mut s, _| {
-        let (p, u) = (policies.clone(), upstream.clone());
+    crate::listener::accept_loop(tcp, MAX_TCP_CONNECTIONS, metrics, move |mut s, peer| {
+        let (p, u) = (route.clone(), upstream.clone());
         async move {
             loop {
                 // Each message, length and all, within TCP_IDLE.
@@ -220,7 +292,7 @@ pub fn serve(
                 let Ok(Some(bytes)) = tokio::time::timeout(TCP_IDLE, read).await else {
                     return;
                 };
-                let Some(out) = answer(&p, &u, &bytes, Transport::Tcp).await else {
+                let Some(out) = routed(&*p, &u, peer.ip(), &bytes, Transport::Tcp).await else {
                     return;
                 };
                 let Ok(len) = u16::try_from(out.len()) else {

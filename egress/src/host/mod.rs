@@ -16,23 +16,96 @@
 //! A source address belongs to at most one sandbox; an address of no
 //! sandbox is denied everything.
 
+pub mod answered;
+pub mod kernel;
 pub mod nft;
+pub mod resolver;
+mod run;
+pub mod transparent;
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use gatehouse::log::{DecisionEvent, DecisionSink};
+
+use crate::dns::Upstream;
+use crate::gate::Ctx;
+use crate::metrics::Metrics;
 use crate::policy::{Policies, PolicyError, PolicyOptions};
 
-/// One sandbox: its id, its source addresses and its policy in force.
+pub use run::{HostConfig, HostRunning, HostStartError, start};
+
+/// One sandbox: its id, its source addresses, its policy in force (in the
+/// gate's context every front door decides with), and what its resolver
+/// answered.
 pub struct Sandbox {
     /// The sandbox's id, as decision records and metrics carry it.
     pub id: String,
     /// Its source addresses (IPv4-mapped IPv6 written as IPv4).
     pub addresses: Vec<IpAddr>,
-    /// The policy it is decided with, swapped live.
-    pub policies: Arc<Policies>,
+    /// The gate's context for this sandbox: its policy, swapped live, and
+    /// the resolver and counters every sandbox shares.
+    pub ctx: Arc<Ctx>,
+    /// What its resolver answered, by address.
+    pub answered: answered::Answered,
+}
+
+impl Sandbox {
+    /// The policy it is decided with.
+    pub fn policies(&self) -> &Arc<Policies> {
+        &self.ctx.policies
+    }
+}
+
+/// What every sandbox of a table shares: the options every policy is
+/// opened with (the decision log, trusted keys), the counters, the
+/// upstream resolver, and the way out.
+#[derive(Clone)]
+pub struct Shared {
+    /// The options each sandbox's policy is opened with; its path and
+    /// policy name are each sandbox's own.
+    pub options: PolicyOptions,
+    /// The daemon's counters.
+    pub metrics: Arc<Metrics>,
+    /// The upstream resolver and its vetted answers.
+    pub resolver: Arc<Upstream>,
+    /// Deadlines for first bytes, kept-alive connections and tunnels.
+    pub timeouts: crate::relay::Timeouts,
+    /// Client connections open at once on the transparent listener.
+    pub max_connections: usize,
+}
+
+/// A decision sink that writes each record with the sandbox's id.
+struct Tagged {
+    id: String,
+    inner: Arc<dyn DecisionSink>,
+}
+
+impl Tagged {
+    fn tag(&self, mut v: serde_json::Value) -> serde_json::Value {
+        if let Some(o) = v.as_object_mut() {
+            o.insert("sandbox".into(), serde_json::Value::from(self.id.as_str()));
+        }
+        v
+    }
+}
+
+impl DecisionSink for Tagged {
+    fn record(&self, event: &DecisionEvent<'_>) {
+        if let Ok(v) = serde_json::to_value(event) {
+            self.inner.record_other(&self.tag(v));
+        }
+    }
+
+    fn enabled(&self) -> bool {
+        self.inner.enabled()
+    }
+
+    fn record_other(&self, record: &serde_json::Value) {
+        self.inner.record_other(&self.tag(record.clone()));
+    }
 }
 
 /// Every sandbox of the host, by source address.
@@ -140,11 +213,7 @@ impl SandboxTable {
     /// policy paths are read from the table's directory). `options` is
     /// what every sandbox's policy shares (the decision log, trusted keys);
     /// its path and policy name are each sandbox's own.
-    pub fn load(
-        path: &Path,
-        options: &PolicyOptions,
-        metrics: &Arc<crate::metrics::Metrics>,
-    ) -> Result<SandboxTable, HostError> {
+    pub fn load(path: &Path, shared: &Shared) -> Result<SandboxTable, HostError> {
         let text = std::fs::read_to_string(path).map_err(|source| HostError::Read {
             path: path.to_path_buf(),
             source,
@@ -193,23 +262,40 @@ impl SandboxTable {
                     addresses.push(ip);
                 }
             }
+            let log = shared.options.log.clone().map(|inner| {
+                Arc::new(Tagged {
+                    id: entry.id.clone(),
+                    inner,
+                }) as Arc<dyn DecisionSink>
+            });
             let policies = Policies::open(
                 PolicyOptions {
                     path: base.join(&entry.policy),
                     name: entry.policy_name.clone(),
-                    ..options.clone()
+                    log,
+                    ..shared.options.clone()
                 },
-                metrics.clone(),
+                shared.metrics.clone(),
             )
             .map_err(|source| HostError::Policy {
                 path: path.to_path_buf(),
                 id: entry.id.clone(),
                 source,
             })?;
+            let ctx = Arc::new(Ctx {
+                policies: Arc::new(policies),
+                resolver: shared.resolver.clone(),
+                upstream_proxy: None,
+                timeouts: shared.timeouts,
+                pool: crate::http::pool::Pool::new(shared.metrics.clone(), 0),
+                metrics: shared.metrics.clone(),
+                max_connections: shared.max_connections,
+            });
             let sandbox = Arc::new(Sandbox {
                 id: entry.id,
                 addresses,
-                policies: Arc::new(policies),
+                ctx,
+                answered: answered::Answered::default(),
             });
             for ip in &sandbox.addresses {
                 table.by_address.insert(*ip, sandbox.clone());
@@ -251,7 +337,25 @@ mod tests {
     fn load(d: &Path, text: &str) -> Result<SandboxTable, HostError> {
         let path = d.join("sandboxes.toml");
         std::fs::write(&path, text).unwrap();
-        SandboxTable::load(&path, &PolicyOptions::default(), &Arc::default())
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let metrics = Arc::new(Metrics::default());
+        let resolver = rt
+            .block_on(Upstream::new(
+                "127.0.0.1:9".parse().unwrap(),
+                metrics.clone(),
+            ))
+            .unwrap();
+        let shared = Shared {
+            options: PolicyOptions::default(),
+            metrics,
+            resolver: Arc::new(resolver),
+            timeouts: crate::relay::Timeouts::default(),
+            max_connections: 16,
+        };
+        SandboxTable::load(&path, &shared)
     }
 
     #[test]
@@ -280,7 +384,7 @@ policy = "b.policy"
         assert_eq!(id("10.200.2.3"), None);
         assert_eq!(id("127.0.0.1"), None);
         let one = t.lookup("10.200.1.2".parse().unwrap()).unwrap();
-        let set = one.policies.store.load();
+        let set = one.policies().store.load();
         assert_eq!(set.single().unwrap().name(), "a");
         assert_eq!(t.sandboxes().count(), 2);
     }

@@ -19,8 +19,11 @@ use std::borrow::Cow;
 use std::net::IpAddr;
 
 use nftables::batch::Batch;
+use nftables::expr::Elem;
 use nftables::expr::{Expression, Meta, MetaKey, NamedExpression, Payload, PayloadField, SetItem};
-use nftables::schema::{Chain, NfListObject, Nftables, Rule, Set, SetType, SetTypeValue, Table};
+use nftables::schema::{
+    Chain, Element, NfListObject, Nftables, Rule, Set, SetFlag, SetType, SetTypeValue, Table,
+};
 use nftables::stmt::{Match, NAT, Operator, Statement};
 use nftables::types::{NfChainPolicy, NfChainType, NfFamily, NfHook};
 
@@ -154,6 +157,23 @@ pub fn ruleset<'a>(
             ..Set::default()
         })));
     }
+    for (name, kind) in [
+        ("pass_v4", SetType::Ipv4Addr),
+        ("pass_v6", SetType::Ipv6Addr),
+    ] {
+        b.add(NfListObject::Set(Box::new(Set {
+            family: family(),
+            table: Cow::Borrowed(TABLE),
+            name: Cow::Borrowed(name),
+            set_type: SetTypeValue::Concatenated(Cow::Owned(vec![
+                kind,
+                kind,
+                SetType::InetService,
+            ])),
+            flags: Some([SetFlag::Timeout].into_iter().collect()),
+            ..Set::default()
+        })));
+    }
     // dstnat (-100) and filter (0), as nft spells them.
     b.add(base_chain(
         "prerouting",
@@ -185,6 +205,24 @@ pub fn ruleset<'a>(
                 ],
             ));
         }
+        let pass = || {
+            is(
+                Expression::Named(NamedExpression::Concat(vec![
+                    field(ip, "saddr"),
+                    field(ip, "daddr"),
+                    field("tcp", "dport"),
+                ])),
+                Expression::String(Cow::Borrowed(if ip == "ip" {
+                    "@pass_v4"
+                } else {
+                    "@pass_v6"
+                })),
+            )
+        };
+        b.add(rule(
+            "prerouting",
+            vec![from(), pass(), Statement::Accept(None)],
+        ));
         b.add(rule(
             "prerouting",
             vec![from(), l4proto("tcp"), redirect(ports.transparent)],
@@ -212,7 +250,66 @@ pub fn ruleset<'a>(
             ));
         }
         b.add(rule("input", vec![from(), Statement::Drop(None)]));
+        b.add(rule(
+            "forward",
+            vec![from(), pass(), Statement::Accept(None)],
+        ));
         b.add(rule("forward", vec![from(), Statement::Drop(None)]));
+    }
+    b.to_nftables()
+}
+
+/// One element of the DNS-fed sets: a sandbox's source address may reach
+/// `addr:port` over TCP for `ttl`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pass {
+    /// The sandbox's source address.
+    pub source: IpAddr,
+    /// The allowed name's address.
+    pub addr: IpAddr,
+    /// The port its policy names.
+    pub port: u16,
+    /// How long, in seconds (at least 1).
+    pub ttl: u32,
+}
+
+/// The batch that puts `passes` in the sets, each with its own timeout: an
+/// element already there is deleted and added again in the same
+/// transaction, so a fresh answer renews it. Passes whose source and
+/// address are of different families are skipped.
+pub fn passes(passes: &[Pass]) -> Nftables<'static> {
+    let mut b = Batch::new();
+    for p in passes {
+        let set = match (p.source, p.addr) {
+            (IpAddr::V4(_), IpAddr::V4(_)) => "pass_v4",
+            (IpAddr::V6(_), IpAddr::V6(_)) => "pass_v6",
+            _ => continue,
+        };
+        let key = || {
+            Expression::Named(NamedExpression::Concat(vec![
+                Expression::String(Cow::Owned(p.source.to_string())),
+                Expression::String(Cow::Owned(p.addr.to_string())),
+                Expression::Number(u32::from(p.port)),
+            ]))
+        };
+        let element = |timeout: Option<u32>| {
+            NfListObject::Element(Element {
+                family: family(),
+                table: Cow::Borrowed(TABLE),
+                name: Cow::Borrowed(set),
+                elem: Cow::Owned(vec![Expression::Named(NamedExpression::Elem(Elem {
+                    val: Box::new(key()),
+                    timeout,
+                    expires: None,
+                    comment: None,
+                    counter: None,
+                }))]),
+            })
+        };
+        let ttl = Some(p.ttl.max(1));
+        b.add(element(ttl));
+        b.delete(element(None));
+        b.add(element(ttl));
     }
     b.to_nftables()
 }

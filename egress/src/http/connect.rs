@@ -239,23 +239,21 @@ pub(crate) async fn first_bytes(
             Hello::NoSni => return Err(Refusal::SniMissing),
             // The outer name of an Encrypted Client Hello is a cover name:
             // for a name target it proves nothing, so it is refused.
-            Hello::Ech if literal => return Ok(Opening::Raw(None)),
-            Hello::Ech => return Err(Refusal::EncryptedClientHello),
+            Hello::Ech(_) if literal => return Ok(Opening::Raw(None)),
+            Hello::Ech(_) => return Err(Refusal::EncryptedClientHello),
             Hello::Incomplete => {}
             Hello::NotTls => {
-                let b = client.buffered();
-                let blank = b.iter().take_while(|c| matches!(c, b'\r' | b'\n')).count();
-                let rest = b.get(blank..).unwrap_or_default();
-                let method = rest.iter().take_while(|c| is_tchar(**c)).count();
-                let undecided = method == rest.len() && method <= MAX_METHOD;
-                if !undecided {
-                    let http = method > 0 && rest.get(method) == Some(&b' ');
-                    if !http {
+                let blank = match plain(client.buffered()) {
+                    Plain::Undecided => None,
+                    Plain::Other => {
                         return match server {
                             Some(_) => Ok(Opening::Raw(None)),
                             None => Err(Refusal::UnrecognisedProtocol),
                         };
                     }
+                    Plain::Http { blank } => Some(blank),
+                };
+                if let Some(blank) = blank {
                     client.consume(blank);
                     let h = match head::read_raw(client).await {
                         Ok(Some(raw)) => head::parse_request(raw).ok_or(Refusal::BadRequest)?,
@@ -288,10 +286,39 @@ pub(crate) async fn first_bytes(
     }
 }
 
+/// What bytes that are not TLS look like so far.
+pub(crate) enum Plain {
+    /// Still a possible HTTP method: wait for more.
+    Undecided,
+    /// An HTTP request line, after `blank` empty-line bytes.
+    Http {
+        /// The `\r`/`\n` bytes before it.
+        blank: usize,
+    },
+    /// Anything else.
+    Other,
+}
+
+/// Whether the first bytes of a stream are an HTTP request (after any
+/// empty lines), something else, or cannot be told yet; bytes that could
+/// still become an HTTP method are waited on, never guessed.
+pub(crate) fn plain(b: &[u8]) -> Plain {
+    let blank = b.iter().take_while(|c| matches!(c, b'\r' | b'\n')).count();
+    let rest = b.get(blank..).unwrap_or_default();
+    let method = rest.iter().take_while(|c| is_tchar(**c)).count();
+    if method == rest.len() && method <= MAX_METHOD {
+        Plain::Undecided
+    } else if method > 0 && rest.get(method) == Some(&b' ') {
+        Plain::Http { blank }
+    } else {
+        Plain::Other
+    }
+}
+
 /// Where a request inside a tunnel to `host:port` may go: origin-form
 /// (`/path`), `*` for `OPTIONS`, or an absolute form naming the tunnel's own
 /// host and port (servers prefer an absolute target's host over `Host`).
-fn tunnel_target_ok(h: &Head, host: &str, port: u16) -> bool {
+pub(crate) fn tunnel_target_ok(h: &Head, host: &str, port: u16) -> bool {
     let t = h.target();
     // A fragment is never part of a request-target (RFC 9112 §3.2).
     if t.contains('#') {

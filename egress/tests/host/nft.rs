@@ -7,56 +7,7 @@ use std::process::{Command, Stdio};
 
 use gatehouse_egress::host::nft::{self, Ports, TABLE};
 
-/// A network namespace of the test's own, deleted when dropped.
-struct Netns(String);
-
-impl Netns {
-    fn new(tag: &str) -> Netns {
-        let name = format!("gh-{tag}-{}", std::process::id());
-        let _ = Command::new("ip")
-            .args(["netns", "del", &name])
-            .stderr(Stdio::null())
-            .status();
-        let ok = Command::new("ip").args(["netns", "add", &name]).status();
-        assert!(
-            ok.is_ok_and(|s| s.success()),
-            "`ip netns add` failed: host mode's tests need root and iproute2 (.ci/run installs them)"
-        );
-        Netns(name)
-    }
-
-    /// Runs `nft ARGS` inside, with `stdin`; its stdout.
-    fn nft(&self, args: &[&str], stdin: &str) -> String {
-        use std::io::Write as _;
-        let mut child = Command::new("ip")
-            .args(["netns", "exec", &self.0, "nft"])
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("nft (Debian package nftables)");
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "nft {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
-    }
-}
+use super::Netns;
 
 /// A set's name and elements.
 type SetRead = (String, Vec<String>);
@@ -123,16 +74,21 @@ fn the_host_table_is_applied_read_back_and_replaced_whole() {
                 "sandboxes_v6".to_string(),
                 vec!["fd00:200:1::2".to_string()]
             ),
+            ("pass_v4".to_string(), vec![]),
+            ("pass_v6".to_string(), vec![]),
         ]
     );
-    // Per family: DNS over UDP and TCP and every TCP redirected, two input
-    // accepts and a drop, a forward drop; and IPv6 neighbour discovery.
-    assert_eq!(rules, 2 * 7 + 1);
+    // Per family: DNS over UDP and TCP redirected, the kernel passes, every
+    // other TCP redirected, two input accepts and a drop, a forward pass
+    // and a drop; and IPv6 neighbour discovery.
+    assert_eq!(rules, 2 * 9 + 1);
     let text = ns.nft(&["list", "table", "inet", TABLE], "");
     for want in [
         "ip saddr @sandboxes_v4 udp dport 53 redirect to :15053",
         "ip saddr @sandboxes_v4 tcp dport 53 redirect to :15053",
         "ip saddr @sandboxes_v4 meta l4proto tcp redirect to :15001",
+        "ip saddr @sandboxes_v4 ip saddr . ip daddr . tcp dport @pass_v4 accept",
+        "type ipv4_addr . ipv4_addr . inet_service",
         "ip saddr @sandboxes_v4 tcp dport { 15001, 15053 } accept",
         "ip6 saddr @sandboxes_v6 meta l4proto ipv6-icmp accept",
         "ip saddr @sandboxes_v4 drop",
@@ -155,9 +111,11 @@ fn the_host_table_is_applied_read_back_and_replaced_whole() {
         [
             ("sandboxes_v4".to_string(), vec!["10.200.3.2".to_string()]),
             ("sandboxes_v6".to_string(), vec![]),
+            ("pass_v4".to_string(), vec![]),
+            ("pass_v6".to_string(), vec![]),
         ]
     );
-    assert_eq!(rules, 15);
+    assert_eq!(rules, 19);
     // A broken batch changes nothing: the transaction is refused whole.
     let mut broken: serde_json::Value =
         serde_json::from_str(&nft::to_json(&nft::ruleset(&first, ports)).unwrap()).unwrap();

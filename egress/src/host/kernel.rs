@@ -1,0 +1,204 @@
+//! DNS-fed kernel sets (issue 30, item 3): when a sandbox's resolver
+//! answers an allowed name, the name's addresses enter the sandbox's
+//! elements of `pass_v4`/`pass_v6` ([`super::nft`]) for the ports its
+//! policy names for that name, each with the answer's TTL, so protocols
+//! the proxy cannot read (SSH to an allowed name, a database port the
+//! policy allows) pass in the kernel exactly for allowed names and only
+//! as long as the answer lives.
+//!
+//! Which ports: every port of an `allow` rule's port list for which
+//! `connect NAME:PORT` (and `resolved NAME -> ADDRESS` with that port) is
+//! allowed by the sandbox's policy, at most [`MAX_PORTS`] a name, never 80
+//! or 443 — HTTP and TLS always go through the proxy, which reads their
+//! `Host` and server name (an address is shared by many names behind a
+//! CDN). A rule without a port list passes nothing in the kernel: its
+//! traffic is decided by the transparent listener (docs/host.md).
+//!
+//! The sets are written by one thread of their own, in batches (one `nft`
+//! transaction per batch), never on the resolver's path: until an element
+//! is in, the connection takes the transparent listener, which decides it
+//! the same way.
+
+use std::net::IpAddr;
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::time::Duration;
+
+use gatehouse::Policy;
+use gatehouse::query::{QueryRef, Via};
+
+use super::nft::{self, Pass};
+use crate::policy::stderr_line;
+
+/// The most ports passed in the kernel for one name.
+pub const MAX_PORTS: usize = 64;
+/// The longest an element lives, whatever the TTL.
+pub const MAX_TTL: Duration = Duration::from_secs(3600);
+/// Batches waiting for the writer; more are dropped (the transparent
+/// listener decides those connections instead).
+const QUEUE: usize = 1024;
+
+/// The ports of `policy` passed in the kernel for `name` answered with
+/// `addrs`: see the module's documentation.
+pub fn ports_for(policy: &Policy, name: &str, addrs: &[IpAddr]) -> Vec<u16> {
+    let network = policy.network();
+    // The allow rules with a port list: only they pass anything.
+    let listed: Vec<_> = network
+        .rules
+        .iter()
+        .filter(|r| r.allow && r.ports.is_some())
+        .collect();
+    let mut candidates: Vec<u16> = Vec::new();
+    'rules: for r in &listed {
+        for span in r.ports.iter().flatten() {
+            for port in span.lo..=span.hi {
+                if candidates.len() >= MAX_PORTS * 4 {
+                    break 'rules;
+                }
+                if port != 80 && port != 443 && !candidates.contains(&port) {
+                    candidates.push(port);
+                }
+            }
+        }
+    }
+    candidates.sort_unstable();
+    candidates
+        .into_iter()
+        .filter(|&port| {
+            let d = policy.decide_ref(QueryRef::Connect {
+                host: name,
+                port,
+                via: Via::Https,
+            });
+            // Allowed by one of those rules (not by a rule for every port,
+            // nor by `default allow`), and the answer accepted for the port.
+            d.is_allow()
+                && d.rule.is_some_and(|id| listed.iter().any(|r| r.rule == id))
+                && policy
+                    .decide_ref(QueryRef::Resolved {
+                        host: name,
+                        addrs,
+                        port: Some(port),
+                    })
+                    .is_allow()
+        })
+        .take(MAX_PORTS)
+        .collect()
+}
+
+/// The writer of the DNS-fed sets.
+pub struct Kernel {
+    tx: Option<SyncSender<Vec<Pass>>>,
+}
+
+impl Kernel {
+    /// A writer that applies each batch with `nft`; `apply: false` keeps
+    /// nothing (a daemon without nftables, the library's tests).
+    pub fn start(apply: bool) -> Kernel {
+        if !apply {
+            return Kernel { tx: None };
+        }
+        let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE);
+        let spawned = std::thread::Builder::new()
+            .name("gatehouse-nft".into())
+            .spawn(move || writer(&rx));
+        match spawned {
+            Ok(_) => Kernel { tx: Some(tx) },
+            Err(e) => {
+                stderr_line(format!(
+                    "gatehouse-egress: cannot start the nftables writer ({e}): no name passes in the kernel; the transparent listener decides every connection"
+                ));
+                Kernel { tx: None }
+            }
+        }
+    }
+
+    /// Queues `passes` for the sets; never blocks.
+    pub fn add(&self, passes: Vec<Pass>) {
+        if passes.is_empty() {
+            return;
+        }
+        if let Some(tx) = &self.tx
+            && let Err(TrySendError::Full(_)) = tx.try_send(passes)
+        {
+            stderr_line("gatehouse-egress: the nftables writer is behind; a DNS answer's kernel passes were dropped (the transparent listener decides them)".into());
+        }
+    }
+}
+
+/// Applies what arrives, a few milliseconds' worth at a time.
+fn writer(rx: &Receiver<Vec<Pass>>) {
+    while let Ok(mut batch) = rx.recv() {
+        std::thread::sleep(Duration::from_millis(2));
+        while let Ok(more) = rx.try_recv() {
+            batch.extend(more);
+            if batch.len() > 4096 {
+                break;
+            }
+        }
+        if let Err(e) = nft::apply(&nft::passes(&batch)) {
+            stderr_line(format!(
+                "gatehouse-egress: kernel passes not written ({e}); the transparent listener decides those connections"
+            ));
+        }
+    }
+}
+
+/// The passes for `sources` (a sandbox's addresses) to `addrs` on `ports`
+/// for `ttl`.
+pub fn passes(sources: &[IpAddr], addrs: &[IpAddr], ports: &[u16], ttl: Duration) -> Vec<Pass> {
+    let ttl = u32::try_from(ttl.min(MAX_TTL).as_secs())
+        .unwrap_or(1)
+        .max(1);
+    let mut out = Vec::new();
+    for &source in sources {
+        for &addr in addrs {
+            let addr = super::canonical(addr);
+            if source.is_ipv4() != addr.is_ipv4() {
+                continue;
+            }
+            for &port in ports {
+                out.push(Pass {
+                    source,
+                    addr,
+                    port,
+                    ttl,
+                });
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_named_ports_the_policy_allows_pass_never_http_or_tls() {
+        let set = gatehouse::PolicySet::from_source(
+            "p.policy",
+            "policy p {\n  network {\n    allow domain ssh.test port 22, 443, 80\n    allow domain db.test port 5432-5434\n    deny domain db.test port 5433\n    allow domain web.test\n    allow domain **.test port 22\n    allow domain any.test\n  }\n}\n",
+        )
+        .unwrap();
+        let p = set.single().unwrap();
+        let a: Vec<IpAddr> = vec!["11.0.0.3".parse().unwrap()];
+        assert_eq!(ports_for(p, "ssh.test", &a), [22]);
+        assert_eq!(ports_for(p, "db.test", &a), [22, 5432, 5434]);
+        assert!(ports_for(p, "web.test", &a).is_empty());
+        assert_eq!(ports_for(p, "else.test", &a), [22]);
+        assert!(ports_for(p, "other.example", &a).is_empty());
+        // A non-public answer is refused by `resolved` under `local deny`.
+        let private: Vec<IpAddr> = vec!["10.0.0.3".parse().unwrap()];
+        assert!(ports_for(p, "ssh.test", &private).is_empty());
+        let src: Vec<IpAddr> = vec!["10.200.1.2".parse().unwrap(), "fd00::2".parse().unwrap()];
+        let ps = passes(&src, &a, &[22], Duration::from_millis(10));
+        assert_eq!(ps.len(), 1);
+        assert_eq!(ps.first().map(|p| p.ttl), Some(1));
+        let json = nft::to_json(&nft::passes(&ps)).unwrap();
+        assert!(
+            json.contains("\"concat\":[\"10.200.1.2\",\"11.0.0.3\",22]"),
+            "{json}"
+        );
+    }
+}
