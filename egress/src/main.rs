@@ -71,7 +71,7 @@ enum Command {
     /// transparently and decides them with that sandbox's own policy
     /// (docs/host.md).
     #[command(
-        after_help = "Examples:\n  gatehouse-egress host --sandboxes /etc/gatehouse/sandboxes.toml\n  gatehouse-egress host --sandboxes sandboxes.toml --upstream-dns 1.1.1.1:53 --log decisions.jsonl --metrics 127.0.0.1:9090"
+        after_help = "Examples:\n  gatehouse-egress host --sandboxes /etc/gatehouse/sandboxes.toml --control /run/gatehouse.sock\n  curl --unix-socket /run/gatehouse.sock -d '{\"kind\":\"domain\",\"value\":\"github.com\"}' http://host/v1/sandboxes/ci-1/rules\n  gatehouse-egress host --sandboxes sandboxes.toml --upstream-dns 1.1.1.1:53 --log decisions.jsonl --metrics 127.0.0.1:9090"
     )]
     Host(HostArgs),
 }
@@ -104,6 +104,15 @@ struct HostArgs {
     /// traffic to the two ports itself.
     #[arg(long)]
     no_nftables: bool,
+    /// Serve the control API (HTTP/JSON) on this Unix socket, mode 0600:
+    /// add and remove sandboxes, put policies, the Zoo calls, decide tool
+    /// calls (docs/host.md).
+    #[arg(long, value_name = "PATH")]
+    control: Option<PathBuf>,
+    /// Where the control API keeps the policies it puts [default:
+    /// gatehouse-state beside the sandbox table].
+    #[arg(long, value_name = "DIR")]
+    state: Option<PathBuf>,
 }
 
 /// The policy, its decision log, and the fleet: every mode's.
@@ -359,6 +368,8 @@ fn host(args: &HostArgs) -> i32 {
     config.log = args.log.clone();
     config.metrics = args.metrics;
     config.nftables = !args.no_nftables;
+    config.control = args.control.clone();
+    config.state_dir = args.state.clone();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(default_threads())
         .enable_all()

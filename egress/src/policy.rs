@@ -302,6 +302,50 @@ impl Policies {
         }
     }
 
+    /// Puts a policy that denies everything in force and wakes every open
+    /// tunnel to decide again, so that each one closes (a sandbox removed
+    /// from host mode's table). Nothing reloads the file afterwards unless
+    /// the caller does.
+    pub fn retire(&self) {
+        let Ok(set) = PolicySet::from_source("<retired>", "policy retired {\n  network off\n}\n")
+        else {
+            return;
+        };
+        self.store.replace(set);
+        self.swaps.send_modify(|g| *g += 1);
+    }
+
+    /// Decides one query of any kind (a tool call, a command) with the
+    /// policy in force, logged like every decision: the HTTP status a
+    /// control API answers it with (403 when refused: deny, denied, timed
+    /// out, aborted, disabled; 200 otherwise, an `ask` included) and its
+    /// JSON report (interfaces §2).
+    pub fn decide_query(&self, query: &gatehouse::Query) -> (u16, serde_json::Value) {
+        use gatehouse::Outcome;
+        let set = self.store.load_full();
+        let Ok(p) = pick(&set, self.name.as_deref()) else {
+            let refused = serde_json::json!({
+                "decision": "deny",
+                "reason": "not_allowed",
+                "policy": self.name,
+                "rule": null,
+            });
+            return (403, refused);
+        };
+        let d = set.decide_logged(p, query, None, self.sink.as_ref());
+        self.metrics.decision(d.is_allow(), d.reason);
+        let refused = matches!(
+            d.outcome,
+            Outcome::Deny
+                | Outcome::Denied
+                | Outcome::TimedOut
+                | Outcome::Aborted
+                | Outcome::Disabled
+        );
+        let report = serde_json::to_value(set.report(p, &d)).unwrap_or_default();
+        (if refused { 403 } else { 200 }, report)
+    }
+
     /// One request's view: the set loaded once, so that every decision of
     /// the request comes from the same policy, even across a swap.
     pub fn request(&self) -> Request<'_> {

@@ -17,10 +17,12 @@
 //! sandbox is denied everything.
 
 pub mod answered;
+pub mod control;
 pub mod kernel;
 pub mod nft;
 pub mod resolver;
 mod run;
+pub mod state;
 pub mod transparent;
 
 use std::collections::HashMap;
@@ -111,6 +113,7 @@ impl DecisionSink for Tagged {
 /// Every sandbox of the host, by source address.
 #[derive(Default)]
 pub struct SandboxTable {
+    networks: Vec<ipnet::IpNet>,
     sandboxes: Vec<Arc<Sandbox>>,
     by_address: HashMap<IpAddr, Arc<Sandbox>>,
 }
@@ -146,6 +149,14 @@ pub enum HostError {
         /// What is wrong.
         problem: String,
     },
+    /// A `networks` entry is not an IP prefix.
+    #[error("{path}: networks: `{network}` is not an IP prefix (10.200.0.0/16)")]
+    Network {
+        /// The file.
+        path: PathBuf,
+        /// The entry.
+        network: String,
+    },
     /// A sandbox's policy could not be put in force.
     #[error("{path}: sandbox `{id}`: {source}")]
     Policy {
@@ -159,21 +170,41 @@ pub enum HostError {
 }
 
 /// The file's shape.
-#[derive(serde::Deserialize)]
+#[derive(Default, serde::Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
-struct File {
+pub(crate) struct File {
+    /// The prefixes sandboxes live in (`10.200.0.0/16`): a source in them
+    /// that is no sandbox's is denied everything, so a sandbox removed
+    /// from the table loses its network rather than leaving host mode.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) networks: Vec<String>,
     #[serde(default)]
-    sandbox: Vec<Entry>,
+    pub(crate) sandbox: Vec<Entry>,
 }
 
-#[derive(serde::Deserialize)]
+/// One sandbox as the file writes it.
+#[derive(Clone, serde::Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
-struct Entry {
-    id: String,
-    addresses: Vec<String>,
-    policy: PathBuf,
-    #[serde(default)]
-    policy_name: Option<String>,
+pub(crate) struct Entry {
+    pub(crate) id: String,
+    pub(crate) addresses: Vec<String>,
+    pub(crate) policy: PathBuf,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) policy_name: Option<String>,
+}
+
+impl File {
+    /// Reads and parses the table at `path`.
+    pub(crate) fn read(path: &Path) -> Result<File, HostError> {
+        let text = std::fs::read_to_string(path).map_err(|source| HostError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        toml::from_str(&text).map_err(|e| HostError::Syntax {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })
+    }
 }
 
 /// The longest sandbox id (it names nftables sets and metric labels).
@@ -213,17 +244,25 @@ impl SandboxTable {
     /// policy paths are read from the table's directory). `options` is
     /// what every sandbox's policy shares (the decision log, trusted keys);
     /// its path and policy name are each sandbox's own.
-    pub fn load(path: &Path, shared: &Shared) -> Result<SandboxTable, HostError> {
-        let text = std::fs::read_to_string(path).map_err(|source| HostError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let file: File = toml::from_str(&text).map_err(|e| HostError::Syntax {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })?;
+    ///
+    /// A sandbox of `previous` whose id, addresses, policy file and policy
+    /// name are unchanged is kept as it is (its policy in force, what its
+    /// resolver answered, its open connections).
+    pub fn load(
+        path: &Path,
+        shared: &Shared,
+        previous: Option<&SandboxTable>,
+    ) -> Result<SandboxTable, HostError> {
+        let file = File::read(path)?;
         let base = path.parent().unwrap_or(Path::new("."));
         let mut table = SandboxTable::default();
+        for n in &file.networks {
+            let net = n.parse::<ipnet::IpNet>().map_err(|_| HostError::Network {
+                path: path.to_path_buf(),
+                network: n.clone(),
+            })?;
+            table.networks.push(net.trunc());
+        }
         for entry in file.sandbox {
             let problem = |problem: String| HostError::Sandbox {
                 path: path.to_path_buf(),
@@ -262,6 +301,19 @@ impl SandboxTable {
                     addresses.push(ip);
                 }
             }
+            let policy_path = base.join(&entry.policy);
+            let kept = previous.and_then(|p| p.get(&entry.id)).filter(|s| {
+                s.addresses == addresses
+                    && s.policies().path == policy_path
+                    && s.policies().name == entry.policy_name
+            });
+            if let Some(kept) = kept {
+                for ip in &kept.addresses {
+                    table.by_address.insert(*ip, kept.clone());
+                }
+                table.sandboxes.push(kept.clone());
+                continue;
+            }
             let log = shared.options.log.clone().map(|inner| {
                 Arc::new(Tagged {
                     id: entry.id.clone(),
@@ -270,7 +322,7 @@ impl SandboxTable {
             });
             let policies = Policies::open(
                 PolicyOptions {
-                    path: base.join(&entry.policy),
+                    path: policy_path,
                     name: entry.policy_name.clone(),
                     log,
                     ..shared.options.clone()
@@ -309,6 +361,22 @@ impl SandboxTable {
     /// `None` (deny) for an address of no sandbox.
     pub fn lookup(&self, source: IpAddr) -> Option<&Arc<Sandbox>> {
         self.by_address.get(&canonical(source))
+    }
+
+    /// The prefixes sandboxes live in.
+    pub fn networks(&self) -> &[ipnet::IpNet] {
+        &self.networks
+    }
+
+    /// Whether `ip` is inside one of the table's networks.
+    pub fn covers(&self, ip: IpAddr) -> bool {
+        let ip = canonical(ip);
+        self.networks.iter().any(|n| n.contains(&ip))
+    }
+
+    /// The sandbox with this id.
+    pub fn get(&self, id: &str) -> Option<&Arc<Sandbox>> {
+        self.sandboxes.iter().find(|s| s.id == id)
     }
 
     /// Every sandbox, in the table's order.
@@ -355,7 +423,7 @@ mod tests {
             timeouts: crate::relay::Timeouts::default(),
             max_connections: 16,
         };
-        SandboxTable::load(&path, &shared)
+        SandboxTable::load(&path, &shared, None)
     }
 
     #[test]

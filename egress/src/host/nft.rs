@@ -19,7 +19,7 @@ use std::borrow::Cow;
 use std::net::IpAddr;
 
 use nftables::batch::Batch;
-use nftables::expr::Elem;
+use nftables::expr::{Elem, Prefix};
 use nftables::expr::{Expression, Meta, MetaKey, NamedExpression, Payload, PayloadField, SetItem};
 use nftables::schema::{
     Chain, Element, NfListObject, Nftables, Rule, Set, SetFlag, SetType, SetTypeValue, Table,
@@ -121,12 +121,36 @@ fn redirect(port: u16) -> Statement<'static> {
 }
 
 /// The whole table for these sandbox source addresses, as one batch.
+///
+/// `networks` are the prefixes sandboxes live in: every source in them is
+/// redirected and held like a sandbox's (one that is no sandbox's is then
+/// denied everything); `sources` outside them are added one by one.
 pub fn ruleset<'a>(
     sources: impl IntoIterator<Item = &'a IpAddr>,
+    networks: &[ipnet::IpNet],
     ports: Ports,
 ) -> Nftables<'static> {
     let (mut v4, mut v6) = (Vec::new(), Vec::new());
+    for net in ipnet::IpNet::aggregate(&networks.to_vec()) {
+        let e = if net.prefix_len() == net.max_prefix_len() {
+            Expression::String(Cow::Owned(net.addr().to_string()))
+        } else {
+            Expression::Named(NamedExpression::Prefix(Prefix {
+                addr: Box::new(Expression::String(Cow::Owned(net.network().to_string()))),
+                len: u32::from(net.prefix_len()),
+            }))
+        };
+        match net {
+            ipnet::IpNet::V4(_) => v4.push(e),
+            ipnet::IpNet::V6(_) => v6.push(e),
+        }
+    }
+    let mut seen = Vec::new();
     for ip in sources {
+        if networks.iter().any(|n| n.contains(ip)) || seen.contains(ip) {
+            continue;
+        }
+        seen.push(*ip);
         let e = Expression::String(Cow::Owned(ip.to_string()));
         match ip {
             IpAddr::V4(_) => v4.push(e),
@@ -153,6 +177,7 @@ pub fn ruleset<'a>(
             table: Cow::Borrowed(TABLE),
             name: Cow::Borrowed(name),
             set_type: SetTypeValue::Single(kind),
+            flags: Some([SetFlag::Interval].into_iter().collect()),
             elem: (!elems.is_empty()).then_some(Cow::Owned(elems)),
             ..Set::default()
         })));

@@ -3,21 +3,22 @@
 //! policy.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 use tokio::net::{TcpListener, TcpSocket, UdpSocket};
 
 use super::kernel::Kernel;
-use super::nft::{self, NftError, Ports};
+use super::nft::{NftError, Ports};
 use super::resolver::HostRoute;
+use super::state::{Host, install};
 use super::{HostError, SandboxTable, Shared};
 use crate::dns::{self, Upstream};
 use crate::metrics::Metrics;
 use crate::policy::{PolicyOptions, stderr_line};
-use crate::watch::{FileWatch, POLL, give_back_free_memory, stat_key};
+use crate::watch::POLL;
 use crate::{StartError, gate, listener};
 
 /// What host mode runs with.
@@ -42,6 +43,11 @@ pub struct HostConfig {
     pub max_connections: Option<usize>,
     /// Install and own the nftables table (false: the caller redirects).
     pub nftables: bool,
+    /// The control API's Unix socket (mode 0600); none: not served.
+    pub control: Option<PathBuf>,
+    /// Where the control API keeps the policies it puts; none:
+    /// `gatehouse-state` beside the sandbox table.
+    pub state_dir: Option<PathBuf>,
 }
 
 impl HostConfig {
@@ -58,6 +64,8 @@ impl HostConfig {
             timeouts: crate::relay::Timeouts::default(),
             max_connections: None,
             nftables: true,
+            control: None,
+            state_dir: None,
         }
     }
 }
@@ -153,15 +161,6 @@ async fn bind(
     Ok((tcp, resolvers, Ports { transparent, dns }))
 }
 
-/// The nftables table for `table`'s sandboxes.
-fn install(table: &SandboxTable, ports: Ports) -> Result<(), NftError> {
-    let sources: Vec<IpAddr> = table
-        .sandboxes()
-        .flat_map(|s| s.addresses.iter().copied())
-        .collect();
-    nft::apply(&nft::ruleset(&sources, ports))
-}
-
 /// Starts host mode: reads the sandbox table and opens every sandbox's
 /// policy, binds the transparent listener and the resolver, then installs
 /// the nftables table in one transaction (until then, an earlier daemon's
@@ -200,11 +199,21 @@ pub async fn start(config: HostConfig) -> Result<HostRunning, HostStartError> {
     let table = Arc::new(ArcSwap::from_pointee(SandboxTable::load(
         &config.sandboxes,
         &shared,
+        None,
     )?));
     let (tcp, resolvers, ports) = bind(&config).await?;
     if config.nftables {
         install(&table.load(), ports)?;
     }
+    let control = match &config.control {
+        Some(path) => Some(
+            super::control::bind(path).map_err(|source| StartError::Runtime {
+                what: "the control socket",
+                source,
+            })?,
+        ),
+        None => None,
+    };
     for l in tcp {
         super::transparent::serve(table.clone(), l, max_connections, metrics.clone());
     }
@@ -234,16 +243,24 @@ pub async fn start(config: HostConfig) -> Result<HostRunning, HostStartError> {
         }
         None => None,
     };
-    let watched = Watched {
-        path: config.sandboxes.clone(),
+    let state_dir = config
+        .state_dir
+        .clone()
+        .unwrap_or_else(|| super::control::default_state_dir(&config.sandboxes));
+    let host = Arc::new(Mutex::new(Host::new(
+        config.sandboxes.clone(),
+        state_dir,
         shared,
-        table: table.clone(),
+        table.clone(),
         ports,
-        nftables: config.nftables,
-    };
+        config.nftables,
+    )));
+    if let Some(l) = control {
+        super::control::serve(host.clone(), l);
+    }
     std::thread::Builder::new()
         .name("gatehouse-reload".into())
-        .spawn(move || watched.run())
+        .spawn(move || reload_thread(&host))
         .map_err(|source| StartError::Runtime {
             what: "the reload thread",
             source,
@@ -256,89 +273,20 @@ pub async fn start(config: HostConfig) -> Result<HostRunning, HostStartError> {
     })
 }
 
-/// What the host's one reload thread watches.
-struct Watched {
-    path: PathBuf,
-    shared: Shared,
-    table: Arc<ArcSwap<SandboxTable>>,
-    ports: Ports,
-    nftables: bool,
-}
-
-impl Watched {
-    /// Every [`POLL`]: the sandbox table (a changed table is loaded whole
-    /// and swapped in, with its nftables sets, or refused and the old one
-    /// kept), and every sandbox's policy file; every few seconds, expired
-    /// answers are dropped.
-    fn run(self) {
-        let mut key = stat_key(&self.path);
-        let mut files = self.files();
-        let mut evicted = Instant::now();
-        loop {
-            std::thread::sleep(POLL);
-            let now_key = stat_key(&self.path);
-            if now_key != key {
-                key = now_key;
-                if self.reload() {
-                    files = self.files();
-                }
-            }
-            let table = self.table.load();
-            let mut reloaded = false;
-            for (sandbox, file) in table.sandboxes().zip(files.iter_mut()) {
-                reloaded |= file.poll(sandbox.policies());
-            }
-            if evicted.elapsed() > Duration::from_secs(5) {
-                evicted = Instant::now();
-                for s in table.sandboxes() {
-                    s.answered.evict_expired();
-                }
-            }
-            if reloaded {
-                give_back_free_memory();
+/// Host mode's one reload thread: every [`POLL`], the sandbox table and
+/// every sandbox's policy file; every few seconds, expired answers are
+/// dropped. Ends when the state is poisoned.
+fn reload_thread(host: &Mutex<Host>) {
+    let mut evicted = Instant::now();
+    loop {
+        std::thread::sleep(POLL);
+        let Ok(mut h) = host.lock() else { return };
+        h.poll();
+        if evicted.elapsed() > Duration::from_secs(5) {
+            evicted = Instant::now();
+            for s in h.table.load().sandboxes() {
+                s.answered.evict_expired();
             }
         }
     }
-
-    fn files(&self) -> Vec<FileWatch> {
-        self.table
-            .load()
-            .sandboxes()
-            .map(|s| FileWatch::new(s.policies()))
-            .collect()
-    }
-
-    /// Loads the table again; a table that does not load, or whose
-    /// nftables sets cannot be installed, is refused and the old one stays.
-    fn reload(&self) -> bool {
-        let loaded = SandboxTable::load(&self.path, &self.shared);
-        let table = match loaded {
-            Ok(t) => t,
-            Err(e) => {
-                stderr_line(format!(
-                    "gatehouse-egress: sandbox table refused, the old one stays in force:\n{e}"
-                ));
-                return false;
-            }
-        };
-        if self.nftables
-            && let Err(e) = install(&table, self.ports)
-        {
-            stderr_line(format!(
-                "gatehouse-egress: sandbox table refused ({e}), the old one stays in force"
-            ));
-            return false;
-        }
-        let n = table.sandboxes().count();
-        self.table.store(Arc::new(table));
-        stderr_line(format!(
-            "gatehouse-egress: sandbox table reloaded ({n} sandboxes) from {}",
-            display(&self.path)
-        ));
-        true
-    }
-}
-
-fn display(p: &Path) -> String {
-    p.display().to_string()
 }

@@ -3,8 +3,10 @@
 //! (`nft.rs`), and the daemon serving three sandboxes end to end with real
 //! clients that have no proxy settings (`e2e.rs`).
 
+mod control;
 mod e2e;
 mod nft;
+mod world;
 
 use std::os::fd::AsFd as _;
 use std::process::{Command, Output, Stdio};

@@ -51,7 +51,7 @@ fn the_host_table_is_applied_read_back_and_replaced_whole() {
         .collect();
     ns.nft(
         &["-j", "-f", "-"],
-        &nft::to_json(&nft::ruleset(&first, ports)).unwrap(),
+        &nft::to_json(&nft::ruleset(&first, &[], ports)).unwrap(),
     );
     let (chains, sets, rules) = read_back(&ns);
     assert_eq!(
@@ -102,7 +102,7 @@ fn the_host_table_is_applied_read_back_and_replaced_whole() {
     let second: Vec<IpAddr> = vec!["10.200.3.2".parse().unwrap()];
     ns.nft(
         &["-j", "-f", "-"],
-        &nft::to_json(&nft::ruleset(&second, ports)).unwrap(),
+        &nft::to_json(&nft::ruleset(&second, &[], ports)).unwrap(),
     );
     let (chains, sets, rules) = read_back(&ns);
     assert_eq!(chains.len(), 3);
@@ -118,7 +118,7 @@ fn the_host_table_is_applied_read_back_and_replaced_whole() {
     assert_eq!(rules, 19);
     // A broken batch changes nothing: the transaction is refused whole.
     let mut broken: serde_json::Value =
-        serde_json::from_str(&nft::to_json(&nft::ruleset(&first, ports)).unwrap()).unwrap();
+        serde_json::from_str(&nft::to_json(&nft::ruleset(&first, &[], ports)).unwrap()).unwrap();
     broken["nftables"]
         .as_array_mut()
         .unwrap()
@@ -139,4 +139,33 @@ fn the_host_table_is_applied_read_back_and_replaced_whole() {
         .unwrap();
     assert!(!status.success());
     assert_eq!(read_back(&ns).1[0].1, vec!["10.200.3.2".to_string()]);
+}
+
+#[test]
+fn networks_hold_every_source_in_them_and_outsiders_one_by_one() {
+    let ns = Netns::new("nftnet");
+    let ports = Ports {
+        transparent: 15001,
+        dns: 15053,
+    };
+    let sources: Vec<IpAddr> = ["10.200.1.2", "10.201.0.9", "10.200.7.7"]
+        .iter()
+        .map(|a| a.parse().unwrap())
+        .collect();
+    let networks = [
+        "10.200.0.0/16".parse().unwrap(),
+        "fd00:200::/48".parse().unwrap(),
+    ];
+    ns.nft(
+        &["-j", "-f", "-"],
+        &nft::to_json(&nft::ruleset(&sources, &networks, ports)).unwrap(),
+    );
+    let v4 = ns.nft(&["list", "set", "inet", TABLE, "sandboxes_v4"], "");
+    assert!(
+        v4.contains("10.200.0.0/16") && v4.contains("10.201.0.9"),
+        "{v4}"
+    );
+    assert!(!v4.contains("10.200.1.2"), "{v4}");
+    let v6 = ns.nft(&["list", "set", "inet", TABLE, "sandboxes_v6"], "");
+    assert!(v6.contains("fd00:200::/48"), "{v6}");
 }

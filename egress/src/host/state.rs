@@ -1,0 +1,356 @@
+//! Host mode's state, which the one reload thread and the control API
+//! change: the sandbox table file (the one source of truth, so that a
+//! restarted daemon adopts every change), the policies the API wrote (in
+//! the state directory), and the table in force with its nftables sets.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+
+use super::nft::{self, NftError, Ports};
+use super::{Entry, File, HostError, SandboxTable, Shared, valid_id};
+use crate::policy::{PolicyError, stderr_line};
+use crate::watch::{FileWatch, give_back_free_memory, stat_key};
+
+/// Why a change through the control API was refused; nothing of it was
+/// put in force.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ChangeError {
+    /// No sandbox has this id.
+    #[error("no sandbox `{0}`")]
+    NotFound(String),
+    /// The request is not what the endpoint takes.
+    #[error("{0}")]
+    Invalid(String),
+    /// A sandbox with this id exists already.
+    #[error("sandbox `{0}` exists already")]
+    Exists(String),
+    /// Removing the sandbox would release an address no `networks` entry
+    /// covers: its traffic would leave host mode's control.
+    #[error(
+        "sandbox `{0}` has addresses outside the table's `networks`: removed, they would leave host mode; add a `networks` entry covering them first"
+    )]
+    Uncovered(String),
+    /// The policy does not build: every diagnostic, rendered.
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+    /// The table as changed does not load (an address of another sandbox).
+    #[error(transparent)]
+    Table(#[from] HostError),
+    /// The nftables sets for the changed table could not be installed.
+    #[error(transparent)]
+    Nft(#[from] NftError),
+    /// A file could not be written.
+    #[error("{path}: {source}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+impl ChangeError {
+    /// The HTTP status the control API answers it with.
+    pub fn status(&self) -> u16 {
+        match self {
+            ChangeError::NotFound(_) => 404,
+            ChangeError::Exists(_) | ChangeError::Uncovered(_) => 409,
+            ChangeError::Write { .. } | ChangeError::Nft(_) => 500,
+            _ => 422,
+        }
+    }
+}
+
+/// The state behind one lock.
+pub(crate) struct Host {
+    pub(crate) path: PathBuf,
+    pub(crate) state_dir: PathBuf,
+    pub(crate) shared: Shared,
+    pub(crate) table: Arc<ArcSwap<SandboxTable>>,
+    pub(crate) ports: Ports,
+    pub(crate) nftables: bool,
+    key: Option<[i128; 5]>,
+    files: HashMap<String, FileWatch>,
+}
+
+/// Writes `bytes` to `path` whole: a temporary file beside it, then a
+/// rename, so a reader sees the old file or the new one.
+fn write_whole(path: &Path, bytes: &[u8]) -> Result<(), ChangeError> {
+    let write = |source| ChangeError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    std::fs::write(&tmp, bytes).map_err(write)?;
+    std::fs::rename(&tmp, path).map_err(write)
+}
+
+/// The nftables table for `table`'s sandboxes.
+pub(crate) fn install(table: &SandboxTable, ports: Ports) -> Result<(), NftError> {
+    let sources: Vec<IpAddr> = table
+        .sandboxes()
+        .flat_map(|s| s.addresses.iter().copied())
+        .collect();
+    nft::apply(&nft::ruleset(&sources, table.networks(), ports))
+}
+
+impl Host {
+    pub(crate) fn new(
+        path: PathBuf,
+        state_dir: PathBuf,
+        shared: Shared,
+        table: Arc<ArcSwap<SandboxTable>>,
+        ports: Ports,
+        nftables: bool,
+    ) -> Host {
+        let mut h = Host {
+            key: stat_key(&path),
+            path,
+            state_dir,
+            shared,
+            table,
+            ports,
+            nftables,
+            files: HashMap::new(),
+        };
+        h.watch_files();
+        h
+    }
+
+    /// Starts watching every sandbox's policy file as it is now.
+    fn watch_files(&mut self) {
+        self.files = self
+            .table
+            .load()
+            .sandboxes()
+            .map(|s| (s.id.clone(), FileWatch::new(s.policies())))
+            .collect();
+    }
+
+    /// One poll of the reload thread: the table (a changed one is loaded
+    /// and swapped in, or refused and the old one kept), then every
+    /// sandbox's policy file.
+    pub(crate) fn poll(&mut self) {
+        let key = stat_key(&self.path);
+        if key != self.key {
+            self.key = key;
+            if let Err(e) = self.reload() {
+                stderr_line(format!(
+                    "gatehouse-egress: sandbox table refused, the old one stays in force:\n{e}"
+                ));
+            }
+        }
+        let table = self.table.load();
+        let mut reloaded = false;
+        for s in table.sandboxes() {
+            if let Some(file) = self.files.get_mut(&s.id) {
+                reloaded |= file.poll(s.policies());
+            }
+        }
+        if reloaded {
+            give_back_free_memory();
+        }
+    }
+
+    /// Loads the table file again, keeping the sandboxes that did not
+    /// change; installs its nftables sets; swaps it in; retires the
+    /// sandboxes that left (their open connections close).
+    pub(crate) fn reload(&mut self) -> Result<usize, ChangeError> {
+        self.key = stat_key(&self.path);
+        let old = self.table.load_full();
+        let table = SandboxTable::load(&self.path, &self.shared, Some(&old))?;
+        if self.nftables {
+            install(&table, self.ports)?;
+        }
+        let n = table.sandboxes().count();
+        self.table.store(Arc::new(table));
+        let now = self.table.load();
+        for gone in old.sandboxes() {
+            let kept = now.get(&gone.id).is_some_and(|s| Arc::ptr_eq(s, gone));
+            if !kept {
+                gone.policies().retire();
+                let released: Vec<String> = gone
+                    .addresses
+                    .iter()
+                    .filter(|ip| now.lookup(**ip).is_none() && !now.covers(**ip))
+                    .map(IpAddr::to_string)
+                    .collect();
+                if !released.is_empty() {
+                    stderr_line(format!(
+                        "gatehouse-egress: sandbox `{}` left the table; {} no longer held by host mode (no `networks` entry covers them)",
+                        gone.id,
+                        released.join(", ")
+                    ));
+                }
+            }
+        }
+        self.watch_files();
+        stderr_line(format!(
+            "gatehouse-egress: sandbox table in force ({n} sandboxes) from {}",
+            self.path.display()
+        ));
+        Ok(n)
+    }
+
+    /// Rewrites the table file and puts it in force; on a
+    /// refusal the file is put back as it was.
+    fn write_table(&mut self, file: File) -> Result<(), ChangeError> {
+        let before = std::fs::read(&self.path).unwrap_or_default();
+        let text = toml::to_string(&file).map_err(|e| ChangeError::Invalid(e.to_string()))?;
+        let header = "# The sandboxes of gatehouse-egress host mode; the control API rewrites this file.\n\n";
+        write_whole(&self.path, format!("{header}{text}").as_bytes())?;
+        if let Err(e) = self.reload() {
+            write_whole(&self.path, &before)?;
+            self.key = stat_key(&self.path);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Where the API keeps a sandbox's policy.
+    fn policy_file(&self, id: &str) -> PathBuf {
+        self.state_dir.join(format!("{id}.policy"))
+    }
+
+    /// Where the API keeps a sandbox's Zoo calls.
+    fn zoo_file(&self, id: &str) -> PathBuf {
+        self.state_dir.join(format!("{id}.zoo.json"))
+    }
+
+    /// Compiles `text` as it would be put in force (the whole set, and the
+    /// policy named, or the only one).
+    fn check(&self, text: &str, name: Option<&str>) -> Result<(), ChangeError> {
+        let path = PathBuf::from("<control API>");
+        crate::policy::load_bytes(&path, text.as_bytes().to_vec(), name, &[])?;
+        Ok(())
+    }
+
+    /// Adds a sandbox with its policy text.
+    pub(crate) fn add(
+        &mut self,
+        id: &str,
+        addresses: Vec<String>,
+        text: &str,
+        name: Option<String>,
+    ) -> Result<(), ChangeError> {
+        if !valid_id(id) {
+            return Err(ChangeError::Invalid(format!(
+                "`{id}`: an id is 1 to {} letters, digits, `-` and `_`",
+                super::MAX_ID
+            )));
+        }
+        let mut file = File::read(&self.path)?;
+        if file.sandbox.iter().any(|e| e.id == id) {
+            return Err(ChangeError::Exists(id.into()));
+        }
+        self.check(text, name.as_deref())?;
+        self.make_state_dir()?;
+        let policy = self.policy_file(id);
+        write_whole(&policy, text.as_bytes())?;
+        let _ = std::fs::remove_file(self.zoo_file(id));
+        file.sandbox.push(Entry {
+            id: id.into(),
+            addresses,
+            policy,
+            policy_name: name,
+        });
+        self.write_table(file)
+    }
+
+    /// Removes a sandbox; its open connections close.
+    pub(crate) fn remove(&mut self, id: &str) -> Result<(), ChangeError> {
+        let mut file = File::read(&self.path)?;
+        let table = self.table.load();
+        if let Some(s) = table.get(id)
+            && !s.addresses.iter().all(|ip| table.covers(*ip))
+        {
+            return Err(ChangeError::Uncovered(id.into()));
+        }
+        let before = file.sandbox.len();
+        file.sandbox.retain(|e| e.id != id);
+        if file.sandbox.len() == before {
+            return Err(ChangeError::NotFound(id.into()));
+        }
+        self.write_table(file)?;
+        let _ = std::fs::remove_file(self.policy_file(id));
+        let _ = std::fs::remove_file(self.zoo_file(id));
+        Ok(())
+    }
+
+    fn make_state_dir(&self) -> Result<(), ChangeError> {
+        std::fs::create_dir_all(&self.state_dir).map_err(|source| ChangeError::Write {
+            path: self.state_dir.clone(),
+            source,
+        })
+    }
+
+    /// Puts policy text in force for a sandbox (kept in the state
+    /// directory; the table entry is pointed at it when it named another
+    /// file). In force for the next connection when this returns; open
+    /// connections the new policy denies close.
+    pub(crate) fn put_policy(
+        &mut self,
+        id: &str,
+        text: &str,
+        name: Option<String>,
+    ) -> Result<String, ChangeError> {
+        let mut file = File::read(&self.path)?;
+        let Some(entry) = file.sandbox.iter_mut().find(|e| e.id == id) else {
+            return Err(ChangeError::NotFound(id.into()));
+        };
+        self.check(text, name.as_deref())?;
+        self.make_state_dir()?;
+        let policy = self.policy_file(id);
+        write_whole(&policy, text.as_bytes())?;
+        let repoint = entry.policy != policy || entry.policy_name != name;
+        if repoint {
+            entry.policy = policy;
+            entry.policy_name = name;
+            self.write_table(file)?;
+        } else {
+            let table = self.table.load();
+            let s = table
+                .get(id)
+                .ok_or_else(|| ChangeError::NotFound(id.into()))?;
+            s.policies().reload();
+            self.files.insert(id.into(), FileWatch::new(s.policies()));
+        }
+        let table = self.table.load();
+        let s = table
+            .get(id)
+            .ok_or_else(|| ChangeError::NotFound(id.into()))?;
+        Ok(s.policies().store.load().revision().to_string())
+    }
+
+    /// Applies one Zoo call (`set_network`, `add_rule`, `set_permission`,
+    /// `set_app_policy`, as `policyc import zoo` reads them) to the
+    /// sandbox's Zoo document, and puts the policy it imports to in force.
+    /// The first Zoo call starts the document: from then on the sandbox's
+    /// policy is what its Zoo calls say, as a Zoo sandbox's is.
+    pub(crate) fn zoo(&mut self, id: &str, call: serde_json::Value) -> Result<String, ChangeError> {
+        if File::read(&self.path)?.sandbox.iter().all(|e| e.id != id) {
+            return Err(ChangeError::NotFound(id.into()));
+        }
+        let mut doc: serde_json::Value = std::fs::read(self.zoo_file(id))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_else(|| serde_json::json!({ "sandbox": id, "calls": [] }));
+        if let Some(calls) = doc.get_mut("calls").and_then(|c| c.as_array_mut()) {
+            calls.push(call);
+        }
+        let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+        let imported = gatehouse::import::zoo::import(&text);
+        if imported.has_errors() {
+            let notes: Vec<String> = imported.notes.iter().map(|n| n.message.clone()).collect();
+            return Err(ChangeError::Invalid(notes.join("; ")));
+        }
+        let revision = self.put_policy(id, &imported.text, None)?;
+        write_whole(&self.zoo_file(id), text.as_bytes())?;
+        Ok(revision)
+    }
+}
