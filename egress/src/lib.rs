@@ -196,6 +196,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
             bypass: config.no_policy,
             keep_records: config.keep_access_records,
             trusted: keys.clone(),
+            tally: None,
         },
         metrics.clone(),
     )?);

@@ -96,6 +96,7 @@ pub struct Metrics {
     pub client_share_refusals: Counter,
     log: std::sync::OnceLock<Arc<gatehouse::log::BackgroundSink>>,
     revision: std::sync::Mutex<String>,
+    more: std::sync::OnceLock<Renderer>,
 }
 
 impl Default for Metrics {
@@ -125,6 +126,7 @@ impl Default for Metrics {
             client_share_refusals: Counter::default(),
             log: std::sync::OnceLock::new(),
             revision: std::sync::Mutex::new(String::new()),
+            more: std::sync::OnceLock::new(),
         }
     }
 }
@@ -295,7 +297,75 @@ impl Metrics {
         );
         let _ = writeln!(o, "# TYPE gatehouse_egress_policy_info gauge");
         let _ = writeln!(o, "gatehouse_egress_policy_info{{revision=\"{rev}\"}} 1");
+        if let Some(more) = self.more.get() {
+            more(&mut o);
+        }
         o
+    }
+
+    /// Adds families of an embedder's own to every rendering (host mode's
+    /// per-sandbox counters); the first call wins.
+    pub fn render_also(&self, more: Renderer) {
+        let _ = self.more.set(more);
+    }
+}
+
+/// Families an embedder adds to `/metrics`.
+pub type Renderer = Box<dyn Fn(&mut String) + Send + Sync>;
+
+/// A counter of a [`Tally`], and its family's name and help.
+type Family = (&'static str, &'static str, fn(&Tally) -> &Counter);
+
+/// One sandbox's counters in host mode, rendered with its id as the
+/// `sandbox` label.
+#[derive(Default)]
+pub struct Tally {
+    /// Engine decisions that allowed.
+    pub allowed: Counter,
+    /// Engine decisions that did not.
+    pub denied: Counter,
+    /// Connections the transparent listener accepted from it.
+    pub connections: Counter,
+    /// DNS questions it asked.
+    pub questions: Counter,
+}
+
+/// Renders per-sandbox counters, `(id, tally)` pairs, as three families
+/// labelled `sandbox`.
+pub fn render_tallies(o: &mut String, tallies: &[(&str, &Tally)]) {
+    let head = |o: &mut String, name: &str, help: &str| {
+        let _ = writeln!(o, "# HELP gatehouse_egress_{name} {help}");
+        let _ = writeln!(o, "# TYPE gatehouse_egress_{name} counter");
+    };
+    let name = "sandbox_decisions_total";
+    head(o, name, "Engine decisions per sandbox, by outcome.");
+    for (id, t) in tallies {
+        for (outcome, c) in [("allow", &t.allowed), ("deny", &t.denied)] {
+            let v = c.get();
+            let _ = writeln!(
+                o,
+                "gatehouse_egress_{name}{{sandbox=\"{id}\",outcome=\"{outcome}\"}} {v}"
+            );
+        }
+    }
+    let single: [Family; 2] = [
+        (
+            "sandbox_connections_total",
+            "Connections the transparent listener accepted, per sandbox.",
+            |t| &t.connections,
+        ),
+        (
+            "sandbox_dns_questions_total",
+            "DNS questions, per sandbox.",
+            |t| &t.questions,
+        ),
+    ];
+    for (name, help, get) in single {
+        head(o, name, help);
+        for (id, t) in tallies {
+            let v = get(t).get();
+            let _ = writeln!(o, "gatehouse_egress_{name}{{sandbox=\"{id}\"}} {v}");
+        }
     }
 }
 

@@ -38,10 +38,12 @@ pub struct Policies {
     /// Every request's access record, when kept (tests).
     pub records: Option<std::sync::Mutex<Vec<serde_json::Value>>>,
     /// What decides under `--no-policy`: a compiled policy of `network
-    /// unrestricted` (only the engine makes decisions).
-    unrestricted: PolicySet,
+    /// unrestricted` (only the engine makes decisions); built only then.
+    unrestricted: Option<PolicySet>,
     /// The daemon's counters.
     pub metrics: Arc<crate::metrics::Metrics>,
+    /// This policy's own counters, when it has them (host mode).
+    pub tally: Option<Arc<crate::metrics::Tally>>,
     /// Bumped at every swap, so that long-lived tunnels can be decided
     /// again ([`Policies::swaps`]).
     swaps: tokio::sync::watch::Sender<u64>,
@@ -205,6 +207,8 @@ pub struct PolicyOptions {
     /// Accept only bundles signed by one of these keys (when it holds
     /// any), at start and at every reload.
     pub trusted: Vec<PublicKey>,
+    /// Counters of this policy's own (host mode's per-sandbox decisions).
+    pub tally: Option<Arc<crate::metrics::Tally>>,
 }
 
 impl PolicyOptions {
@@ -230,15 +234,21 @@ impl Policies {
             bypass,
             keep_records,
             trusted,
+            tally,
         } = options;
         let bytes = read_policy(&path)?;
         let newest = gatehouse::bundle::serial(&bytes).unwrap_or(0);
         let set = load_bytes(&path, bytes, name.as_deref(), &trusted)?;
         metrics.set_revision(set.revision());
-        let unrestricted =
-            PolicySet::from_source("<built-in>", "policy bypass { network unrestricted }")
-                .map_err(|e| PolicyError::Compile(format!("built-in policy: {e}")))?;
+        let unrestricted = match bypass {
+            true => Some(
+                PolicySet::from_source("<built-in>", "policy bypass { network unrestricted }")
+                    .map_err(|e| PolicyError::Compile(format!("built-in policy: {e}")))?,
+            ),
+            false => None,
+        };
         Ok(Policies {
+            tally,
             unrestricted,
             metrics,
             path,
@@ -334,6 +344,12 @@ impl Policies {
         };
         let d = set.decide_logged(p, query, None, self.sink.as_ref());
         self.metrics.decision(d.is_allow(), d.reason);
+        if let Some(t) = &self.tally {
+            match d.is_allow() {
+                true => t.allowed.inc(),
+                false => t.denied.inc(),
+            }
+        }
         let refused = matches!(
             d.outcome,
             Outcome::Deny
@@ -408,7 +424,8 @@ impl Request<'_> {
             return self
                 .policies
                 .unrestricted
-                .single()
+                .as_ref()
+                .and_then(|set| set.single())
                 .map_or(Verdict::REFUSED, |p| p.decide_ref(q).into());
         }
         let Ok(p) = pick(&self.set, self.policies.name.as_deref()) else {
@@ -419,6 +436,12 @@ impl Request<'_> {
             .decide_ref_logged(p, q, self.policies.sink.as_ref());
         self.decisions += 1;
         self.policies.metrics.decision(d.is_allow(), d.reason);
+        if let Some(t) = &self.policies.tally {
+            match d.is_allow() {
+                true => t.allowed.inc(),
+                false => t.denied.inc(),
+            }
+        }
         d.into()
     }
 

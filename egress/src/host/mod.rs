@@ -52,6 +52,8 @@ pub struct Sandbox {
     pub ctx: Arc<Ctx>,
     /// What its resolver answered, by address.
     pub answered: answered::Answered,
+    /// Its counters (`sandbox` label on `/metrics`).
+    pub tally: Arc<crate::metrics::Tally>,
 }
 
 impl Sandbox {
@@ -320,11 +322,13 @@ impl SandboxTable {
                     inner,
                 }) as Arc<dyn DecisionSink>
             });
+            let tally = Arc::new(crate::metrics::Tally::default());
             let policies = Policies::open(
                 PolicyOptions {
                     path: policy_path,
                     name: entry.policy_name.clone(),
                     log,
+                    tally: Some(tally.clone()),
                     ..shared.options.clone()
                 },
                 shared.metrics.clone(),
@@ -348,6 +352,7 @@ impl SandboxTable {
                 addresses,
                 ctx,
                 answered: answered::Answered::default(),
+                tally,
             });
             for ip in &sandbox.addresses {
                 table.by_address.insert(*ip, sandbox.clone());

@@ -23,7 +23,10 @@ pub struct HostRoute {
 
 impl Route for HostRoute {
     fn policies(&self, from: IpAddr) -> Option<Arc<Policies>> {
-        self.table.load().lookup(from).map(|s| s.policies().clone())
+        self.table.load().lookup(from).map(|s| {
+            s.tally.questions.inc();
+            s.policies().clone()
+        })
     }
 
     fn given(&self, from: IpAddr, given: &Given) {

@@ -202,6 +202,13 @@ pub async fn start(config: HostConfig) -> Result<HostRunning, HostStartError> {
         None,
     )?));
     let (tcp, resolvers, ports) = bind(&config).await?;
+    let shown = table.clone();
+    metrics.render_also(Box::new(move |o| {
+        let t = shown.load();
+        let tallies: Vec<(&str, &crate::metrics::Tally)> =
+            t.sandboxes().map(|s| (s.id.as_str(), &*s.tally)).collect();
+        crate::metrics::render_tallies(o, &tallies);
+    }));
     if config.nftables {
         install(&table.load(), ports)?;
     }

@@ -68,7 +68,10 @@ pub fn serve(
             m.transparent_connections.inc();
             let sandbox = table.load().lookup(peer.ip()).cloned();
             match sandbox {
-                Some(sandbox) => handle(&sandbox, s).await,
+                Some(sandbox) => {
+                    sandbox.tally.connections.inc();
+                    handle(&sandbox, s).await
+                }
                 // Not a sandbox's: nothing is decided for it, and it is
                 // closed unanswered.
                 None => m.refusal(Refusal::UnknownSource),

@@ -147,6 +147,36 @@ fn three_sandboxes_each_reach_exactly_what_their_policy_allows() {
     assert!(log.contains("\"sandbox\":\"sandbox-one\""), "{log}");
     assert!(log.contains("\"sandbox\":\"sandbox-three\""));
 
+    // Metrics carry the sandbox.
+    let out = w
+        .host
+        .exec("curl", &["-s", "http://127.0.0.1:9464/metrics"]);
+    let metrics = String::from_utf8_lossy(&out.stdout);
+    let count = |line: &str| -> u64 {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(line))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    assert!(
+        count("gatehouse_egress_sandbox_connections_total{sandbox=\"sandbox-one\"}") >= 5,
+        "{metrics}"
+    );
+    assert!(
+        count("gatehouse_egress_sandbox_dns_questions_total{sandbox=\"sandbox-two\"}") >= 2,
+        "{metrics}"
+    );
+    assert!(
+        count("gatehouse_egress_sandbox_decisions_total{sandbox=\"sandbox-one\",outcome=\"deny\"}")
+            >= 1,
+        "{metrics}"
+    );
+    assert!(
+        count("gatehouse_egress_requests_total{kind=\"transparent\"}") >= 8,
+        "{metrics}"
+    );
+
     // kill -9: the rules stay, and every new connection fails; nothing
     // reaches an origin. After a restart, everything works again.
     let mut d = w.daemon.take().unwrap();

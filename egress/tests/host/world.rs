@@ -339,6 +339,7 @@ impl World {
             .arg(self.dir.join("sandboxes.toml"))
             .arg("--control")
             .arg(self.dir.join("control.sock"))
+            .args(["--metrics", "127.0.0.1:9464"])
             .args(["--upstream-dns", "11.0.0.53:53", "--log"])
             .arg(self.dir.join("decisions.jsonl"))
             .stdout(Stdio::null())
