@@ -25,25 +25,18 @@
 use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use gatehouse_egress::testing;
 
+#[path = "support/load.rs"]
+mod load;
+
+use load::{Proc, Run, fmt_us};
+
 /// Domains in every proxy's allow list besides `allowed.test`.
 const DOMAINS: usize = 1000;
-
-struct Proc {
-    name: &'static str,
-    child: Child,
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -54,41 +47,9 @@ fn free_port() -> u16 {
 }
 
 fn wait_port(p: &mut Proc, port: u16) {
-    let start = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if let Ok(Some(status)) = p.child.try_wait() {
-            panic!("{} exited at start: {status}", p.name);
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "{} did not start listening on {port}",
-            p.name
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    p.wait_until(|| std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
 }
 
-/// utime + stime of a process (all its threads), in seconds.
-fn cpu_seconds(pid: u32, ticks_per_second: f64) -> f64 {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return 0.0;
-    };
-    let rest = &stat[stat.rfind(')').unwrap() + 2..];
-    let f: Vec<&str> = rest.split(' ').collect();
-    let ticks = f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap();
-    ticks / ticks_per_second
-}
-
-fn clock_ticks() -> f64 {
-    Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
-        .unwrap_or(100.0)
-}
-
-/// One request through `proxy` (or straight, when `None`), `Connection:
 /// close`: the status code and the body.
 fn fetch(proxy: Option<u16>, server: u16, host: &str) -> (u16, String) {
     let (port, target) = match proxy {
@@ -113,93 +74,25 @@ fn fetch(proxy: Option<u16>, server: u16, host: &str) -> (u16, String) {
     (code, body)
 }
 
-#[derive(Default, Clone)]
-struct Run {
-    rps: f64,
-    p50_us: f64,
-    p99_us: f64,
-    requests: f64,
-    non_2xx: u64,
-    socket_errors: u64,
-    cpu_us_per_request: Option<f64>,
-}
-
-fn micros(v: &str) -> f64 {
-    let v = v.trim();
-    let (num, scale) = if let Some(n) = v.strip_suffix("us") {
-        (n, 1.0)
-    } else if let Some(n) = v.strip_suffix("ms") {
-        (n, 1_000.0)
-    } else if let Some(n) = v.strip_suffix('s') {
-        (n, 1_000_000.0)
-    } else {
-        (v, 1.0)
-    };
-    num.parse::<f64>().unwrap_or(f64::NAN) * scale
-}
-
 /// Runs wrk against `port` with `script`; the proxy's CPU measured when
 /// `pid` is given.
 fn wrk(port: u16, script: &Path, seconds: u32, connections: u32, pid: Option<u32>) -> Run {
-    let tck = clock_ticks();
-    let before = pid.map(|p| cpu_seconds(p, tck));
-    let out = Command::new("wrk")
-        .args([
-            "-t",
-            "1",
-            "-c",
-            &connections.to_string(),
-            "-d",
-            &format!("{seconds}s"),
-            "--timeout",
-            "5s",
-            "--latency",
-            "-s",
-        ])
-        .arg(script)
-        .arg(format!("http://127.0.0.1:{port}/"))
-        .output()
-        .expect("wrk (apt-get install wrk)");
-    let after = pid.map(|p| cpu_seconds(p, tck));
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let field = |prefix: &str| {
-        text.lines()
-            .find_map(|l| l.trim().strip_prefix(prefix).map(str::to_string))
-    };
-    let mut r = Run {
-        rps: field("Requests/sec:")
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0.0),
-        p50_us: field("50%").map_or(f64::NAN, |v| micros(&v)),
-        p99_us: field("99%").map_or(f64::NAN, |v| micros(&v)),
-        ..Run::default()
-    };
-    r.requests = text
-        .lines()
-        .find_map(|l| {
-            let (n, rest) = l.trim().split_once(' ')?;
-            if rest.starts_with("requests in") {
-                n.parse().ok()
-            } else {
-                None
-            }
-        })
-        .unwrap_or(0.0);
-    r.non_2xx = field("Non-2xx or 3xx responses:")
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0);
-    if let Some(socket) = field("Socket errors:") {
-        r.socket_errors = socket
-            .split(',')
-            .filter_map(|p| p.split_whitespace().last()?.parse::<u64>().ok())
-            .sum::<u64>();
-    }
-    if let (Some(b), Some(a)) = (before, after)
-        && r.requests > 0.0
-    {
-        r.cpu_us_per_request = Some((a - b) * 1e6 / r.requests);
-    }
-    r
+    let mut cmd = Command::new("wrk");
+    cmd.args([
+        "-t",
+        "1",
+        "-c",
+        &connections.to_string(),
+        "-d",
+        &format!("{seconds}s"),
+        "--timeout",
+        "5s",
+        "--latency",
+        "-s",
+    ])
+    .arg(script)
+    .arg(format!("http://127.0.0.1:{port}/"));
+    load::wrk(cmd, pid)
 }
 
 fn script(dir: &Path, name: &str, target: &str, host: &str, close: bool) -> PathBuf {
@@ -236,32 +129,14 @@ fn spawn(name: &'static str, cmd: &mut Command, port: u16, hint: &str) -> Proc {
 }
 
 fn nginx(dir: &Path, port: u16) -> Proc {
-    let conf = dir.join("nginx.conf");
-    let d = dir.display();
-    std::fs::write(
-        &conf,
-        format!(
-            "worker_processes 1;
-daemon off;
-pid {d}/nginx.pid;
-error_log {d}/nginx-error.log crit;
-events {{ worker_connections 8192; }}
-http {{
-  access_log off;
-  keepalive_requests 10000000;
-  keepalive_timeout 75s;
-  client_body_temp_path {d}/nginx-body;
-  proxy_temp_path {d}/nginx-proxy;
-  fastcgi_temp_path {d}/nginx-fastcgi;
-  uwsgi_temp_path {d}/nginx-uwsgi;
-  scgi_temp_path {d}/nginx-scgi;
-  server {{ listen 127.0.0.1:{port}; server_name allowed.test; location / {{ return 200 \"allowed\\n\"; }} }}
+    let conf = load::nginx_conf(
+        dir,
+        &format!(
+            "  server {{ listen 127.0.0.1:{port}; server_name allowed.test; location / {{ return 200 \"allowed\\n\"; }} }}
   server {{ listen 127.0.0.1:{port}; server_name denied.test; location / {{ return 200 \"denied\\n\"; }} }}
-}}
 "
         ),
-    )
-    .unwrap();
+    );
     spawn(
         "nginx",
         Command::new("nginx")
@@ -394,30 +269,14 @@ FilterDefaultDeny Yes
     ))
 }
 
-fn fmt_us(us: f64) -> String {
-    if us >= 1000.0 {
-        format!("{:.2} ms", us / 1000.0)
-    } else {
-        format!("{us:.0} µs")
-    }
-}
-
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let bin = PathBuf::from(
         args.first()
             .expect("usage: compare PATH/TO/gatehouse-egress [SECONDS] [CONNECTIONS]"),
     );
-    let seconds: u32 = args
-        .get(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(10)
-        .clamp(1, 60);
-    let connections: u32 = args
-        .get(2)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(16)
-        .clamp(1, 256);
+    let seconds: u32 = load::arg(&args, 1, 10, 1, 60);
+    let connections: u32 = load::arg(&args, 2, 16, 1, 256);
     let dir = std::env::temp_dir().join(format!("gatehouse-compare-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     // squid and tinyproxy drop privileges when run as root: they must be

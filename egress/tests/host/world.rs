@@ -248,21 +248,7 @@ impl World {
         assert!(fwd.status.success());
         let mut sandboxes = Vec::new();
         for k in 1..=3 {
-            let s = Netns::new(&format!("{tag}s{k}"));
-            host.link(
-                &format!("s{k}"),
-                &format!("10.200.{k}.1/24"),
-                &s,
-                "eth0",
-                &format!("10.200.{k}.2/24"),
-            );
-            s.ip(&["route", "add", "default", "via", &format!("10.200.{k}.1")]);
-            // What the sandbox's programs read: any nameserver will do, the
-            // kernel sends every question to the daemon's resolver.
-            let etc = PathBuf::from(format!("/etc/netns/{}", s.0));
-            std::fs::create_dir_all(&etc).unwrap();
-            std::fs::write(etc.join("resolv.conf"), "nameserver 192.0.2.53\n").unwrap();
-            std::fs::write(etc.join("hosts"), "127.0.0.1 localhost\n").unwrap();
+            let s = host.sandbox(&format!("{tag}s{k}"), k, "127.0.0.1 localhost\n");
             sandboxes.push(s);
         }
         let seen = Seen::default();
