@@ -25,7 +25,9 @@ pub(crate) mod path;
 pub(crate) mod pattern;
 mod scan;
 
-pub use addr::{canonical_ip, is_loopback, is_non_public};
+pub use addr::{
+    canonical_ip, canonical_net, is_loopback, is_non_public, non_public_v4, non_public_v6_in_global,
+};
 pub use authority::{HostPortError, split_authority, split_host_port};
 pub use host::{
     Host, HostBuf, HostError, MAX_NAME, OwnedHost, normalize_host, normalize_host_owned,

@@ -26,7 +26,7 @@ use std::time::Duration;
 use gatehouse::Policy;
 use gatehouse::query::{QueryRef, Via};
 
-use super::nft::{self, Pass};
+use super::nft::{self, LayerRule, Pass};
 use crate::policy::stderr_line;
 
 /// The most ports passed in the kernel for one name.
@@ -83,6 +83,101 @@ pub fn ports_for(policy: &Policy, name: &str, addrs: &[IpAddr]) -> Vec<u16> {
         })
         .take(MAX_PORTS)
         .collect()
+}
+
+/// A rule's inclusive port ranges; none: every port.
+type Spans = Option<Vec<(u16, u16)>>;
+
+/// The kernel layer of a sandbox's policy under the proxy (the language's
+/// decision order, as `policyc export nftables` writes it for one
+/// sandbox): its `deny ip`/`deny cidr` rules drop; under `local deny`,
+/// non-public destinations drop but for an exact `allow ip` of one (an
+/// exception, first); under `network off`, everything drops. TCP only:
+/// every other protocol but DNS is dropped for every sandbox already.
+pub fn layer_for(policy: &Policy, sources: &[IpAddr]) -> Vec<LayerRule> {
+    use gatehouse::{NetworkMode, NetworkTarget};
+    use ipnet::IpNet;
+    let network = policy.network();
+    // (destination, ports, drop)
+    let mut dests: Vec<(IpNet, Spans, bool)> = Vec::new();
+    match network.mode {
+        NetworkMode::Unrestricted => {}
+        NetworkMode::Constrained => {
+            // (allow, destination, ports, an exact address)
+            let rules: Vec<(bool, IpNet, Spans, bool)> = network
+                .rules
+                .iter()
+                .filter_map(|r| {
+                    let ports = r
+                        .ports
+                        .as_ref()
+                        .map(|p| p.iter().map(|s| (s.lo, s.hi)).collect());
+                    match &r.target {
+                        NetworkTarget::Ip(ip) => Some((r.allow, IpNet::from(*ip), ports, true)),
+                        NetworkTarget::Cidr(n) => Some((
+                            r.allow,
+                            gatehouse::normalize::canonical_net(*n),
+                            ports,
+                            false,
+                        )),
+                        _ => None,
+                    }
+                })
+                .collect();
+            if network.local_allow.is_none() {
+                for (allow, net, ports, exact) in &rules {
+                    if *allow && *exact && gatehouse::normalize::is_non_public(net.addr()) {
+                        dests.push((*net, ports.clone(), false));
+                    }
+                }
+            }
+            for (allow, net, ports, _) in &rules {
+                if !allow {
+                    dests.push((*net, ports.clone(), true));
+                }
+            }
+            if network.local_allow.is_none() {
+                let v4 = gatehouse::normalize::non_public_v4().map(IpNet::V4);
+                let v6 = gatehouse::normalize::non_public_v6_in_global().map(IpNet::V6);
+                // Outside 2000::/3, every IPv6 address is non-public.
+                let outside: [IpNet; 3] = [
+                    IpNet::V6(
+                        ipnet::Ipv6Net::new(std::net::Ipv6Addr::UNSPECIFIED, 3).unwrap_or_default(),
+                    ),
+                    IpNet::V6(
+                        ipnet::Ipv6Net::new(std::net::Ipv6Addr::from(0x4000u128 << 112), 2)
+                            .unwrap_or_default(),
+                    ),
+                    IpNet::V6(
+                        ipnet::Ipv6Net::new(std::net::Ipv6Addr::from(0x8000u128 << 112), 1)
+                            .unwrap_or_default(),
+                    ),
+                ];
+                for n in v4.chain(v6).chain(outside) {
+                    dests.push((n, None, true));
+                }
+            }
+        }
+        _ => {
+            for any in ["0.0.0.0/0", "::/0"] {
+                if let Ok(n) = any.parse() {
+                    dests.push((n, None, true));
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for &source in sources {
+        for (dest, ports, drop) in &dests {
+            out.push(LayerRule {
+                source,
+                dest: *dest,
+                ports: ports.clone(),
+                drop: *drop,
+            });
+        }
+    }
+    out
 }
 
 /// The writer of the DNS-fed sets.

@@ -19,12 +19,13 @@ use std::borrow::Cow;
 use std::net::IpAddr;
 
 use nftables::batch::Batch;
-use nftables::expr::{Elem, Prefix};
+use nftables::expr::{Elem, Prefix, Range};
 use nftables::expr::{Expression, Meta, MetaKey, NamedExpression, Payload, PayloadField, SetItem};
 use nftables::schema::{
-    Chain, Element, NfListObject, Nftables, Rule, Set, SetFlag, SetType, SetTypeValue, Table,
+    Chain, Element, FlushObject, NfCmd, NfListObject, Nftables, Rule, Set, SetFlag, SetType,
+    SetTypeValue, Table,
 };
-use nftables::stmt::{Match, NAT, Operator, Statement};
+use nftables::stmt::{JumpTarget, Match, NAT, Operator, Statement};
 use nftables::types::{NfChainPolicy, NfChainType, NfFamily, NfHook};
 
 /// The table's name (family `inet`).
@@ -120,25 +121,43 @@ fn redirect(port: u16) -> Statement<'static> {
     }))
 }
 
-/// The whole table for these sandbox source addresses, as one batch.
-///
-/// `networks` are the prefixes sandboxes live in: every source in them is
-/// redirected and held like a sandbox's (one that is no sandbox's is then
-/// denied everything); `sources` outside them are added one by one.
-pub fn ruleset<'a>(
-    sources: impl IntoIterator<Item = &'a IpAddr>,
-    networks: &[ipnet::IpNet],
-    ports: Ports,
-) -> Nftables<'static> {
+/// What the table holds for the sandboxes, which changes with the sandbox
+/// table and their policies: the sources it holds and the kernel layer.
+pub struct Contents<'a> {
+    /// Every sandbox's source addresses.
+    pub sources: Vec<IpAddr>,
+    /// The prefixes sandboxes live in: every source in them is redirected
+    /// and held like a sandbox's (one that is no sandbox's is then denied
+    /// everything); `sources` outside them are held one by one.
+    pub networks: &'a [ipnet::IpNet],
+    /// The kernel layer under the proxy ([`LayerRule`]).
+    pub layer: Vec<LayerRule>,
+}
+
+/// One rule of the kernel layer under the proxy, from a sandbox's policy:
+/// TCP from `source` to `dest` (on `ports`; every port when none) is
+/// dropped in the kernel, or, for an exact exception (`allow ip` of a
+/// non-public address under `local deny`), goes on to the passes. It
+/// holds below the DNS-fed passes, whatever put an element there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LayerRule {
+    /// The sandbox's source address.
+    pub source: IpAddr,
+    /// The destination prefix.
+    pub dest: ipnet::IpNet,
+    /// Inclusive port ranges; none: every port.
+    pub ports: Option<Vec<(u16, u16)>>,
+    /// Drop (else: return, an exception before the drops).
+    pub drop: bool,
+}
+
+fn sources_sets(c: &Contents<'_>) -> [(&'static str, Vec<Expression<'static>>); 2] {
     let (mut v4, mut v6) = (Vec::new(), Vec::new());
-    for net in ipnet::IpNet::aggregate(&networks.to_vec()) {
+    for net in ipnet::IpNet::aggregate(&c.networks.to_vec()) {
         let e = if net.prefix_len() == net.max_prefix_len() {
             Expression::String(Cow::Owned(net.addr().to_string()))
         } else {
-            Expression::Named(NamedExpression::Prefix(Prefix {
-                addr: Box::new(Expression::String(Cow::Owned(net.network().to_string()))),
-                len: u32::from(net.prefix_len()),
-            }))
+            prefix(net)
         };
         match net {
             ipnet::IpNet::V4(_) => v4.push(e),
@@ -146,8 +165,8 @@ pub fn ruleset<'a>(
         }
     }
     let mut seen = Vec::new();
-    for ip in sources {
-        if networks.iter().any(|n| n.contains(ip)) || seen.contains(ip) {
+    for ip in &c.sources {
+        if c.networks.iter().any(|n| n.contains(ip)) || seen.contains(ip) {
             continue;
         }
         seen.push(*ip);
@@ -157,6 +176,130 @@ pub fn ruleset<'a>(
             IpAddr::V6(_) => v6.push(e),
         }
     }
+    [("sandboxes_v4", v4), ("sandboxes_v6", v6)]
+}
+
+fn prefix(net: ipnet::IpNet) -> Expression<'static> {
+    Expression::Named(NamedExpression::Prefix(Prefix {
+        addr: Box::new(Expression::String(Cow::Owned(net.network().to_string()))),
+        len: u32::from(net.prefix_len()),
+    }))
+}
+
+/// The rules of the `layer` chain.
+fn layer_rules(layer: &[LayerRule]) -> Vec<NfListObject<'static>> {
+    let mut out = Vec::new();
+    for r in layer {
+        let fam = match (r.source, r.dest) {
+            (IpAddr::V4(_), ipnet::IpNet::V4(_)) => "ip",
+            (IpAddr::V6(_), ipnet::IpNet::V6(_)) => "ip6",
+            _ => continue,
+        };
+        let dest = if r.dest.prefix_len() == r.dest.max_prefix_len() {
+            Expression::String(Cow::Owned(r.dest.addr().to_string()))
+        } else {
+            prefix(r.dest)
+        };
+        let verdict = match r.drop {
+            true => Statement::Drop(None),
+            false => Statement::Return(None),
+        };
+        let mut e = vec![
+            is(
+                field(fam, "saddr"),
+                Expression::String(Cow::Owned(r.source.to_string())),
+            ),
+            is(field(fam, "daddr"), dest),
+            l4proto("tcp"),
+        ];
+        if let Some(ports) = &r.ports {
+            let items = ports
+                .iter()
+                .map(|&(lo, hi)| {
+                    SetItem::Element(match lo == hi {
+                        true => Expression::Number(u32::from(lo)),
+                        false => Expression::Range(Box::new(Range {
+                            range: [
+                                Expression::Number(u32::from(lo)),
+                                Expression::Number(u32::from(hi)),
+                            ],
+                        })),
+                    })
+                })
+                .collect();
+            e.push(is(
+                field("tcp", "dport"),
+                Expression::Named(NamedExpression::Set(items)),
+            ));
+        }
+        e.push(verdict);
+        out.push(rule("layer", e));
+    }
+    out
+}
+
+fn set_of(name: &'static str, kind: SetType, flags: SetFlag) -> Set<'static> {
+    Set {
+        family: family(),
+        table: Cow::Borrowed(TABLE),
+        name: Cow::Borrowed(name),
+        set_type: SetTypeValue::Single(kind),
+        flags: Some([flags].into_iter().collect()),
+        ..Set::default()
+    }
+}
+
+/// The batch that replaces what changes with the sandbox table and the
+/// policies, in one transaction: the sources held and the kernel layer;
+/// with `flush_passes`, every DNS-fed pass too (a sandbox left or moved:
+/// its passes must not outlive it). The rest of the table stays as it is.
+pub fn update(c: &Contents<'_>, flush_passes: bool) -> Nftables<'static> {
+    let mut b = Batch::new();
+    for ((name, elems), kind) in sources_sets(c)
+        .into_iter()
+        .zip([SetType::Ipv4Addr, SetType::Ipv6Addr])
+    {
+        b.add_cmd(NfCmd::Flush(FlushObject::Set(Box::new(set_of(
+            name,
+            kind,
+            SetFlag::Interval,
+        )))));
+        if !elems.is_empty() {
+            b.add(NfListObject::Element(Element {
+                family: family(),
+                table: Cow::Borrowed(TABLE),
+                name: Cow::Borrowed(name),
+                elem: Cow::Owned(elems),
+            }));
+        }
+    }
+    if flush_passes {
+        for (name, kind) in [
+            ("pass_v4", SetType::Ipv4Addr),
+            ("pass_v6", SetType::Ipv6Addr),
+        ] {
+            b.add_cmd(NfCmd::Flush(FlushObject::Set(Box::new(set_of(
+                name,
+                kind,
+                SetFlag::Timeout,
+            )))));
+        }
+    }
+    b.add_cmd(NfCmd::Flush(FlushObject::Chain(Chain {
+        family: family(),
+        table: Cow::Borrowed(TABLE),
+        name: Cow::Borrowed("layer"),
+        ..Chain::default()
+    })));
+    for r in layer_rules(&c.layer) {
+        b.add(r);
+    }
+    b.to_nftables()
+}
+
+/// The whole table, as one batch: the skeleton (sets, chains, the
+/// redirects and drops) and the contents.
+pub fn ruleset(c: &Contents<'_>, ports: Ports) -> Nftables<'static> {
     let table = || Table {
         family: family(),
         name: Cow::Borrowed(TABLE),
@@ -168,18 +311,13 @@ pub fn ruleset<'a>(
     b.add(NfListObject::Table(table()));
     b.delete(NfListObject::Table(table()));
     b.add(NfListObject::Table(table()));
-    for (name, kind, elems) in [
-        ("sandboxes_v4", SetType::Ipv4Addr, v4),
-        ("sandboxes_v6", SetType::Ipv6Addr, v6),
-    ] {
+    for ((name, elems), kind) in sources_sets(c)
+        .into_iter()
+        .zip([SetType::Ipv4Addr, SetType::Ipv6Addr])
+    {
         b.add(NfListObject::Set(Box::new(Set {
-            family: family(),
-            table: Cow::Borrowed(TABLE),
-            name: Cow::Borrowed(name),
-            set_type: SetTypeValue::Single(kind),
-            flags: Some([SetFlag::Interval].into_iter().collect()),
             elem: (!elems.is_empty()).then_some(Cow::Owned(elems)),
-            ..Set::default()
+            ..set_of(name, kind, SetFlag::Interval)
         })));
     }
     for (name, kind) in [
@@ -213,6 +351,12 @@ pub fn ruleset<'a>(
         NfHook::Forward,
         0,
     ));
+    b.add(NfListObject::Chain(Chain {
+        family: family(),
+        table: Cow::Borrowed(TABLE),
+        name: Cow::Borrowed("layer"),
+        ..Chain::default()
+    }));
     let port = |p: u16| Expression::Number(u32::from(p));
     let ports_set = Expression::Named(NamedExpression::Set(vec![
         SetItem::Element(port(ports.transparent)),
@@ -277,9 +421,21 @@ pub fn ruleset<'a>(
         b.add(rule("input", vec![from(), Statement::Drop(None)]));
         b.add(rule(
             "forward",
+            vec![
+                from(),
+                Statement::Jump(JumpTarget {
+                    target: Cow::Borrowed("layer"),
+                }),
+            ],
+        ));
+        b.add(rule(
+            "forward",
             vec![from(), pass(), Statement::Accept(None)],
         ));
         b.add(rule("forward", vec![from(), Statement::Drop(None)]));
+    }
+    for r in layer_rules(&c.layer) {
+        b.add(r);
     }
     b.to_nftables()
 }

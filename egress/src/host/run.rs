@@ -259,7 +259,6 @@ pub async fn start(config: HostConfig) -> Result<HostRunning, HostStartError> {
         state_dir,
         shared,
         table.clone(),
-        ports,
         config.nftables,
     )));
     if let Some(l) = control {

@@ -72,7 +72,6 @@ pub(crate) struct Host {
     pub(crate) state_dir: PathBuf,
     pub(crate) shared: Shared,
     pub(crate) table: Arc<ArcSwap<SandboxTable>>,
-    pub(crate) ports: Ports,
     pub(crate) nftables: bool,
     key: Option<[i128; 5]>,
     files: HashMap<String, FileWatch>,
@@ -90,13 +89,43 @@ fn write_whole(path: &Path, bytes: &[u8]) -> Result<(), ChangeError> {
     std::fs::rename(&tmp, path).map_err(write)
 }
 
-/// The nftables table for `table`'s sandboxes.
+/// What the nftables table holds for `table`'s sandboxes: their sources
+/// and the kernel layer of each one's policy in force.
+fn contents(table: &SandboxTable) -> nft::Contents<'_> {
+    let mut sources = Vec::new();
+    let mut layer = Vec::new();
+    for s in table.sandboxes() {
+        sources.extend(s.addresses.iter().copied());
+        let set = s.policies().store.load();
+        match set.select(s.policies().name.as_deref()) {
+            Ok(p) => layer.extend(super::kernel::layer_for(p, &s.addresses)),
+            // Fail closed: a sandbox without its policy passes nothing.
+            Err(_) => layer.extend(s.addresses.iter().filter_map(|ip| {
+                Some(nft::LayerRule {
+                    source: *ip,
+                    dest: ipnet::IpNet::new(*ip, 0).ok()?.trunc(),
+                    ports: None,
+                    drop: true,
+                })
+            })),
+        }
+    }
+    nft::Contents {
+        sources,
+        networks: table.networks(),
+        layer,
+    }
+}
+
+/// The whole nftables table for `table`'s sandboxes, in one transaction.
 pub(crate) fn install(table: &SandboxTable, ports: Ports) -> Result<(), NftError> {
-    let sources: Vec<IpAddr> = table
-        .sandboxes()
-        .flat_map(|s| s.addresses.iter().copied())
-        .collect();
-    nft::apply(&nft::ruleset(&sources, table.networks(), ports))
+    nft::apply(&nft::ruleset(&contents(table), ports))
+}
+
+/// What changes with the sandboxes and their policies, in one transaction
+/// (the DNS-fed passes kept, unless `flush_passes`).
+pub(crate) fn refresh(table: &SandboxTable, flush_passes: bool) -> Result<(), NftError> {
+    nft::apply(&nft::update(&contents(table), flush_passes))
 }
 
 impl Host {
@@ -105,7 +134,6 @@ impl Host {
         state_dir: PathBuf,
         shared: Shared,
         table: Arc<ArcSwap<SandboxTable>>,
-        ports: Ports,
         nftables: bool,
     ) -> Host {
         let mut h = Host {
@@ -114,7 +142,6 @@ impl Host {
             state_dir,
             shared,
             table,
-            ports,
             nftables,
             files: HashMap::new(),
         };
@@ -153,7 +180,20 @@ impl Host {
             }
         }
         if reloaded {
+            self.refresh_layer();
             give_back_free_memory();
+        }
+    }
+
+    /// Puts the kernel layer of the policies in force now in the table.
+    fn refresh_layer(&self) {
+        if !self.nftables {
+            return;
+        }
+        if let Err(e) = refresh(&self.table.load(), false) {
+            stderr_line(format!(
+                "gatehouse-egress: the kernel layer of a changed policy was not written ({e}); the proxy still decides every connection with it"
+            ));
         }
     }
 
@@ -164,8 +204,12 @@ impl Host {
         self.key = stat_key(&self.path);
         let old = self.table.load_full();
         let table = SandboxTable::load(&self.path, &self.shared, Some(&old))?;
+        // A sandbox that left or changed is not kept: its passes go.
+        let left = old
+            .sandboxes()
+            .any(|o| !table.get(&o.id).is_some_and(|s| Arc::ptr_eq(s, o)));
         if self.nftables {
-            install(&table, self.ports)?;
+            refresh(&table, left)?;
         }
         let n = table.sandboxes().count();
         self.table.store(Arc::new(table));
@@ -319,6 +363,7 @@ impl Host {
                 .ok_or_else(|| ChangeError::NotFound(id.into()))?;
             s.policies().reload();
             self.files.insert(id.into(), FileWatch::new(s.policies()));
+            self.refresh_layer();
         }
         let table = self.table.load();
         let s = table

@@ -134,6 +134,24 @@ fn three_sandboxes_each_reach_exactly_what_their_policy_allows() {
     assert!(!out.contains("SSH-2.0"), "{out}");
     assert_eq!(seen.get("ssh.test:22"), ssh_before);
 
+    // Below the passes, the policy's kernel layer: a pass to an address
+    // the policy denies (put there by hand, as a stale or forged element
+    // would be) is dropped in the kernel all the same.
+    let forged = gatehouse_egress::host::nft::passes(&[gatehouse_egress::host::nft::Pass {
+        source: "10.200.1.2".parse().unwrap(),
+        addr: "11.0.0.2".parse().unwrap(),
+        port: 22,
+        ttl: 60,
+    }]);
+    w.host.nft(
+        &["-j", "-f", "-"],
+        &gatehouse_egress::host::nft::to_json(&forged).unwrap(),
+    );
+    assert!(w.passes().contains("11.0.0.2"));
+    let (_, out, _) = w.sh(1, "exec 3<>/dev/tcp/11.0.0.2/22 && timeout 2 head -n 1 <&3");
+    assert!(!out.contains("SSH-2.0"), "{out}");
+    assert_eq!(seen.get("denied.test:22"), 0);
+
     // UDP other than DNS (QUIC) is dropped.
     w.sh(
         1,

@@ -9,6 +9,15 @@ use gatehouse_egress::host::nft::{self, Ports, TABLE};
 
 use super::Netns;
 
+/// The contents for these sources and networks, with no kernel layer.
+fn contents<'a>(sources: &[IpAddr], networks: &'a [ipnet::IpNet]) -> nft::Contents<'a> {
+    nft::Contents {
+        sources: sources.to_vec(),
+        networks,
+        layer: Vec::new(),
+    }
+}
+
 /// A set's name and elements.
 type SetRead = (String, Vec<String>);
 
@@ -22,7 +31,7 @@ fn read_back(ns: &Netns) -> (Vec<(String, String)>, Vec<SetRead>, usize) {
         if let Some(c) = o.get("chain") {
             chains.push((
                 c["name"].as_str().unwrap().into(),
-                c["hook"].as_str().unwrap().into(),
+                c["hook"].as_str().unwrap_or("-").into(),
             ));
         } else if let Some(s) = o.get("set") {
             let elems = s
@@ -51,7 +60,7 @@ fn the_host_table_is_applied_read_back_and_replaced_whole() {
         .collect();
     ns.nft(
         &["-j", "-f", "-"],
-        &nft::to_json(&nft::ruleset(&first, &[], ports)).unwrap(),
+        &nft::to_json(&nft::ruleset(&contents(&first, &[]), ports)).unwrap(),
     );
     let (chains, sets, rules) = read_back(&ns);
     assert_eq!(
@@ -59,7 +68,8 @@ fn the_host_table_is_applied_read_back_and_replaced_whole() {
         [
             ("prerouting", "prerouting"),
             ("input", "input"),
-            ("forward", "forward")
+            ("forward", "forward"),
+            ("layer", "-")
         ]
         .map(|(a, b)| (a.to_string(), b.to_string()))
     );
@@ -79,9 +89,10 @@ fn the_host_table_is_applied_read_back_and_replaced_whole() {
         ]
     );
     // Per family: DNS over UDP and TCP redirected, the kernel passes, every
-    // other TCP redirected, two input accepts and a drop, a forward pass
-    // and a drop; and IPv6 neighbour discovery.
-    assert_eq!(rules, 2 * 9 + 1);
+    // other TCP redirected, two input accepts and a drop, the jump to the
+    // kernel layer, a forward pass and a drop; and IPv6 neighbour
+    // discovery.
+    assert_eq!(rules, 2 * 10 + 1);
     let text = ns.nft(&["list", "table", "inet", TABLE], "");
     for want in [
         "ip saddr @sandboxes_v4 udp dport 53 redirect to :15053",
@@ -102,10 +113,10 @@ fn the_host_table_is_applied_read_back_and_replaced_whole() {
     let second: Vec<IpAddr> = vec!["10.200.3.2".parse().unwrap()];
     ns.nft(
         &["-j", "-f", "-"],
-        &nft::to_json(&nft::ruleset(&second, &[], ports)).unwrap(),
+        &nft::to_json(&nft::ruleset(&contents(&second, &[]), ports)).unwrap(),
     );
     let (chains, sets, rules) = read_back(&ns);
-    assert_eq!(chains.len(), 3);
+    assert_eq!(chains.len(), 4);
     assert_eq!(
         sets,
         [
@@ -115,10 +126,11 @@ fn the_host_table_is_applied_read_back_and_replaced_whole() {
             ("pass_v6".to_string(), vec![]),
         ]
     );
-    assert_eq!(rules, 19);
+    assert_eq!(rules, 21);
     // A broken batch changes nothing: the transaction is refused whole.
     let mut broken: serde_json::Value =
-        serde_json::from_str(&nft::to_json(&nft::ruleset(&first, &[], ports)).unwrap()).unwrap();
+        serde_json::from_str(&nft::to_json(&nft::ruleset(&contents(&first, &[]), ports)).unwrap())
+            .unwrap();
     broken["nftables"]
         .as_array_mut()
         .unwrap()
@@ -158,7 +170,7 @@ fn networks_hold_every_source_in_them_and_outsiders_one_by_one() {
     ];
     ns.nft(
         &["-j", "-f", "-"],
-        &nft::to_json(&nft::ruleset(&sources, &networks, ports)).unwrap(),
+        &nft::to_json(&nft::ruleset(&contents(&sources, &networks), ports)).unwrap(),
     );
     let v4 = ns.nft(&["list", "set", "inet", TABLE, "sandboxes_v4"], "");
     assert!(
@@ -168,4 +180,90 @@ fn networks_hold_every_source_in_them_and_outsiders_one_by_one() {
     assert!(!v4.contains("10.200.1.2"), "{v4}");
     let v6 = ns.nft(&["list", "set", "inet", TABLE, "sandboxes_v6"], "");
     assert!(v6.contains("fd00:200::/48"), "{v6}");
+}
+
+#[test]
+fn the_kernel_layer_follows_the_policy_and_updates_keep_or_flush_passes() {
+    use gatehouse_egress::host::kernel::layer_for;
+    let ns = Netns::new("nftlayer");
+    let ports = Ports {
+        transparent: 15001,
+        dns: 15053,
+    };
+    let set = gatehouse::PolicySet::from_source(
+        "p.policy",
+        "policy p {\n  network {\n    allow domain ssh.test port 22\n    deny cidr 11.0.0.0/29 port 22, 2000-2010\n    allow ip 10.9.9.9\n  }\n}\n",
+    )
+    .unwrap();
+    let me: Vec<IpAddr> = vec!["10.200.1.2".parse().unwrap()];
+    let layer = layer_for(set.single().unwrap(), &me);
+    let c = nft::Contents {
+        sources: me.clone(),
+        networks: &[],
+        layer,
+    };
+    ns.nft(
+        &["-j", "-f", "-"],
+        &nft::to_json(&nft::ruleset(&c, ports)).unwrap(),
+    );
+    let text = ns.nft(&["list", "chain", "inet", TABLE, "layer"], "");
+    for want in [
+        // The exact exception comes first, then the deny rule, then
+        // non-public destinations (local deny).
+        "ip saddr 10.200.1.2 ip daddr 10.9.9.9 meta l4proto tcp return",
+        "ip saddr 10.200.1.2 ip daddr 11.0.0.0/29 tcp dport { 22, 2000-2010 } drop",
+        "ip saddr 10.200.1.2 ip daddr 10.0.0.0/8 meta l4proto tcp drop",
+        "ip6 saddr",
+    ] {
+        if want == "ip6 saddr" {
+            assert!(
+                !text.contains(want),
+                "an IPv4 sandbox gets no IPv6 rule\n{text}"
+            );
+        } else {
+            assert!(text.contains(want), "{want}\n{text}");
+        }
+    }
+    let exception = text.find("10.9.9.9").unwrap();
+    assert!(exception < text.find("10.0.0.0/8").unwrap());
+    // A pass, then an update that keeps it, then one that flushes it.
+    let pass = nft::Pass {
+        source: me[0],
+        addr: "11.0.0.3".parse().unwrap(),
+        port: 22,
+        ttl: 60,
+    };
+    ns.nft(
+        &["-j", "-f", "-"],
+        &nft::to_json(&nft::passes(&[pass])).unwrap(),
+    );
+    let listed = || ns.nft(&["list", "set", "inet", TABLE, "pass_v4"], "");
+    assert!(listed().contains("11.0.0.3"));
+    let off =
+        gatehouse::PolicySet::from_source("o.policy", "policy o {\n  network off\n}\n").unwrap();
+    let c = nft::Contents {
+        sources: me.clone(),
+        networks: &[],
+        layer: layer_for(off.single().unwrap(), &me),
+    };
+    ns.nft(
+        &["-j", "-f", "-"],
+        &nft::to_json(&nft::update(&c, false)).unwrap(),
+    );
+    assert!(listed().contains("11.0.0.3"));
+    let text = ns.nft(&["list", "chain", "inet", TABLE, "layer"], "");
+    assert!(
+        text.contains("ip saddr 10.200.1.2 ip daddr 0.0.0.0/0 meta l4proto tcp drop"),
+        "{text}"
+    );
+    assert!(!text.contains("11.0.0.0/29"), "{text}");
+    ns.nft(
+        &["-j", "-f", "-"],
+        &nft::to_json(&nft::update(&c, true)).unwrap(),
+    );
+    assert!(!listed().contains("11.0.0.3"));
+    assert!(
+        ns.nft(&["list", "set", "inet", TABLE, "sandboxes_v4"], "")
+            .contains("10.200.1.2")
+    );
 }

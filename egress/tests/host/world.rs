@@ -33,6 +33,7 @@ const POLICY_ONE: &str = "policy one {
     default deny
     allow domain allowed.test
     allow domain ssh.test port 22
+    deny cidr 11.0.0.2/32
   }
 }
 ";
