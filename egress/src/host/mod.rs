@@ -463,6 +463,21 @@ policy = "b.policy"
     }
 
     #[test]
+    fn the_example_table_loads() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/host/config");
+        let copy = dir("example");
+        for f in ["sandboxes.toml", "ci.policy", "research.policy"] {
+            std::fs::copy(path.join(f), copy.join(f)).unwrap();
+        }
+        let text = std::fs::read_to_string(copy.join("sandboxes.toml")).unwrap();
+        let t = load(&copy, &text).unwrap();
+        assert_eq!(t.sandboxes().count(), 2);
+        assert!(t.covers("10.200.9.9".parse().unwrap()));
+        let ci = t.lookup("10.200.1.2".parse().unwrap()).unwrap();
+        assert_eq!(ci.id, "ci-1");
+    }
+
+    #[test]
     fn a_wrong_table_is_refused_naming_the_sandbox() {
         let d = dir("wrong");
         let entry = |id: &str, addrs: &str, policy: &str| {
