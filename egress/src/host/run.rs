@@ -113,8 +113,20 @@ fn tcp_listener(addr: SocketAddr) -> std::io::Result<TcpListener> {
     s.listen(1024)
 }
 
+/// A UDP socket on `addr`; an IPv6 one takes only IPv6, as
+/// [`tcp_listener`]'s do.
 fn udp_socket(addr: SocketAddr) -> std::io::Result<UdpSocket> {
-    let s = std::net::UdpSocket::bind(addr)?;
+    use rustix::net::{AddressFamily, SocketType, sockopt};
+    let family = match addr {
+        SocketAddr::V4(_) => AddressFamily::INET,
+        SocketAddr::V6(_) => AddressFamily::INET6,
+    };
+    let fd = rustix::net::socket(family, SocketType::DGRAM, None)?;
+    if addr.is_ipv6() {
+        sockopt::set_ipv6_v6only(&fd, true)?;
+    }
+    rustix::net::bind(&fd, &addr)?;
+    let s = std::net::UdpSocket::from(fd);
     s.set_nonblocking(true)?;
     UdpSocket::from_std(s)
 }

@@ -39,6 +39,32 @@ fn three_sandboxes_each_reach_exactly_what_their_policy_allows() {
     let (code, _) = w.curl(2, "https://allowed.test/");
     assert_eq!(code, 6);
 
+    // IPv6: the sandbox's IPv6 traffic and questions are held the same
+    // way (a v6 listener, a v6 resolver, the v6 sets).
+    let (code, out) = w.curl(1, "-6 http://allowed.test/");
+    assert_eq!(code, 0, "{out}\n{}", daemon_err(&w));
+    assert!(
+        out.contains("origin allowed.test saw host allowed.test"),
+        "{out}"
+    );
+    assert!(seen.get("allowed.test:v6:80") >= 1);
+    let (_, out) = w.curl(
+        1,
+        "-6 --resolve denied.test:80:[2a00:1::1] http://denied.test/",
+    );
+    assert!(out.contains("X-Gatehouse-Reason: not_allowed"), "{out}");
+    let (_, out, _) = w.sh(
+        1,
+        "dig -6 +short +time=3 +tries=1 @2001:4860:4860::8888 AAAA allowed.test",
+    );
+    assert_eq!(out.trim(), "2a00:1::1");
+    let (_, out, _) = w.sh(
+        1,
+        "dig -6 +time=3 +tries=1 @2001:4860:4860::8888 AAAA denied.test",
+    );
+    assert!(out.contains("status: REFUSED"), "{out}");
+    assert_eq!(seen.get("denied.test:v6:80"), 0);
+
     // A Host the policy denies, sent to an allowed address: 403 from the
     // daemon, nothing reaches an origin.
     let before = seen.get("allowed.test:80") + seen.get("denied.test:80");
@@ -148,7 +174,10 @@ fn three_sandboxes_each_reach_exactly_what_their_policy_allows() {
         &gatehouse_egress::host::nft::to_json(&forged).unwrap(),
     );
     assert!(w.passes().contains("11.0.0.2"));
-    let (_, out, _) = w.sh(1, "exec 3<>/dev/tcp/11.0.0.2/22 && timeout 2 head -n 1 <&3");
+    let (_, out, _) = w.sh(
+        1,
+        "timeout 2 bash -c 'exec 3<>/dev/tcp/11.0.0.2/22 && head -n 1 <&3'",
+    );
     assert!(!out.contains("SSH-2.0"), "{out}");
     assert_eq!(seen.get("denied.test:22"), 0);
 

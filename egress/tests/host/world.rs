@@ -28,6 +28,10 @@ const ORIGINS: &[(&str, &str, u32)] = &[
     ("other.test", "11.0.0.4", 60),
 ];
 
+/// Origins over IPv6 (addresses that look public; inside the namespaces).
+pub(crate) const ORIGINS6: &[(&str, &str)] =
+    &[("allowed.test", "2a00:1::1"), ("denied.test", "2a00:1::2")];
+
 const POLICY_ONE: &str = "policy one {
   network {
     default deny
@@ -133,6 +137,14 @@ fn dns_table() -> Answerer {
                 ResponseCode::NoError,
                 addr_record(name, ip.parse().unwrap(), *ttl)
                     .into_iter()
+                    .collect(),
+            )),
+            Some((n, _, ttl)) if kind == RecordType::AAAA => Some((
+                ResponseCode::NoError,
+                ORIGINS6
+                    .iter()
+                    .filter(|(o, _)| o == n)
+                    .filter_map(|(_, ip)| addr_record(name, ip.parse().unwrap(), *ttl))
                     .collect(),
             )),
             Some(_) => Some((ResponseCode::NoError, Vec::new())),
@@ -247,14 +259,52 @@ impl World {
         origins.ip(&["route", "add", "10.200.0.0/16", "via", "11.0.0.254"]);
         let fwd = host.exec("sysctl", &["-qw", "net.ipv4.ip_forward=1"]);
         assert!(fwd.status.success());
+        // IPv6: the host and the origins on 2a00:1::/64, sandbox one also
+        // at fd00:200:1::2 (no duplicate address detection: usable at once).
+        host.ip(&["-6", "addr", "add", "2a00:1::fe/64", "dev", "o0", "nodad"]);
+        for (_, ip) in ORIGINS6 {
+            origins.ip(&[
+                "-6",
+                "addr",
+                "add",
+                &format!("{ip}/64"),
+                "dev",
+                "eth0",
+                "nodad",
+            ]);
+        }
+        origins.ip(&["-6", "route", "add", "fd00:200::/48", "via", "2a00:1::fe"]);
         let mut sandboxes = Vec::new();
         for k in 1..=3 {
             let s = host.sandbox(&format!("{tag}s{k}"), k, "127.0.0.1 localhost\n");
             sandboxes.push(s);
         }
+        host.ip(&[
+            "-6",
+            "addr",
+            "add",
+            "fd00:200:1::1/64",
+            "dev",
+            "s1",
+            "nodad",
+        ]);
+        sandboxes[0].ip(&[
+            "-6",
+            "addr",
+            "add",
+            "fd00:200:1::2/64",
+            "dev",
+            "eth0",
+            "nodad",
+        ]);
+        sandboxes[0].ip(&["-6", "route", "add", "default", "via", "fd00:200:1::1"]);
         let seen = Seen::default();
         let s2 = seen.clone();
         origins.serve(move || async move {
+            for (name, ip) in ORIGINS6 {
+                let at = SocketAddr::new(ip.parse().unwrap(), 80);
+                http_origin(at, name, s2.counter(&format!("{name}:v6:80"))).await;
+            }
             for (name, ip, _) in ORIGINS {
                 let at = |port: u16| SocketAddr::new(ip.parse().unwrap(), port);
                 http_origin(at(80), name, s2.counter(&format!("{name}:80"))).await;
@@ -294,11 +344,12 @@ impl World {
         ] {
             std::fs::write(dir.join(file), text).unwrap();
         }
-        let mut table = String::from("networks = [\"10.200.0.0/16\"]\n\n");
+        let mut table = String::from("networks = [\"10.200.0.0/16\", \"fd00:200::/48\"]\n\n");
         for (k, name) in ["one", "two", "three"].iter().enumerate() {
+            let k1 = k + 1;
+            let v6 = if k1 == 1 { ", \"fd00:200:1::2\"" } else { "" };
             table.push_str(&format!(
-                "[[sandbox]]\nid = \"sandbox-{name}\"\naddresses = [\"10.200.{}.2\"]\npolicy = \"{name}.policy\"\n\n",
-                k + 1
+                "[[sandbox]]\nid = \"sandbox-{name}\"\naddresses = [\"10.200.{k1}.2\"{v6}]\npolicy = \"{name}.policy\"\n\n"
             ));
         }
         std::fs::write(dir.join("sandboxes.toml"), table).unwrap();
