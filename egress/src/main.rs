@@ -113,6 +113,13 @@ struct HostArgs {
     /// gatehouse-state beside the sandbox table].
     #[arg(long, value_name = "DIR")]
     state: Option<PathBuf>,
+    /// Accept only policies that are bundles signed by this public key
+    /// (repeatable), for every sandbox and through the control API.
+    #[arg(long = "trusted-key", value_name = "FILE")]
+    trusted_keys: Vec<PathBuf>,
+    /// Ship decision records to this URL too (HTTP POST of JSON lines).
+    #[arg(long, value_name = "URL", value_parser = http_url)]
+    log_url: Option<String>,
 }
 
 /// The policy, its decision log, and the fleet: every mode's.
@@ -370,6 +377,8 @@ fn host(args: &HostArgs) -> i32 {
     config.nftables = !args.no_nftables;
     config.control = args.control.clone();
     config.state_dir = args.state.clone();
+    config.trusted_keys = args.trusted_keys.clone();
+    config.log_url = args.log_url.clone();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(default_threads())
         .enable_all()

@@ -408,6 +408,14 @@ mod tests {
     }
 
     fn load(d: &Path, text: &str) -> Result<SandboxTable, HostError> {
+        load_trusting(d, text, Vec::new())
+    }
+
+    fn load_trusting(
+        d: &Path,
+        text: &str,
+        trusted: Vec<gatehouse::bundle::PublicKey>,
+    ) -> Result<SandboxTable, HostError> {
         let path = d.join("sandboxes.toml");
         std::fs::write(&path, text).unwrap();
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -422,7 +430,10 @@ mod tests {
             ))
             .unwrap();
         let shared = Shared {
-            options: PolicyOptions::default(),
+            options: PolicyOptions {
+                trusted,
+                ..PolicyOptions::default()
+            },
             metrics,
             resolver: Arc::new(resolver),
             timeouts: crate::relay::Timeouts::default(),
@@ -475,6 +486,28 @@ policy = "b.policy"
         assert!(t.covers("10.200.9.9".parse().unwrap()));
         let ci = t.lookup("10.200.1.2".parse().unwrap()).unwrap();
         assert_eq!(ci.id, "ci-1");
+    }
+
+    #[test]
+    fn with_trusted_keys_only_signed_bundles_are_taken() {
+        let d = dir("trusted");
+        let key = gatehouse::bundle::Keypair::generate().unwrap();
+        let set = gatehouse::PolicySet::from_source(
+            "a.policy",
+            "policy a {\n  network {\n    allow domain a.test\n  }\n}\n",
+        )
+        .unwrap();
+        std::fs::write(d.join("a.ghb"), key.sign(&set.to_artifact().unwrap())).unwrap();
+        let entry = |policy: &str| {
+            format!("[[sandbox]]\nid = \"x\"\naddresses = [\"10.0.0.2\"]\npolicy = \"{policy}\"\n")
+        };
+        let signed = load_trusting(&d, &entry("a.ghb"), vec![key.public()]).unwrap();
+        assert_eq!(signed.sandboxes().count(), 1);
+        let text = load_trusting(&d, &entry("a.policy"), vec![key.public()]);
+        let e = text.err().expect("text refused").to_string();
+        assert!(e.contains("sandbox `x`"), "{e}");
+        let other = gatehouse::bundle::Keypair::generate().unwrap();
+        assert!(load_trusting(&d, &entry("a.ghb"), vec![other.public()]).is_err());
     }
 
     #[test]

@@ -48,6 +48,12 @@ pub struct HostConfig {
     /// Where the control API keeps the policies it puts; none:
     /// `gatehouse-state` beside the sandbox table.
     pub state_dir: Option<PathBuf>,
+    /// Public keys: when any is given, every sandbox's policy must be a
+    /// bundle signed by one of them (at start, at every reload, and through
+    /// the control API).
+    pub trusted_keys: Vec<PathBuf>,
+    /// Ship decision records to this URL too (HTTP POST of JSON lines).
+    pub log_url: Option<String>,
 }
 
 impl HostConfig {
@@ -66,6 +72,8 @@ impl HostConfig {
             nftables: true,
             control: None,
             state_dir: None,
+            trusted_keys: Vec::new(),
+            log_url: None,
         }
     }
 }
@@ -187,7 +195,13 @@ pub async fn start(config: HostConfig) -> Result<HostRunning, HostStartError> {
     )
     .map_err(StartError::from)?;
     let metrics = Arc::new(Metrics::default());
-    let sink = crate::fleet::Options::default()
+    let fleet = crate::fleet::Options {
+        trusted_keys: config.trusted_keys.clone(),
+        log_url: config.log_url.clone(),
+        ..crate::fleet::Options::default()
+    };
+    let trusted = fleet.keys().map_err(StartError::from)?;
+    let sink = fleet
         .sink(config.log.as_deref(), &metrics)
         .map_err(StartError::from)?;
     let resolver = Arc::new(
@@ -201,6 +215,7 @@ pub async fn start(config: HostConfig) -> Result<HostRunning, HostStartError> {
     let shared = Shared {
         options: PolicyOptions {
             log: sink,
+            trusted,
             ..PolicyOptions::default()
         },
         metrics: metrics.clone(),

@@ -270,7 +270,12 @@ impl Host {
     /// policy named, or the only one).
     fn check(&self, text: &str, name: Option<&str>) -> Result<(), ChangeError> {
         let path = PathBuf::from("<control API>");
-        crate::policy::load_bytes(&path, text.as_bytes().to_vec(), name, &[])?;
+        crate::policy::load_bytes(
+            &path,
+            text.as_bytes().to_vec(),
+            name,
+            &self.shared.options.trusted,
+        )?;
         Ok(())
     }
 
