@@ -329,7 +329,7 @@ impl Policies {
     /// policy in force, logged like every decision: the HTTP status a
     /// control API answers it with (403 when refused: deny, denied, timed
     /// out, aborted, disabled; 200 otherwise, an `ask` included) and its
-    /// JSON report (interfaces §2).
+    /// JSON report, as `policyc eval` prints it (docs/cli.md).
     pub fn decide_query(&self, query: &gatehouse::Query) -> (u16, serde_json::Value) {
         use gatehouse::Outcome;
         let set = self.store.load_full();

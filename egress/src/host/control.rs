@@ -14,7 +14,7 @@
 //! | `POST /v1/sandboxes/ID/rules` | `{"kind", "value", "effect"}` (`add_rule`) | 200 |
 //! | `POST /v1/sandboxes/ID/permissions` | `{"permission", "action", "effect"}` (`set_permission`) | 200 |
 //! | `POST /v1/sandboxes/ID/apps` | `{"deny": [...]}` (`set_apps`) | 200 |
-//! | `POST /v1/sandboxes/ID/decide` | a JSON query (interfaces §2) | the decision; 403 when refused |
+//! | `POST /v1/sandboxes/ID/decide` | a JSON query, as `policyc eval` reads it | the decision; 403 when refused |
 //!
 //! A change is in force for the next connection when its answer is sent;
 //! an error is `{"error": MESSAGE}` with 404, 409, 422 or 500.
