@@ -287,6 +287,24 @@ pub async fn vet(
         .addresses_for(host)
         .await
         .map_err(|_| Refusal::LookupFailed)?;
+    if found.loopback {
+        // `localhost` means the loopback addresses, each decided apart: a
+        // policy that allows 127.0.0.1 and not ::1 reaches 127.0.0.1
+        // (docs/egress.md#localhost).
+        let mut kept = Vec::new();
+        let mut first = None;
+        for ip in found.addrs {
+            match admit_resolved(req, host, &[ip], port) {
+                Ok(()) => kept.push(ip),
+                Err(r) => first = first.or(Some(r)),
+            }
+        }
+        return match (kept.is_empty(), first) {
+            (false, _) => Ok(kept),
+            (true, Some(r)) => Err(r),
+            (true, None) => Err(Refusal::LookupFailed),
+        };
+    }
     if !found.literal {
         admit_resolved(req, host, &found.addrs, port)?;
         // Only answers the policy accepted are kept for later requests.

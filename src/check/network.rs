@@ -150,6 +150,31 @@ fn lints(
             }
         }
     }
+    // `allow domain localhost` under `local deny` passes `connect
+    // localhost`, but the proxy and the resolver dial and answer only the
+    // loopback addresses the section allows (issue 37, item 4).
+    let loopback = |r: &&R<'_>| {
+        r.rule.effect == Effect::Allow
+            && matches!(&r.target, Target::Net(n, true) if n.addr().is_loopback())
+    };
+    if !local_allow && !rules.iter().any(|r| loopback(&r)) {
+        for r in rules.iter().filter(|r| r.rule.effect == Effect::Allow) {
+            if let Target::Domain(DomainPattern::Exact(n)) = &r.target
+                && (n == "localhost" || n.ends_with(".localhost"))
+            {
+                diags.push(
+                    Diagnostic::warning(
+                        "localhost_without_address",
+                        "`connect` to this name passes, but nothing can reach it: no loopback address is allowed",
+                        r.rule.span,
+                    )
+                    .with_help(Some(
+                        "the name means 127.0.0.1 and ::1: add `allow ip 127.0.0.1` (and `allow ip ::1` for IPv6)".into(),
+                    )),
+                );
+            }
+        }
+    }
     for (i, r) in rules.iter().enumerate() {
         let exception = !local_allow && is_local_exception(r);
         let mut covered_by_same = None;

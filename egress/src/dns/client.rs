@@ -86,7 +86,18 @@ pub struct Resolution {
     /// The host was an IP literal: its address is itself, and no answer
     /// needs the `resolved` check.
     pub literal: bool,
+    /// The host was `localhost` or a name under it: its addresses are the
+    /// loopback ones, asked of no one (RFC 6761 §6.3), and each is checked
+    /// apart (the policy may allow one and not the other).
+    pub loopback: bool,
     fresh: Vec<(RecordType, Vec<IpAddr>, Duration)>,
+}
+
+/// Whether `name` is `localhost` or a name under it (any case, trailing
+/// dot or not): a loopback name, which no resolver is asked about.
+pub fn is_loopback_name(name: &str) -> bool {
+    let lower = crate::dns::cache::key(name);
+    lower == "localhost" || lower.ends_with(".localhost")
 }
 
 /// An answer's CNAME chain from the asked name, and the records kept.
@@ -266,6 +277,7 @@ impl Upstream {
         let mut out = Resolution {
             addrs: Vec::new(),
             literal: false,
+            loopback: false,
             fresh: Vec::new(),
         };
         for (kind, r) in [(RecordType::A, a?), (RecordType::AAAA, aaaa?)] {
@@ -285,6 +297,7 @@ impl Upstream {
         let fixed = |addrs| Resolution {
             addrs,
             literal: false,
+            loopback: false,
             fresh: Vec::new(),
         };
         if let Ok(ip) = bare.parse::<IpAddr>() {
@@ -299,12 +312,14 @@ impl Upstream {
         // `localhost` and its subdomains are loopback without asking anyone
         // (RFC 6761 §6.3), as every stub resolver does; the policy still
         // needs its exact `allow ip` exceptions for them.
-        let lower = crate::dns::cache::key(host);
-        if lower == "localhost" || lower.ends_with(".localhost") {
-            return Ok(fixed(vec![
-                IpAddr::from([127, 0, 0, 1]),
-                IpAddr::from(std::net::Ipv6Addr::LOCALHOST),
-            ]));
+        if is_loopback_name(host) {
+            return Ok(Resolution {
+                loopback: true,
+                ..fixed(vec![
+                    IpAddr::from([127, 0, 0, 1]),
+                    IpAddr::from(std::net::Ipv6Addr::LOCALHOST),
+                ])
+            });
         }
         if let Some(a) = self.vetted.get(host) {
             return Ok(fixed(a));

@@ -127,6 +127,9 @@ pub async fn answer_given(
         req.finish(&what, &format!("refused: {}", d.reason.as_str()));
         return Some((refuse(&q, ResponseCode::Refused), None));
     }
+    if client::is_loopback_name(&name) {
+        return Some(loopback(&q, &mut req, &what, &name, kind));
+    }
     let Ok(r) = upstream.ask(question.name(), kind).await else {
         req.finish(&what, "servfail: upstream");
         return Some((refuse(&q, ResponseCode::ServFail), None));
@@ -197,6 +200,63 @@ pub async fn answer_given(
             ttl: Duration::from_secs(u64::from(chain.ttl)),
         });
     Some((bytes, given))
+}
+
+/// How long a loopback answer may be kept.
+const LOOPBACK_TTL: u32 = 300;
+
+/// `localhost` and the names under it are the loopback addresses, answered
+/// here and never asked upstream (RFC 6761 §6.3), as the proxy dials them:
+/// 127.0.0.1 for A, ::1 for AAAA, each checked with `resolved` (a policy
+/// that allows one and not the other gets the one it allows).
+fn loopback(
+    q: &Message,
+    req: &mut crate::policy::Request<'_>,
+    what: &str,
+    name: &str,
+    kind: RecordType,
+) -> (Vec<u8>, Option<Given>) {
+    use hickory_proto::rr::{RData, Record, rdata};
+    let Some(question) = q.queries.first() else {
+        return (refuse(q, ResponseCode::FormErr), None);
+    };
+    let (ip, data): (std::net::IpAddr, RData) = match kind {
+        RecordType::A => (
+            std::net::Ipv4Addr::LOCALHOST.into(),
+            RData::A(rdata::A(std::net::Ipv4Addr::LOCALHOST)),
+        ),
+        _ => (
+            std::net::Ipv6Addr::LOCALHOST.into(),
+            RData::AAAA(rdata::AAAA(std::net::Ipv6Addr::LOCALHOST)),
+        ),
+    };
+    let d = req.decide(QueryRef::Resolved {
+        host: name,
+        addrs: &[ip],
+        port: None,
+    });
+    let mut out = reply_to(q, ResponseCode::NoError);
+    if !d.is_allow() {
+        // The name is allowed, its loopback address of this kind is not:
+        // no address of this kind (the other kind may be answered).
+        req.finish(
+            &what,
+            &format!("answered 0 addresses ({} for {ip})", d.reason.as_str()),
+        );
+        return (out.to_vec().unwrap_or_default(), None);
+    }
+    out.add_answer(Record::from_rdata(
+        question.name().clone(),
+        LOOPBACK_TTL,
+        data,
+    ));
+    req.finish(&what, "answered 1 address (loopback)");
+    let given = Given {
+        name: cache::key(name),
+        addrs: vec![ip],
+        ttl: Duration::from_secs(u64::from(LOOPBACK_TTL)),
+    };
+    (out.to_vec().unwrap_or_default(), Some(given))
 }
 
 /// Where a question is decided: the policy for its source, and what to do

@@ -336,3 +336,46 @@ async fn the_resolver_answers_standard_in_questions_and_truncates_over_udp() {
     assert_eq!(r.metadata.response_code, ResponseCode::NotImp);
     assert!(r.answers.is_empty());
 }
+
+/// `localhost` means the loopback addresses everywhere (issue 37, item 4):
+/// the proxy dials the ones the policy allows (here 127.0.0.1, not ::1),
+/// over plain HTTP and through `CONNECT`, and the resolver answers them
+/// itself, never asking upstream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn localhost_means_the_loopback_addresses_everywhere() {
+    let dir = tempdir("localhost");
+    let dns = fake_dns(&[("localhost", "10.9.9.9")]).await;
+    let policy = "policy egress {\n  network {\n    default deny\n    local deny\n    allow domain localhost\n    allow ip 127.0.0.1\n  }\n}\n";
+    let d = daemon(&dir, policy, dns.addr, None).await;
+    let server = http_server().await;
+    let url = format!("http://localhost:{}/", server.port());
+    let (code, status, reason, out) = curl(d.http, &["--noproxy", ""], &url).await;
+    assert_eq!(
+        (code, status.as_str(), reason.as_str()),
+        (0, "200", ""),
+        "{out}"
+    );
+    let (code, status, _, out) = curl(d.http, &["--noproxy", "", "-p"], &url).await;
+    assert_eq!((code, status.as_str()), (0, "200"), "{out}");
+    let resolver = d.dns.unwrap();
+    let dig = |kind: &str| {
+        vec![
+            format!("@{}", resolver.ip()),
+            "-p".into(),
+            resolver.port().to_string(),
+            "localhost".into(),
+            kind.into(),
+            "+tries=1".into(),
+            "+time=3".into(),
+        ]
+    };
+    let (_, out) = run("dig", dig("A")).await;
+    assert!(answers(&out, "localhost.", "127.0.0.1"), "{out}");
+    // ::1 is not allowed: no IPv6 address, and no error either.
+    let (_, out) = run("dig", dig("AAAA")).await;
+    assert!(
+        out.contains("status: NOERROR") && out.contains("ANSWER: 0"),
+        "{out}"
+    );
+    assert!(dns.asked.lock().unwrap().is_empty(), "asked upstream");
+}
