@@ -19,9 +19,19 @@ fn parts() -> Vec<Part> {
         lines: Vec::new(),
     }];
     let mut fence = false;
+    let mut comment = false;
     for line in REFERENCE.lines() {
         if line.starts_with("```") {
             fence = !fence;
+        }
+        // The reference's HTML — section anchors, comments — is for the
+        // renderer, not for hover text (issue 37, item 7).
+        if !fence && (comment || line.starts_with("<!--")) {
+            comment = !line.contains("-->");
+            continue;
+        }
+        if !fence && line.starts_with("<a id=") {
+            continue;
         }
         if !fence && (line.starts_with("## ") || line.starts_with("### ")) {
             parts.push(Part {
@@ -57,7 +67,7 @@ fn opening(p: &Part) -> String {
         .lines
         .iter()
         .copied()
-        .skip_while(|l| l.trim().is_empty() || l.starts_with("<a id"))
+        .skip_while(|l| l.trim().is_empty())
         .take(24)
         .collect();
     format!(
@@ -245,6 +255,50 @@ mod tests {
             }
         }
         assert!(missing.is_empty(), "no hover text for {missing:?}");
+    }
+
+    /// Hover text is markdown without the reference's HTML (its anchors
+    /// and comments), for every word of the grammar, every permission and
+    /// reason code, and every word of the reference's code spans.
+    #[test]
+    fn hover_text_shows_no_raw_html() {
+        let grammar = include_str!("../../../grammar/policy.pest");
+        let mut words: Vec<String> = grammar
+            .lines()
+            .filter_map(|l| Some(l.strip_prefix("kw_")?.split('"').nth(1)?.to_string()))
+            .collect();
+        words.extend(
+            gatehouse::Reason::ALL
+                .iter()
+                .map(|r| r.as_str().to_string()),
+        );
+        words.extend(
+            gatehouse::vocab::Permission::ALL
+                .iter()
+                .map(|p| p.as_str().to_string()),
+        );
+        for span in REFERENCE.split('`').skip(1).step_by(2) {
+            words.extend(cell_words(span).map(str::to_string));
+        }
+        words.extend(["id", "a", "Section", "anchors"].map(String::from));
+        let blocks = [
+            "file",
+            "policy",
+            "network",
+            "permissions",
+            "test",
+            "sandbox",
+            "commands",
+        ];
+        for w in &words {
+            for b in blocks {
+                let h = hover(w, b).unwrap_or_default();
+                assert!(
+                    !h.contains("<a id") && !h.contains("<!--") && !h.contains("</a>"),
+                    "hover of `{w}` in `{b}` shows HTML:\n{h}"
+                );
+            }
+        }
     }
 
     #[test]
