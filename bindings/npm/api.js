@@ -36,12 +36,17 @@ export function version() {
   return engine().version();
 }
 
-export function check(source) {
-  return JSON.parse(engine().check(String(source)));
+/** The file name diagnostics carry: the caller's, or `policy.policy`. */
+function named(name) {
+  return name === undefined || name === null ? undefined : String(name);
 }
 
-export function format(source) {
-  const r = JSON.parse(engine().format(String(source)));
+export function check(source, name) {
+  return JSON.parse(engine().check(String(source), named(name)));
+}
+
+export function format(source, name) {
+  const r = JSON.parse(engine().format(String(source), named(name)));
   if (!r.ok) throw invalid(r.diagnostics);
   return r.text;
 }
@@ -86,10 +91,10 @@ class PolicySet {
   }
 }
 
-export function compile(source) {
+export function compile(source, name) {
   let handle;
   try {
-    handle = engine().compile(String(source));
+    handle = engine().compile(String(source), named(name));
   } catch (e) {
     if (typeof e === "string") throw invalid(JSON.parse(e));
     throw e;

@@ -132,12 +132,15 @@ export interface PolicySet {
 
 /** The engine's version. */
 export function version(): string;
-/** Every diagnostic of a policy text; an empty array means it is clean. */
-export function check(source: string): Diagnostic[];
-/** The canonical layout of a policy text; throws PolicyError on syntax errors. */
-export function format(source: string): string;
-/** Compiles a policy text; throws PolicyError with every diagnostic. */
-export function compile(source: string): PolicySet;
+/**
+ * Every diagnostic of a policy text; an empty array means it is clean.
+ * `name` is the file name the diagnostics carry (default `policy.policy`).
+ */
+export function check(source: string, name?: string): Diagnostic[];
+/** The canonical layout of a policy text; throws PolicyError on syntax errors (naming `name`). */
+export function format(source: string, name?: string): string;
+/** Compiles a policy text; throws PolicyError with every diagnostic, each naming the file `name`. */
+export function compile(source: string, name?: string): PolicySet;
 /**
  * Loads the WebAssembly module (the `gatehouse-engine/web` entry: call and
  * await it once before anything else). Under Node it is already loaded.

@@ -11,6 +11,7 @@ use gatehouse::{PolicySet, build};
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
+/// The file name diagnostics carry when the caller gives none.
 const FILE: &str = "policy.policy";
 
 fn json<T: Serialize>(v: &T) -> String {
@@ -22,9 +23,10 @@ fn json<T: Serialize>(v: &T) -> String {
     })
 }
 
-fn sources(source: &str) -> SourceMap {
+/// The text as one file, named `name` (or [`FILE`]) in diagnostics.
+fn sources(source: &str, name: Option<String>) -> SourceMap {
     let mut s = SourceMap::new();
-    s.add(FILE, source);
+    s.add(name.as_deref().unwrap_or(FILE), source);
     s
 }
 
@@ -35,10 +37,11 @@ pub fn version() -> String {
 }
 
 /// Every diagnostic of a policy text, as `policyc check --format json` prints
-/// them (plus `start`/`end` byte offsets for highlighting).
+/// them (plus `start`/`end` byte offsets for highlighting); `name` is the
+/// file name they carry (default `policy.policy`).
 #[wasm_bindgen]
-pub fn check(source: &str) -> String {
-    let b = build(sources(source));
+pub fn check(source: &str, name: Option<String>) -> String {
+    let b = build(sources(source, name));
     json(&diagnostics(&b))
 }
 
@@ -63,8 +66,8 @@ struct Formatted {
 /// the same policies); should that check fail, the answer is not ok and
 /// carries one `internal` error instead of text.
 #[wasm_bindgen]
-pub fn format(source: &str) -> String {
-    let map = sources(source);
+pub fn format(source: &str, name: Option<String>) -> String {
+    let map = sources(source, name);
     let id = gatehouse::source::FileId(0);
     let Some(file) = map.get(id) else {
         return json(&Formatted {
@@ -116,10 +119,11 @@ pub struct Handle {
     set: PolicySet,
 }
 
-/// Compiles a policy text; throws the diagnostics (JSON) when it has errors.
+/// Compiles a policy text; throws the diagnostics (JSON) when it has
+/// errors, each naming the file `name` (default `policy.policy`).
 #[wasm_bindgen]
-pub fn compile(source: &str) -> Result<Handle, JsValue> {
-    let b = build(sources(source));
+pub fn compile(source: &str, name: Option<String>) -> Result<Handle, JsValue> {
+    let b = build(sources(source, name));
     match b.set.clone() {
         Some(set) if !b.has_errors() => Ok(Handle { set }),
         _ => Err(JsValue::from_str(&json(&diagnostics(&b)))),
@@ -169,7 +173,7 @@ impl Handle {
 /// with errors gives `{"errors": diagnostics}`.
 #[wasm_bindgen]
 pub fn evaluate(source: &str, policy: &str, queries: &str) -> String {
-    match compile(source) {
+    match compile(source, None) {
         Ok(h) => h.evaluate(policy, queries),
         Err(e) => format!(
             "{{\"errors\":{}}}",

@@ -15,7 +15,10 @@ fn parse(s: &str) -> serde_json::Value {
 
 #[wasm_bindgen_test]
 fn check_reports_diagnostics_with_spans() {
-    let d = parse(&check("policy p {\n  network {\n    dfault deny\n  }\n}\n"));
+    let d = parse(&check(
+        "policy p {\n  network {\n    dfault deny\n  }\n}\n",
+        None,
+    ));
     assert_eq!(d[0]["code"], "unknown_statement");
     assert_eq!(
         (d[0]["line"].as_u64(), d[0]["column"].as_u64()),
@@ -25,20 +28,32 @@ fn check_reports_diagnostics_with_spans() {
         (d[0]["start"].as_u64(), d[0]["end"].as_u64()),
         (Some(27), Some(33))
     );
-    assert_eq!(parse(&check(POLICY)), serde_json::json!([]));
+    assert_eq!(parse(&check(POLICY, None)), serde_json::json!([]));
+    assert_eq!(d[0]["file"], "policy.policy");
+    // The caller names the file its diagnostics carry (issue 37, item 7).
+    let named = parse(&check(
+        "policy p { netwrk off }",
+        Some("agents/ci.policy".into()),
+    ));
+    assert_eq!(named[0]["file"], "agents/ci.policy");
+    let thrown = compile("policy p { netwrk off }", Some("agents/ci.policy".into()))
+        .err()
+        .and_then(|e| e.as_string())
+        .unwrap();
+    assert_eq!(parse(&thrown)[0]["file"], "agents/ci.policy");
 }
 
 #[wasm_bindgen_test]
 fn format_lays_out_or_refuses() {
-    let f = parse(&format("policy p{network{allow domain github.com}}"));
+    let f = parse(&format("policy p{network{allow domain github.com}}", None));
     assert_eq!(f["ok"], true);
     assert_eq!(f["text"], POLICY);
-    assert_eq!(parse(&format("policy {"))["ok"], false);
+    assert_eq!(parse(&format("policy {", None))["ok"], false);
 }
 
 #[wasm_bindgen_test]
 fn a_handle_decides_repeatedly() {
-    let h = compile(POLICY).map_err(|_| ()).unwrap();
+    let h = compile(POLICY, None).map_err(|_| ()).unwrap();
     assert_eq!(parse(&h.policies()), serde_json::json!(["p"]));
     let d = parse(&h.evaluate(
         "",
@@ -48,7 +63,7 @@ fn a_handle_decides_repeatedly() {
     assert_eq!(d[0]["rule"]["line"], 3);
     assert_eq!(d[1]["reason"], "local_address");
     assert!(d[2]["error"].as_str().unwrap().contains("bogus"));
-    assert!(compile("policy p { netwrk off }").is_err());
+    assert!(compile("policy p { netwrk off }", None).is_err());
     assert!(parse(&evaluate("policy p { netwrk off }", "", "upstream"))["errors"].is_array());
     assert!(!version().is_empty());
 }
@@ -78,11 +93,14 @@ fn hostile_sources_get_their_diagnostics_from_every_entry_point() {
                 .map(|d| d["code"].as_str().unwrap().to_string())
                 .collect()
         };
-        assert_eq!(codes(&parse(&check(text))), [code]);
-        let f = parse(&format(text));
+        assert_eq!(codes(&parse(&check(text, None))), [code]);
+        let f = parse(&format(text, None));
         assert_eq!(f["ok"], false);
         assert_eq!(codes(&f["diagnostics"]), [code]);
-        let thrown = compile(text).err().and_then(|e| e.as_string()).unwrap();
+        let thrown = compile(text, None)
+            .err()
+            .and_then(|e| e.as_string())
+            .unwrap();
         assert_eq!(codes(&parse(&thrown)), [code]);
         let r = parse(&evaluate(text, "", "connect github.com:443"));
         assert_eq!(codes(&r["errors"]), [code]);

@@ -61,6 +61,17 @@ test("errors carry every diagnostic", () => {
   assert.equal(format("policy p {network off}"), "policy p {\n  network off\n}\n");
   assert.throws(() => format("policy p {"), PolicyError);
   assert.deepEqual(check("policy p {\n  network off\n}\n"), []);
+  // Diagnostics name the caller's file (issue 37, item 7).
+  assert.equal(diags[0].file, "policy.policy");
+  assert.equal(check(bad, "agents/ci.policy")[0].file, "agents/ci.policy");
+  assert.throws(
+    () => compile(bad, "agents/ci.policy"),
+    (e) => e instanceof PolicyError && e.diagnostics.every((d) => d.file === "agents/ci.policy"),
+  );
+  assert.throws(
+    () => format("policy p {", "agents/ci.policy"),
+    (e) => e instanceof PolicyError && e.diagnostics[0].file === "agents/ci.policy",
+  );
 });
 
 test("require() loads the same package", () => {
