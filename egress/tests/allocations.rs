@@ -29,25 +29,31 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 struct Counting;
 
 static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-/// Bytes allocated and not yet freed by counted threads (a block freed on
-/// another thread is not subtracted: measure on one thread).
+/// Bytes allocated and not yet freed by the weighed thread (a block freed
+/// on another thread is not subtracted: measure on one thread).
 static LIVE: AtomicI64 = AtomicI64::new(0);
 
 thread_local! {
     /// Set on the threads of the measured runtime; a const `Cell` needs no
     /// allocation and no destructor, so the allocator may read it.
     static COUNTED: Cell<bool> = const { Cell::new(false) };
+    /// Set on the thread whose live bytes are weighed (the memory test):
+    /// apart from `COUNTED`, so the two tests, running at once, never add
+    /// to each other's figure.
+    static WEIGHED: Cell<bool> = const { Cell::new(false) };
 }
 
 fn count(grow: i64) {
     if COUNTED.with(Cell::get) {
         ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+    }
+    if WEIGHED.with(Cell::get) {
         LIVE.fetch_add(grow, Ordering::Relaxed);
     }
 }
 
 fn freed(size: usize) {
-    if COUNTED.with(Cell::get) {
+    if WEIGHED.with(Cell::get) {
         LIVE.fetch_sub(size as i64, Ordering::Relaxed);
     }
 }
@@ -216,7 +222,7 @@ fn host_mode_memory_per_sandbox_beyond_its_policy() {
         max_connections: 1024,
     };
     let live = || LIVE.load(Ordering::Relaxed);
-    COUNTED.with(|c| c.set(true));
+    WEIGHED.with(|c| c.set(true));
     let before = live();
     let sets: Vec<_> = (0..N)
         .map(|i| gatehouse_egress::policy::load(&dir.join(format!("s{i}.policy")), None).unwrap())
@@ -226,7 +232,7 @@ fn host_mode_memory_per_sandbox_beyond_its_policy() {
     let before = live();
     let t = SandboxTable::load(&path, &shared, None).unwrap();
     let sandboxes = live() - before;
-    COUNTED.with(|c| c.set(false));
+    WEIGHED.with(|c| c.set(false));
     assert_eq!(t.sandboxes().count(), N as usize);
     let policy = policies / N;
     let beyond = (sandboxes - policies) / N;
