@@ -71,6 +71,20 @@ if [ "$raw" -gt 1000000 ] || [ "$gz" -gt 365000 ]; then
   if [ "${CI:-}" = true ] || [ "${1:-}" = --strict ]; then exit 1; fi
 fi
 
+# The README's figure (`one module of\nNNN KB, MMM KB gzipped`) is a
+# measurement: it must stay within 1 % of this build's (issue 37, item 7).
+python3 - "$here/../README.md" "$raw" "$gz" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+m = re.search(r"one module of\s+([0-9]+) KB, ([0-9]+) KB gzipped", text)
+if not m:
+    sys.exit("README.md: no `one module of N KB, M KB gzipped` figure")
+for shown, measured, what in ((int(m[1]), int(sys.argv[2]), "raw"), (int(m[2]), int(sys.argv[3]), "gzipped")):
+    if abs(shown * 1000 - measured) > measured / 100:
+        sys.exit(f"README.md says {shown} KB {what}; this build is {measured} bytes: update the figure")
+print(f"README.md's size figure holds ({m[1]} KB, {m[2]} KB gzipped)")
+PY
+
 if [ "${1:-}" = "--serve" ]; then
   echo "serving http://127.0.0.1:8000"
   exec python3 -m http.server --bind 127.0.0.1 8000 --directory "$here/www"
