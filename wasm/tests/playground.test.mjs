@@ -124,6 +124,60 @@ test("the page works at phone width", async () => {
   assert.ok(rows.length >= 2);
   const width = await page.evaluate(() => document.documentElement.scrollWidth);
   assert.ok(width <= 400, `the page scrolls sideways: ${width}px`);
+  // Every query shows on one line, whole (the decisions scroll in their box).
+  const lines = await page.$$eval("#results tbody tr td:first-child", (tds) => tds.map((td) => {
+    const r = document.createRange();
+    r.selectNodeContents(td);
+    return r.getClientRects().length === 1;
+  }));
+  assert.ok(lines.every(Boolean), JSON.stringify(lines));
   await page.screenshot({ path: join(shots, "playground-phone.png"), fullPage: true });
   await page.close();
+});
+
+test("each example brings its own queries, and a query is never cut mid-word", async () => {
+  const { page, errors } = await open();
+  await page.selectOption("#examples", "guardian");
+  await page.waitForFunction(() => document.querySelector("#queries").value.startsWith("review exec curl"));
+  await page.waitForFunction(() => document.querySelector("#results tbody td")?.textContent.startsWith("review exec curl"));
+  const rows = await decisions(page);
+  assert.ok(rows.length >= 5, JSON.stringify(rows));
+  assert.ok(rows.every((r) => r[2] !== "network_off"), JSON.stringify(rows));
+  assert.ok(rows.some((r) => r[1] === "denied") && rows.some((r) => r[1] === "approved"), JSON.stringify(rows));
+  await page.selectOption("#examples", "observer");
+  await page.waitForFunction(() => document.querySelector("#queries").value.startsWith("tool input.control"));
+  const wrap = await page.$eval("#results tbody td", (td) => [getComputedStyle(td).wordBreak, getComputedStyle(td).whiteSpace]);
+  assert.deepEqual(wrap, ["normal", "nowrap"]);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test("served unbuilt, the page says what to run instead of loading for ever", async () => {
+  const { mkdtempSync, copyFileSync, rmSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  // Without the examples (and the engine), then with the examples only.
+  for (const withExamples of [false, true]) {
+    const dir = mkdtempSync(join(tmpdir(), "gatehouse-unbuilt-"));
+    for (const f of ["index.html", "app.js", "worker.js", "style.css"].concat(withExamples ? ["examples.js"] : [])) {
+      copyFileSync(join(www, f), join(dir, f));
+    }
+    const p = port + 300 + (withExamples ? 1 : 0);
+    const srv = spawn("python3", ["-m", "http.server", "--bind", "127.0.0.1", String(p), "--directory", dir], { stdio: "ignore" });
+    try {
+      for (let i = 0; i < 50; i++) {
+        try { if ((await fetch(`http://127.0.0.1:${p}/`)).ok) break; } catch { /* not yet */ }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const page = await browser.newPage();
+      await page.goto(`http://127.0.0.1:${p}/`);
+      await page.waitForSelector("body[data-failed=true]", { timeout: 10000 });
+      const said = await page.textContent("#status");
+      assert.match(said, /wasm\/build\.sh --serve/);
+      assert.doesNotMatch(said, /loading/);
+      await page.close();
+    } finally {
+      srv.kill();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
 });

@@ -1,16 +1,32 @@
 // The playground's page: editor, diagnostics, queries and decisions. All
-// policy work happens in the engine, in a Web Worker (worker.js).
-import { EXAMPLES } from "./examples.js";
+// policy work happens in the engine, in a Web Worker (worker.js). The
+// engine (www/pkg) and the examples (www/examples.js) are what
+// wasm/build.sh makes: when either is missing the page says so.
+let EXAMPLES = [];
 
 const $ = (id) => document.getElementById(id);
 const source = $("source"), highlight = $("highlight"), queries = $("queries");
 const diagList = $("diagnostics"), results = $("results").querySelector("tbody");
 const policySelect = $("policy"), status = $("status");
 
+// A page that cannot work says why, and what to run; it never stays at
+// "loading…".
+const UNBUILT = "run `wasm/build.sh --serve` (it builds www/pkg and www/examples.js, then serves the page)";
+function fail(what) {
+  status.textContent = `${what}: ${UNBUILT}`;
+  status.dataset.state = "errors";
+  document.body.dataset.failed = "true";
+  results.innerHTML = `<tr><td colspan="4">${escapeHtml(what)}</td></tr>`;
+}
+
 const worker = new Worker("worker.js", { type: "module" });
 let nextId = 0;
 const pending = new Map();
-worker.onmessage = ({ data }) => { pending.get(data.id)?.(data.result); pending.delete(data.id); };
+worker.onmessage = ({ data }) => {
+  if (data.fatal) { fail(data.fatal); return; }
+  pending.get(data.id)?.(data.result); pending.delete(data.id);
+};
+worker.onerror = (e) => { e.preventDefault?.(); fail("the engine did not load"); };
 const ask = (msg) => new Promise((resolve) => { const id = nextId++; pending.set(id, resolve); worker.postMessage({ id, ...msg }); });
 
 const DEFAULT_QUERIES = "connect github.com:443\nconnect 169.254.169.254:80\ndns exfil.attacker.example\nexec git push";
@@ -176,18 +192,36 @@ $("share").addEventListener("click", async () => {
   document.body.dataset.shareUrl = url;
 });
 
+// An example's own queries: those of its `test` blocks' `expect` lines
+// (the guardian's are reviews, the observer's tool calls), at most ten.
+function queriesOf(text) {
+  const out = [];
+  for (const line of text.split("\n")) {
+    const m = line.match(/^\s*expect\s+\S+\s+(.+?)(?:\s+because\s+\S+)?\s*$/);
+    if (m && !out.includes(m[1])) out.push(m[1]);
+  }
+  return out.slice(0, 10).join("\n");
+}
+
 const examples = $("examples");
-for (const ex of EXAMPLES) examples.insertAdjacentHTML("beforeend", `<option value="${escapeHtml(ex.name)}">${escapeHtml(ex.name)}</option>`);
 examples.addEventListener("change", () => {
   const ex = EXAMPLES.find((e) => e.name === examples.value);
   if (!ex) return;
   source.value = ex.text;
+  queries.value = queriesOf(ex.text) || DEFAULT_QUERIES;
   ruleLine = null;
   render();
   checkNow();
 });
 
 async function start() {
+  try {
+    ({ EXAMPLES } = await import("./examples.js"));
+  } catch {
+    fail("the examples did not load");
+    return;
+  }
+  for (const ex of EXAMPLES) examples.insertAdjacentHTML("beforeend", `<option value="${escapeHtml(ex.name)}">${escapeHtml(ex.name)}</option>`);
   const m = location.hash.match(/^#s=(.+)$/);
   let state = null;
   if (m) { try { state = JSON.parse(b64.dec(m[1])); } catch { state = null; } }

@@ -1,12 +1,17 @@
 // The engine runs here, so that typing never waits for it.
 import init, { check, format, compile, version } from "./pkg/gatehouse_wasm.js";
 
-const ready = init();
+// A module that loads but cannot start (a broken or stale www/pkg) says
+// so to the page, which then tells the user what to run.
+const ready = init().then(() => true, (e) => {
+  self.postMessage({ fatal: `the engine did not start (${String(e).slice(0, 120)})` });
+  return false;
+});
 let handle = null;
 let handleSource = null;
 
 self.onmessage = async ({ data }) => {
-  await ready;
+  if (!(await ready)) return;
   const { id, op } = data;
   let result;
   try {
