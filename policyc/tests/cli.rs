@@ -507,3 +507,40 @@ fn newcomers_words_get_the_keyword_and_stdin_is_formatted() {
         stderr(&broken)
     );
 }
+
+/// The README's first command prints what the README shows, and the
+/// `not_allowed` denial it explains next carries `escalation: ask` under
+/// the default approvals (issue 37, item 7).
+#[test]
+fn the_readme_first_command_prints_what_it_shows() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let shown = readme
+        .split("It prints one JSON decision per query")
+        .nth(1)
+        .and_then(|s| s.split("```json\n").nth(1))
+        .and_then(|s| s.split("\n```").next())
+        .unwrap();
+    let o = policyc(&[
+        "eval",
+        "policies/coding-agent.policy",
+        "--query",
+        "connect github.com:443",
+    ]);
+    assert_eq!(stdout(&o).trim_end(), shown);
+    let o = policyc(&[
+        "eval",
+        "policies/coding-agent.policy",
+        "--query",
+        "connect example.com:443",
+    ]);
+    let d: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(
+        (&d["decision"], &d["reason"], &d["escalation"]),
+        (
+            &serde_json::json!("deny"),
+            &serde_json::json!("not_allowed"),
+            &serde_json::json!("ask")
+        )
+    );
+    assert!(readme.contains("\"escalation\":\"ask\""));
+}
