@@ -94,6 +94,20 @@ Examples:
   policyc eval --artifact set.ghc --policy coding-agent --query 'dns github.com'
   policyc compile policies/ -o set.ghb --sign fleet.key     # a bundle for a fleet (docs/bundles.md)")]
     Compile(CompileArgs),
+    /// Write a starter policy for a folder, as the ZeroCode seed recommends
+    #[command(after_help = "\
+Looks at DIR (default: the current folder): in a version-controlled folder
+(a .git directory or file there or above) it recommends what ZeroCode does,
+workspace-write with on-request approvals; elsewhere read-only. The policy
+denies the network by default, with the package registries commented in,
+and holds a test block; it passes `check`, `test` and `fmt --check` as
+written. An existing file is never overwritten without --force.
+
+Examples:
+  policyc init
+  policyc init ~/src/my-repo --name my-agent
+  policyc check agent.policy && policyc test agent.policy")]
+    Init(InitArgs),
     /// Make an Ed25519 key pair for signing bundles
     #[command(after_help = "\
 Writes PREFIX.key (the secret key, mode 0600) and PREFIX.pub (the public
@@ -390,4 +404,21 @@ Examples:
         #[command(flatten)]
         paths: Paths,
     },
+}
+
+/// `policyc init`'s arguments.
+#[derive(clap::Args, Debug)]
+pub struct InitArgs {
+    /// The folder to write for [default: the current folder]
+    #[arg(value_name = "DIR")]
+    pub dir: Option<std::path::PathBuf>,
+    /// The policy's name
+    #[arg(long, value_name = "NAME", default_value = "agent")]
+    pub name: String,
+    /// The file to write, in DIR [default: NAME.policy]
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
+    /// Overwrite the file if it exists
+    #[arg(long)]
+    pub force: bool,
 }

@@ -32,6 +32,7 @@ mod exclude;
 mod export;
 mod fmt;
 mod import;
+mod init;
 mod keys;
 mod load;
 mod lsp;
@@ -77,6 +78,7 @@ fn main() -> ExitCode {
         Command::Test(a) => ("test", test::run(&a)),
         Command::Fmt(a) => ("fmt", fmt::run(&a)),
         Command::Compile(a) => ("compile", compile::run(&a)),
+        Command::Init(a) => ("init", init::run(&a)),
         Command::Keygen { out } => ("keygen", keys::keygen(&out)),
         Command::Verify {
             trusted_key,

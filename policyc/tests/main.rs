@@ -15,6 +15,7 @@ mod common;
 mod cli;
 mod cli_files;
 mod cli_help;
+mod cli_init;
 mod corpus;
 mod export;
 mod fail_closed;
