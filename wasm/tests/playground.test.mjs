@@ -145,9 +145,15 @@ test("each example brings its own queries, and a query is never cut mid-word", a
   assert.ok(rows.every((r) => r[2] !== "network_off"), JSON.stringify(rows));
   assert.ok(rows.some((r) => r[1] === "denied") && rows.some((r) => r[1] === "approved"), JSON.stringify(rows));
   await page.selectOption("#examples", "observer");
-  await page.waitForFunction(() => document.querySelector("#queries").value.startsWith("tool input.control"));
-  const wrap = await page.$eval("#results tbody td", (td) => [getComputedStyle(td).wordBreak, getComputedStyle(td).whiteSpace]);
-  assert.deepEqual(wrap, ["normal", "nowrap"]);
+  // Read the style once the observer's decisions are on the page (a row
+  // being replaced has no computed style).
+  const handle = await page.waitForFunction(() => {
+    const td = document.querySelector("#results tbody td");
+    if (!td || !td.isConnected || !td.textContent.startsWith("tool input.control")) return null;
+    const s = getComputedStyle(td);
+    return s.wordBreak ? [s.wordBreak, s.whiteSpace] : null;
+  });
+  assert.deepEqual(await handle.jsonValue(), ["normal", "nowrap"]);
   assert.deepEqual(errors, []);
   await page.close();
 });
