@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use super::{CheckError, Once, error};
 use crate::diag::Diagnostic;
 use crate::normalize::pattern::DomainPattern;
-use crate::normalize::{canonical_ip, is_non_public, is_normal_absolute_path};
+use crate::normalize::{canonical_ip, is_localhost_name, is_non_public, is_normal_absolute_path};
 use crate::source::Span;
 use crate::syntax::ast::*;
 
@@ -120,9 +120,7 @@ fn is_local_exception(r: &R<'_>) -> bool {
     r.rule.effect == Effect::Allow
         && match &r.target {
             Target::Net(n, true) => is_non_public(n.addr()),
-            Target::Domain(DomainPattern::Exact(n)) => {
-                n == "localhost" || n.ends_with(".localhost")
-            }
+            Target::Domain(DomainPattern::Exact(n)) => is_localhost_name(n),
             _ => false,
         }
 }
@@ -160,7 +158,7 @@ fn lints(
     if !local_allow && !rules.iter().any(|r| loopback(&r)) {
         for r in rules.iter().filter(|r| r.rule.effect == Effect::Allow) {
             if let Target::Domain(DomainPattern::Exact(n)) = &r.target
-                && (n == "localhost" || n.ends_with(".localhost"))
+                && is_localhost_name(n)
             {
                 diags.push(
                     Diagnostic::warning(

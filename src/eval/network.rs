@@ -63,11 +63,6 @@ fn answered_name<'b>(
     Ok(name)
 }
 
-/// `localhost` and every `*.localhost` name.
-fn is_local_name(name: &str) -> bool {
-    name == "localhost" || name.ends_with(".localhost")
-}
-
 /// What the rules say about one target.
 struct Hit {
     deny: Option<RuleId>,
@@ -106,7 +101,7 @@ impl Policy {
                     deny: h.deny(),
                     allow: h.allow(),
                     exact_allow: h.exact_allow(),
-                    local: !self.net.local_allow && is_local_name(n),
+                    local: !self.net.local_allow && crate::normalize::is_localhost_name(n),
                 }
             }
             Host::Ip(ip) => self.ip_hit(ip, q),

@@ -29,6 +29,12 @@ pub use addr::{
     canonical_ip, canonical_net, is_loopback, is_non_public, non_public_v4, non_public_v6_in_global,
 };
 pub use authority::{HostPortError, split_authority, split_host_port};
+
+/// `localhost` and every `*.localhost` name (RFC 6761): local by name, as
+/// the decision order and the checker read them. The name is normalised.
+pub(crate) fn is_localhost_name(name: &str) -> bool {
+    name == "localhost" || name.ends_with(".localhost")
+}
 pub use host::{
     Host, HostBuf, HostError, MAX_NAME, OwnedHost, normalize_host, normalize_host_owned,
 };
