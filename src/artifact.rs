@@ -31,7 +31,7 @@ pub const MAGIC: &[u8; 8] = b"GATEHSE\0";
 /// declaration order and hash maps in key order, not through a JSON value
 /// tree (which cost about 5 KiB a rule to build); the revision is still the
 /// payload's digest.
-pub const FORMAT_VERSION: u32 = 5;
+pub const FORMAT_VERSION: u32 = 6;
 const HEADER: usize = 8 + 4 + 8 + 32;
 
 /// Why an artifact was refused.

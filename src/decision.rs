@@ -103,6 +103,12 @@ reasons! {
     ProtectedPath = "protected_path",
     WritableRoot = "writable_root",
     Untrusted = "untrusted",
+    /// A `none` file rule covers the path: neither read nor write.
+    NoAccess = "no_access",
+    /// A `read` file rule covers the path: read, not write.
+    ReadOnlyPath = "read_only_path",
+    /// A read no `none` rule covers.
+    Readable = "readable",
     // exec
     ForbiddenByRule = "forbidden_by_rule",
     PromptRule = "prompt_rule",

@@ -408,6 +408,12 @@ impl Printer<'_> {
                                 SandboxStmt::Exclude(v, sp) => {
                                     p.emit(&format!("exclude {}", values(v, quote_string)), *sp)
                                 }
+                                SandboxStmt::Read(v, sp) => {
+                                    p.emit(&format!("read {}", values(v, quote_string)), *sp)
+                                }
+                                SandboxStmt::None(v, sp) => {
+                                    p.emit(&format!("none {}", values(v, quote_string)), *sp)
+                                }
                             }
                         }
                     }),

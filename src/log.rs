@@ -230,7 +230,11 @@ impl PolicySet {
 fn tool_decision(q: &Query, d: &Decision) -> Option<ToolDecision> {
     if !matches!(
         q,
-        Query::Exec { .. } | Query::Write { .. } | Query::Mcp { .. } | Query::Prompt { .. }
+        Query::Exec { .. }
+            | Query::Write { .. }
+            | Query::Read { .. }
+            | Query::Mcp { .. }
+            | Query::Prompt { .. }
     ) {
         return None;
     }
@@ -284,10 +288,26 @@ fn mask_query(q: &mut Query, on: &dyn Fn(LogField) -> bool, all: bool) {
         }
         Query::Socket { path } if m(LogField::SocketPath) => *path = MASK.into(),
         Query::App { program } if m(LogField::AppProgram) => *program = MASK.into(),
-        Query::Write { path, workspace } if m(LogField::WritePath) => {
+        Query::Write {
+            path,
+            workspace,
+            home,
+        } if m(LogField::WritePath) => {
             *path = MASK.into();
             if all {
                 *workspace = workspace.as_ref().map(|_| MASK.into());
+                *home = home.as_ref().map(|_| MASK.into());
+            }
+        }
+        Query::Read {
+            path,
+            workspace,
+            home,
+        } if m(LogField::ReadPath) => {
+            *path = MASK.into();
+            if all {
+                *workspace = workspace.as_ref().map(|_| MASK.into());
+                *home = home.as_ref().map(|_| MASK.into());
             }
         }
         Query::Exec { argv, .. } if m(LogField::ExecArgv) => mask_argv(argv),

@@ -124,6 +124,7 @@ keyword_enum!(
         SocketPath = "socket.path",
         AppProgram = "app.program",
         WritePath = "write.path",
+        ReadPath = "read.path",
         ExecArgv = "exec.argv",
         McpTool = "mcp.tool",
         ReviewAction = "review.action",

@@ -22,6 +22,7 @@ use proptest::prelude::*;
 #[derive(Clone, Debug)]
 struct Gen {
     sandbox: Option<&'static str>,
+    files: Vec<&'static str>,
     approvals: Option<String>,
     reviewer: Option<&'static str>,
     commands: Vec<&'static str>,
@@ -32,8 +33,16 @@ struct Gen {
 impl Gen {
     fn text(&self) -> String {
         let mut s = String::from("policy p {\n");
-        if let Some(x) = self.sandbox {
-            s.push_str(&format!("  sandbox {x}\n"));
+        match (self.sandbox, self.files.is_empty()) {
+            (Some(x), true) => s.push_str(&format!("  sandbox {x}\n")),
+            (x, false) => {
+                let mode = x.unwrap_or("workspace-write");
+                s.push_str(&format!(
+                    "  sandbox {mode} {{ {} }}\n",
+                    self.files.join("; ")
+                ));
+            }
+            (None, true) => {}
         }
         if let Some(x) = &self.approvals {
             s.push_str(&format!("  approvals {x}\n"));
@@ -59,6 +68,34 @@ impl Gen {
     }
 }
 
+/// File rules of every kind: literal and glob, anchored at the root, the
+/// workspace and the home, nested in each other.
+const FILE_RULES: &[&str] = &[
+    "writable \"/var/cache/build\"",
+    "writable \"~/.cache\"",
+    "writable \"out\"",
+    "writable \"secrets/tmp\"",
+    "writable \"/tmp/cache\"",
+    "read \".\"",
+    "read \"docs\"",
+    "read \"/w/src/vendor\"",
+    "read \"**/*.lock\"",
+    "read \"secrets/public\"",
+    "read \"/etc\"",
+    "none \"~/.ssh\"",
+    "none \"**/*.env\"",
+    "none \"secrets\"",
+    "none \"/etc/shadow\"",
+    "none \"/\"",
+    "none \"/w/[a-c]*\"",
+    "none \"*.pem\"",
+    "none \"/tmp/**/k?y\"",
+    "none \"~\"",
+    "none \"src/[!m]*.rs\"",
+    "protect \".secrets\"",
+    "exclude \"/tmp\"",
+];
+
 fn pick<T: Clone + std::fmt::Debug + 'static>(
     items: &'static [T],
 ) -> impl Strategy<Value = T> + Clone {
@@ -70,9 +107,8 @@ fn policy() -> impl Strategy<Value = Gen> {
         "read-only",
         "workspace-write",
         "danger-full-access",
-        "workspace-write { writable \"/var/cache/build\"; protect \".secrets\" }",
-        "workspace-write { exclude \"/tmp\"; writable \"/tmp/cache\" }",
     ]));
+    let files = prop::collection::vec(pick(FILE_RULES), 0..6);
     let granular = (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()).prop_map(|(a, b, c, d, e)| {
         let sw = |x: bool| if x { "on" } else { "off" };
         format!(
@@ -86,7 +122,7 @@ fn policy() -> impl Strategy<Value = Gen> {
     ]);
     let reviewer = prop::option::of(pick(&["user", "auto_review"]));
     (
-        sandbox,
+        (sandbox, files),
         approvals,
         reviewer,
         prop::collection::vec(pick(COMMAND_RULES), 0..4),
@@ -94,7 +130,7 @@ fn policy() -> impl Strategy<Value = Gen> {
         prop::collection::vec(pick(GUARDIAN), 0..5),
     )
         .prop_map(
-            |(sandbox, approvals, reviewer, commands, mut mcp, mut guardian)| {
+            |((sandbox, files), approvals, reviewer, commands, mut mcp, mut guardian)| {
                 // Each MCP setting once (`server S`, `tool S/T`).
                 let mut keys: Vec<String> = Vec::new();
                 mcp.retain(|m| {
@@ -118,6 +154,7 @@ fn policy() -> impl Strategy<Value = Gen> {
                 });
                 Gen {
                     sandbox,
+                    files,
                     approvals,
                     reviewer,
                     commands,
@@ -246,7 +283,7 @@ fn quoted_script() -> impl Strategy<Value = Vec<String>> + Clone {
 }
 
 fn query() -> impl Strategy<Value = Query> {
-    let write = pick(&[
+    let paths = pick(&[
         "/w/src/main.rs",
         "/w/.git/config",
         "/w/.GIT/hooks/x",
@@ -261,10 +298,39 @@ fn query() -> impl Strategy<Value = Query> {
         "/var/cache/build/o",
         "/w/.secrets/k",
         "/w",
-    ])
-    .prop_map(|p| Query::Write {
+        "/w/.env",
+        "/w/app/prod.env",
+        "/w/secrets/public/a",
+        "/w/secrets/tmp/x",
+        "/w/secrets/k",
+        "/w/docs/a.md",
+        "/w/Cargo.lock",
+        "/w/src/vendor/x.rs",
+        "/w/src/lib.rs",
+        "/w/out/o",
+        "/w/bin",
+        "/w/k.pem",
+        "/home/me/.ssh/id_rsa",
+        "/home/me/.cache/pip/x",
+        "/home/me/notes",
+        "/etc/shadow",
+        "/etc/hosts",
+        "/tmp/a/b/key",
+        "/tmp/cache/x",
+        "/",
+        "/w/./secrets//k",
+    ]);
+    let ws = pick(&["/w", "/w/", "/home/me"]);
+    let home = prop::option::of(pick(&["/home/me", "/home/me/"]));
+    let write = (paths.clone(), ws.clone(), home.clone()).prop_map(|(p, w, h)| Query::Write {
         path: p.into(),
-        workspace: Some("/w".into()),
+        workspace: Some(w.into()),
+        home: h.map(String::from),
+    });
+    let read = (paths, ws, home).prop_map(|(p, w, h)| Query::Read {
+        path: p.into(),
+        workspace: Some(w.into()),
+        home: h.map(String::from),
     });
     let hint = prop::option::of(any::<bool>());
     let mcp = (
@@ -319,7 +385,7 @@ fn query() -> impl Strategy<Value = Query> {
         action: Box::new(a),
         assessment,
     });
-    prop_oneof![4 => exec, 2 => write, 2 => mcp, 1 => prompt, 3 => review]
+    prop_oneof![4 => exec, 2 => write, 2 => read, 2 => mcp, 1 => prompt, 3 => review]
 }
 
 fn build(text: &str) -> (PolicySet, SourceMap, gatehouse::testing::ast::File) {

@@ -64,7 +64,8 @@ pub fn run(a: &EvalArgs) -> Exit {
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let mut bad = false;
-    let mut workspaces = crate::load::Workspaces::new(a.workspace.as_deref());
+    let mut workspaces =
+        crate::load::Workspaces::new(a.workspace.as_deref(), std::env::var("HOME").ok());
     let sink = match a.log.as_deref() {
         None => None,
         Some(path) => match std::fs::File::create(path) {

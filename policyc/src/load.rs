@@ -82,17 +82,19 @@ pub fn compiled(sources: SourceMap) -> Result<(gatehouse::Build, gatehouse::Poli
     }
 }
 
-/// Workspaces bound for `write` queries: the one a query names, else
-/// `--workspace`, else the current directory. Each is bound once (its `.git`
-/// pointer read once).
+/// Workspaces bound for `write` and `read` queries: the one a query names,
+/// else `--workspace`, else the current directory. Each is bound once (its
+/// `.git` pointer read once), with `home` for `~` rules (`policyc eval`
+/// binds `$HOME`; tests bind none, so that they decide alike everywhere).
 pub struct Workspaces {
     default: String,
+    home: Option<String>,
     bound: std::collections::HashMap<String, gatehouse::Workspace>,
     default_bound: Option<gatehouse::Workspace>,
 }
 
 impl Workspaces {
-    pub fn new(default: Option<&str>) -> Self {
+    pub fn new(default: Option<&str>, home: Option<String>) -> Self {
         let default = match default {
             Some(d) => d.to_string(),
             None => std::env::current_dir()
@@ -101,6 +103,7 @@ impl Workspaces {
         };
         Workspaces {
             default,
+            home,
             bound: std::collections::HashMap::new(),
             default_bound: None,
         }
@@ -110,17 +113,21 @@ impl Workspaces {
     /// default one is kept apart, so that a stream of queries without a
     /// workspace of their own neither copies nor hashes a root per line.
     pub fn for_query(&mut self, q: &gatehouse::query::Query) -> &gatehouse::Workspace {
+        let home = &self.home;
         match q {
             gatehouse::query::Query::Write {
                 workspace: Some(w), ..
-            } => self
-                .bound
-                .entry(w.clone())
-                .or_insert_with(|| gatehouse::Workspace::bind(Path::new(w))),
+            }
+            | gatehouse::query::Query::Read {
+                workspace: Some(w), ..
+            } => self.bound.entry(w.clone()).or_insert_with(|| {
+                gatehouse::Workspace::bind(Path::new(w)).with_home(home.clone())
+            }),
             _ => {
                 let root = &self.default;
-                self.default_bound
-                    .get_or_insert_with(|| gatehouse::Workspace::bind(Path::new(root)))
+                self.default_bound.get_or_insert_with(|| {
+                    gatehouse::Workspace::bind(Path::new(root)).with_home(home.clone())
+                })
             }
         }
     }

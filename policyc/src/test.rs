@@ -28,7 +28,7 @@ pub fn run(a: &TestArgs) -> Exit {
         Err(e) => return e,
     };
     let set = &set;
-    let mut workspaces = crate::load::Workspaces::new(None);
+    let mut workspaces = crate::load::Workspaces::new(None, None);
     let mut decided: Vec<RuleId> = Vec::new();
     let mut ran = Vec::new();
     for case in b.tests() {

@@ -329,7 +329,7 @@ fn usage_errors_exit_2() {
 fn lints_warn_and_deny_warnings_fails() {
     let o = policyc(&["check", "tests/data/lints.policy"]);
     assert_eq!(o.status.code(), Some(0));
-    assert_eq!(stdout(&o), "ok: 3 policies in 1 file (15 warnings)\n");
+    assert_eq!(stdout(&o), "ok: 5 policies in 1 file (25 warnings)\n");
     let out = stderr(&o);
     golden("lints.txt", &out);
     for code in [
@@ -340,13 +340,19 @@ fn lints_warn_and_deny_warnings_fails() {
         "contradictory_rules",
         "dead_rule",
         "localhost_without_address",
+        "covered_file_rule",
+        "duplicate_file_rule",
+        "shadowed_file_rule",
+        "no_effect",
     ] {
         assert!(
             out.contains(&format!("warning[{code}]")),
             "{code} missing:\n{out}"
         );
     }
-    assert!(out.contains("15 warnings"), "{out}");
+    assert!(out.contains("25 warnings"), "{out}");
+    // A `read` that opens reads below a `none` is never reported.
+    assert!(!out.contains("`read \"secrets/public\"`"), "{out}");
     // Exact local exceptions are never reported as covered or useless.
     assert!(!out.contains(":12:5") && !out.contains(":24:5"), "{out}");
     let o = policyc(&["check", "--deny-warnings", "tests/data/lints.policy"]);

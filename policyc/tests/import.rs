@@ -126,8 +126,8 @@ fn what_cannot_be_expressed_fails_with_the_key_and_line() {
         (
             "zerocode",
             "bad-root.toml",
-            "sandbox_mode = \"workspace-write\"\n\n[sandbox_workspace_write]\nwritable_roots = [\"relative/dir\"]\n",
-            ":4: cannot be expressed: `writable \"relative/dir\"` → invalid_writable_root",
+            "sandbox_mode = \"workspace-write\"\n\n[sandbox_workspace_write]\nwritable_roots = [\"../shared\"]\n",
+            ":4: cannot be expressed: `writable \"../shared\"` → invalid_writable_root",
         ),
         (
             "zoo",

@@ -4,6 +4,7 @@
 //! warnings are rules that can never decide anything. Every problem of every
 //! file is reported in one run.
 
+mod files;
 mod lints;
 mod network;
 mod requirements;
@@ -46,8 +47,12 @@ pub enum CheckError {
     BlankBecause,
     #[error("`allow {0}` is not allowed in a guardian")]
     GuardianAllowLevel(&'static str),
-    #[error("`{0}` is not an absolute, normal path")]
+    #[error("`{0}` is not a normal path")]
     WritablePath(String),
+    #[error("`{0}` is a glob; a writable root is one path")]
+    WritableGlob(String),
+    #[error("invalid file pattern: {0}")]
+    FilePattern(crate::normalize::FilePatternError),
     #[error("`{0}` is not a single file name")]
     ProtectName(String),
     #[error("`{0}` is not a default writable root")]
@@ -95,6 +100,8 @@ impl CheckError {
             CheckError::BlankBecause => "blank_because",
             CheckError::GuardianAllowLevel(_) => "guardian_allow_level",
             CheckError::WritablePath(_) => "invalid_writable_root",
+            CheckError::WritableGlob(_) => "writable_glob",
+            CheckError::FilePattern(_) => "invalid_file_pattern",
             CheckError::ProtectName(_) => "invalid_protected_name",
             CheckError::ExcludeRoot(_) => "invalid_exclude",
             CheckError::Regex(crate::regexes::RegexError::TooBig(_)) => "regex_too_big",
@@ -140,7 +147,24 @@ impl CheckError {
                 "`allow` names `low` and `medium`; high risk goes through `authorize high with LEVEL`, and critical is never approved"
                     .into()
             }
-            CheckError::WritablePath(_) => "write an absolute path such as \"/var/cache/build\"".into(),
+            CheckError::WritablePath(_) => {
+                "write an absolute path (\"/var/cache/build\"), one in the workspace (\"build\") or in the home (\"~/.cache\"), with no `..`".into()
+            }
+            CheckError::WritableGlob(_) => {
+                "globs only take access away (`read` or `none`); write each writable directory as a path".into()
+            }
+            CheckError::FilePattern(crate::normalize::FilePatternError::Climbs(_)) => {
+                "write the path the pattern means, without `..`".into()
+            }
+            CheckError::FilePattern(crate::normalize::FilePatternError::OtherHome(_)) => {
+                "write the other home's absolute path, such as \"/home/bob/.ssh\"".into()
+            }
+            CheckError::FilePattern(crate::normalize::FilePatternError::OpenClass(_)) => {
+                "close the class with `]`, as in \"[a-z]\"".into()
+            }
+            CheckError::FilePattern(_) => {
+                "write a path: absolute (\"/etc/shadow\"), in the workspace (\"secrets\") or the home (\"~/.ssh\"); globs `*`, `?`, `[a-z]`, `**`".into()
+            }
             CheckError::ProtectName(_) => "protect a name directly under every writable root, such as \".secrets\"".into(),
             CheckError::ExcludeRoot(_) => "`/tmp` is the one default root besides the workspace: write `exclude \"/tmp\"`".into(),
             CheckError::Regex(crate::regexes::RegexError::TooBig(_)) => {
@@ -330,13 +354,29 @@ fn block(b: &Block, requirements: bool, regex_bytes: usize, diags: &mut Vec<Diag
             SectionKind::Sandbox(sb) => {
                 one_value(&sb.modes, "sandbox mode", s.span, diags);
                 sandbox_block_effect(sb, diags);
+                files::lint(sb, diags);
                 for st in sb.block.iter().flatten() {
                     match st {
                         SandboxStmt::Writable(v, _) => {
-                            for p in v.iter().filter(|p| {
-                                !crate::normalize::is_normal_absolute_path(&p.node) && p.node != "/"
-                            }) {
-                                diags.push(error(CheckError::WritablePath(p.node.clone()), p.span));
+                            for p in v {
+                                match crate::normalize::FilePattern::parse(&p.node) {
+                                    Ok(f) if f.is_literal() => {}
+                                    Ok(_) => diags.push(error(
+                                        CheckError::WritableGlob(p.node.clone()),
+                                        p.span,
+                                    )),
+                                    Err(_) => diags.push(error(
+                                        CheckError::WritablePath(p.node.clone()),
+                                        p.span,
+                                    )),
+                                }
+                            }
+                        }
+                        SandboxStmt::Read(v, _) | SandboxStmt::None(v, _) => {
+                            for p in v {
+                                if let Err(e) = crate::normalize::FilePattern::parse(&p.node) {
+                                    diags.push(error(CheckError::FilePattern(e), p.span));
+                                }
                             }
                         }
                         SandboxStmt::Protect(v, _) => {
@@ -402,16 +442,21 @@ fn sandbox_block_effect(sb: &SandboxSection, diags: &mut Vec<Diagnostic>) {
     if mode.node == SandboxMode::WorkspaceWrite {
         return;
     }
+    let read_only = mode.node == SandboxMode::ReadOnly;
     for st in sb.block.iter().flatten() {
         let (what, span) = match st {
             SandboxStmt::Writable(_, span) => ("writable", *span),
             SandboxStmt::Protect(_, span) => ("protect", *span),
             SandboxStmt::Exclude(_, span) => ("exclude", *span),
+            // `none` (and `read` beneath it) still decide reads.
+            SandboxStmt::Read(..) | SandboxStmt::None(..) if read_only => continue,
+            SandboxStmt::Read(_, span) => ("read", *span),
+            SandboxStmt::None(_, span) => ("none", *span),
         };
-        let why = if mode.node == SandboxMode::ReadOnly {
+        let why = if read_only {
             "nothing is writable without a prompt"
         } else {
-            "every write is allowed"
+            "every read and write is allowed"
         };
         diags.push(
             Diagnostic::warning(

@@ -57,10 +57,31 @@ pub(crate) struct Mcp {
     pub tools: HashMap<String, HashMap<String, (McpMode, RuleId)>>,
 }
 
-/// The sandbox's extra writable roots and protected names.
+/// What a file rule grants, weakest first: a glob only ever takes access
+/// away, and among literal rules on one path the weakest wins.
+#[derive(Clone, Copy, Debug, Eq, PartialEq, Ord, PartialOrd, Serialize, Deserialize)]
+pub(crate) enum Access {
+    /// `none`: neither read nor write.
+    None,
+    /// `read`: read, not write.
+    Read,
+    /// `writable`: read and write.
+    Write,
+}
+
+/// One file rule of the `sandbox` block.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct FileRule {
+    pub access: Access,
+    pub pattern: crate::normalize::FilePattern,
+    pub rule: RuleId,
+}
+
+/// The sandbox's file rules (`writable`, `read`, `none`, in source order)
+/// and protected names.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub(crate) struct SandboxPaths {
-    pub writable: Vec<String>,
+    pub files: Vec<FileRule>,
     /// Lowercase; always holds `.git`, `.agents`, `.zerocode`.
     pub protect: Vec<String>,
     /// `exclude "/tmp"`: `/tmp` is not a writable root.

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use self::domains::{DomainRule, DomainTrie};
-use self::lower::{approvals, sandbox};
+use self::lower::approvals;
 use self::prefixes::{Intervals, PrefixRule, rule_ranges};
 pub(crate) use self::view::{Net, NetMode, SocketEntry};
 pub use self::view::{NetworkMode, NetworkRule, NetworkTarget, NetworkView, Place, PortSpan};
@@ -48,6 +48,9 @@ pub enum Inconsistency {
     /// A pattern the checker accepted does not parse.
     #[error("a checked pattern does not parse: {0}")]
     Pattern(#[from] crate::normalize::pattern::PatternError),
+    /// A file pattern the checker accepted does not parse.
+    #[error("a checked file pattern does not parse: {0}")]
+    FilePattern(#[from] crate::normalize::FilePatternError),
     /// The guardian's automaton does not build.
     #[error("the guardian's automaton does not build: {0}")]
     Regex(String),
@@ -601,7 +604,7 @@ impl Compiler<'_> {
             mcp: agent::Mcp::default(),
             guardian: guardian::Guardian::default(),
             paths: agent::SandboxPaths {
-                writable: Vec::new(),
+                files: Vec::new(),
                 protect: [".git", ".agents", ".zerocode"]
                     .iter()
                     .map(|s| s.to_string())
@@ -617,7 +620,7 @@ impl Compiler<'_> {
                 SectionKind::Proxy(stmts) => self.proxy(&mut proxy, stmts),
                 SectionKind::Permissions(stmts) => self.permissions(&mut perms, stmts),
                 SectionKind::Apps(stmts) => self.apps(&mut apps, stmts),
-                SectionKind::Sandbox(s) => sandbox(&mut agent, s),
+                SectionKind::Sandbox(s) => self.sandbox(&mut agent, s).map_err(internal)?,
                 SectionKind::Commands(rules) => self.commands(&mut agent, rules),
                 SectionKind::Mcp(stmts) => self.mcp(&mut agent, stmts),
                 SectionKind::Approvals(a) => approvals(&mut agent, a),

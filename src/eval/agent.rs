@@ -23,6 +23,10 @@ pub struct Workspace {
     pub root: String,
     /// The resolved `gitdir:` of a `.git` pointer file (protected too).
     pub gitdir: Option<String>,
+    /// The home directory `~` file rules are relative to; unbound, they
+    /// cover nothing. [`Workspace::bind`] leaves it unbound; the CLI binds
+    /// `$HOME`.
+    pub home: Option<String>,
 }
 
 impl Workspace {
@@ -31,7 +35,14 @@ impl Workspace {
         Workspace {
             root: root.into(),
             gitdir: None,
+            home: None,
         }
+    }
+
+    /// The same workspace with `~` bound to `home`.
+    pub fn with_home(mut self, home: Option<String>) -> Self {
+        self.home = home;
+        self
     }
 
     /// Binds a workspace directory: when `DIR/.git` is a pointer file
@@ -55,18 +66,11 @@ impl Workspace {
                 };
                 normalize_absolute_path(&joined).map(Cow::into_owned)
             });
-        Workspace { root, gitdir }
-    }
-}
-
-/// `path` is `root` or inside it; returns the rest (`""` for the root).
-fn inside<'p>(path: &'p str, root: &str) -> Option<&'p str> {
-    let root = root.trim_end_matches('/');
-    let rest = path.strip_prefix(root)?;
-    if rest.is_empty() {
-        Some("")
-    } else {
-        rest.strip_prefix('/')
+        Workspace {
+            root,
+            gitdir,
+            home: None,
+        }
     }
 }
 
@@ -134,48 +138,13 @@ impl Policy {
         let d = match self.agent.sandbox {
             SandboxMode::DangerFullAccess => return Decision::allow(Reason::Unsandboxed, None),
             SandboxMode::ReadOnly => self.sandbox_prompt(Reason::ReadOnlySandbox),
-            SandboxMode::WorkspaceWrite => {
-                let Some(root) = normalize_absolute_path(&workspace.root) else {
-                    return Decision::deny(Reason::InvalidPath, None);
-                };
-                self.workspace_write(&path, &root, workspace.gitdir.as_deref())
-            }
+            SandboxMode::WorkspaceWrite => self.workspace_write(&path, workspace),
         };
         // Under `untrusted`, every write asks (the user, never the reviewer).
         if untrusted && d.outcome == Outcome::Allow {
             return Decision::new(Outcome::Ask, Reason::Untrusted, None);
         }
         d
-    }
-
-    fn workspace_write(&self, path: &str, root: &str, gitdir: Option<&str>) -> Decision {
-        let paths = &self.agent.paths;
-        let roots = std::iter::once(root)
-            .chain(std::iter::once("/tmp").filter(|_| !paths.no_tmp))
-            .chain(paths.writable.iter().map(String::as_str));
-        let mut within = false;
-        for root in roots {
-            let Some(rest) = inside(path, root) else {
-                continue;
-            };
-            within = true;
-            // A protected name directly under the root, and all beneath it;
-            // compared without case (case-insensitive file systems).
-            let first = rest.split('/').next().unwrap_or("");
-            if !first.is_empty() && paths.protect.iter().any(|p| p.eq_ignore_ascii_case(first)) {
-                return self.sandbox_prompt(Reason::ProtectedPath);
-            }
-        }
-        if let Some(gitdir) = gitdir {
-            if inside(path, gitdir).is_some() {
-                return self.sandbox_prompt(Reason::ProtectedPath);
-            }
-        }
-        if within {
-            Decision::allow(Reason::WritableRoot, None)
-        } else {
-            self.sandbox_prompt(Reason::OutsideWritableRoots)
-        }
     }
 
     // -------------------------------------------------------------- exec
@@ -414,18 +383,5 @@ impl Policy {
     /// A bare prompt of one category (`request_permissions`, ...).
     pub fn prompt(&self, c: PromptCategory) -> Decision {
         self.prompt_for(c, Reason::CategoryPrompt, None)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn inside_compares_components() {
-        assert_eq!(inside("/w/.git/x", "/w"), Some(".git/x"));
-        assert_eq!(inside("/w", "/w"), Some(""));
-        assert_eq!(inside("/wx/a", "/w"), None);
-        assert_eq!(inside("/w/a", "/w/"), Some("a"));
     }
 }

@@ -6,6 +6,7 @@
 //! failure is a deny with reason `internal_error`.
 
 mod agent;
+mod files;
 pub(crate) mod known_safe;
 mod network;
 mod review;
@@ -92,11 +93,30 @@ impl Policy {
             Query::Write {
                 path,
                 workspace: named,
-            } => match (workspace, named) {
-                (Some(ws), _) => self.write(path, ws),
-                (None, Some(root)) => self.write(path, &Workspace::new(root.clone())),
-                (None, None) => Decision::deny(Reason::InvalidPath, None),
-            },
+                home,
+            }
+            | Query::Read {
+                path,
+                workspace: named,
+                home,
+            } => {
+                // The bound workspace, else the named one; a home the
+                // query names wins over a bound one.
+                let ws = match (workspace, named) {
+                    (Some(ws), _) => ws.clone(),
+                    (None, Some(root)) => Workspace::new(root.clone()),
+                    (None, None) => return Decision::deny(Reason::InvalidPath, None),
+                };
+                let ws = match home {
+                    Some(h) => ws.with_home(Some(h.clone())),
+                    None => ws,
+                };
+                if matches!(query, Query::Read { .. }) {
+                    self.read(path, &ws)
+                } else {
+                    self.write(path, &ws)
+                }
+            }
             Query::Exec { argv, escalate } => self.exec(argv, *escalate),
             Query::Mcp {
                 server,

@@ -20,6 +20,7 @@
 
 pub(crate) mod addr;
 pub(crate) mod authority;
+pub(crate) mod glob;
 pub(crate) mod host;
 pub(crate) mod path;
 pub(crate) mod pattern;
@@ -35,6 +36,7 @@ pub use authority::{HostPortError, split_authority, split_host_port};
 pub(crate) fn is_localhost_name(name: &str) -> bool {
     name == "localhost" || name.ends_with(".localhost")
 }
+pub use glob::{Anchor, FilePattern, FilePatternError, Segment};
 pub use host::{
     Host, HostBuf, HostError, MAX_NAME, OwnedHost, normalize_host, normalize_host_owned,
 };

@@ -228,13 +228,28 @@ pub enum Query {
         /// The app's name.
         program: String,
     },
-    /// `write PATH [in WORKSPACE]`: may the agent write this file?
+    /// `write PATH [in WORKSPACE] [home HOME]`: may the agent write this
+    /// file?
     Write {
         /// The path written, absolute or relative to the workspace.
         path: String,
         /// The workspace root the write happens in.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         workspace: Option<String>,
+        /// The home directory `~` rules are relative to.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        home: Option<String>,
+    },
+    /// `read PATH [in WORKSPACE] [home HOME]`: may the agent read this file?
+    Read {
+        /// The path read, absolute.
+        path: String,
+        /// The workspace root the read happens in.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        workspace: Option<String>,
+        /// The home directory `~` rules are relative to.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        home: Option<String>,
     },
     /// `exec ARGV... [escalate]`: may the agent run this command?
     Exec {
@@ -398,7 +413,11 @@ impl QueryRef<'_> {
             QueryRef::Exec { .. } => true,
             QueryRef::Owned(q) => matches!(
                 q,
-                Query::Exec { .. } | Query::Write { .. } | Query::Mcp { .. } | Query::Prompt { .. }
+                Query::Exec { .. }
+                    | Query::Write { .. }
+                    | Query::Read { .. }
+                    | Query::Mcp { .. }
+                    | Query::Prompt { .. }
             ),
             _ => false,
         }
@@ -424,6 +443,7 @@ impl Query {
             Query::Tool { .. } => "tool",
             Query::App { .. } => "app",
             Query::Write { .. } => "write",
+            Query::Read { .. } => "read",
             Query::Exec { .. } => "exec",
             Query::Mcp { .. } => "mcp",
             Query::Prompt { .. } => "prompt",

@@ -99,10 +99,22 @@ impl fmt::Display for Query {
             Query::Upstream => f.write_str("upstream"),
             Query::Tool { permission } => write!(f, "tool {}", quote_word(permission)),
             Query::App { program } => write!(f, "app {}", quote_word(program)),
-            Query::Write { path, workspace } => {
-                write!(f, "write {}", quote_string(path))?;
+            Query::Write {
+                path,
+                workspace,
+                home,
+            }
+            | Query::Read {
+                path,
+                workspace,
+                home,
+            } => {
+                write!(f, "{} {}", self.kind(), quote_string(path))?;
                 if let Some(w) = workspace {
                     write!(f, " in {}", quote_string(w))?;
+                }
+                if let Some(h) = home {
+                    write!(f, " home {}", quote_string(h))?;
                 }
                 Ok(())
             }

@@ -18,6 +18,7 @@ pub(super) enum Kind {
     Tool,
     App,
     Write,
+    Read,
     Exec,
     Mcp,
     Prompt,
@@ -39,6 +40,7 @@ pub(super) struct Wire {
     permission: Option<String>,
     program: Option<String>,
     workspace: Option<String>,
+    home: Option<String>,
     argv: Option<Vec<String>>,
     escalate: Option<bool>,
     server: Option<String>,
@@ -88,6 +90,12 @@ impl Wire {
             Kind::Write => Query::Write {
                 path: req(&mut w.path, "path")?,
                 workspace: w.workspace.take(),
+                home: w.home.take(),
+            },
+            Kind::Read => Query::Read {
+                path: req(&mut w.path, "path")?,
+                workspace: w.workspace.take(),
+                home: w.home.take(),
             },
             Kind::Exec => Query::Exec {
                 argv: req(&mut w.argv, "argv")?,
@@ -119,6 +127,7 @@ impl Wire {
             ("permission", w.permission.is_some()),
             ("program", w.program.is_some()),
             ("workspace", w.workspace.is_some()),
+            ("home", w.home.is_some()),
             ("argv", w.argv.is_some()),
             ("escalate", w.escalate.is_some()),
             ("server", w.server.is_some()),

@@ -360,6 +360,10 @@ pub enum SandboxStmt {
     Protect(Vec<Spanned<String>>, Span),
     /// `exclude "/tmp"`: a default root that is not writable.
     Exclude(Vec<Spanned<String>>, Span),
+    /// `read PATTERN...`: readable, not writable.
+    Read(Vec<Spanned<String>>, Span),
+    /// `none PATTERN...`: neither readable nor writable.
+    None(Vec<Spanned<String>>, Span),
 }
 
 #[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]

@@ -25,12 +25,12 @@ fn rank(r: &RefDecision) -> u8 {
 }
 
 impl RefPolicy<'_> {
-    fn sections(&self) -> impl Iterator<Item = &SectionKind> {
+    pub(super) fn sections(&self) -> impl Iterator<Item = &SectionKind> {
         self.block.sections.iter().map(|s| &s.kind)
     }
     /// The policy's mode; when it writes none, the language default
     /// (workspace-write) unless a requirement caps the mode lower.
-    fn sandbox(&self) -> SandboxMode {
+    pub(super) fn sandbox(&self) -> SandboxMode {
         let own = self.sections().find_map(|k| match k {
             SectionKind::Sandbox(s) => s.modes.first().map(|m| m.node),
             _ => None,
@@ -54,7 +54,7 @@ impl RefPolicy<'_> {
     /// The policy's own; else the first entry of the first requirements
     /// list that every requirements list holds (issue 29, ruling 3); else
     /// on-request.
-    fn approvals(&self) -> ApprovalMode {
+    pub(super) fn approvals(&self) -> ApprovalMode {
         self.own_approvals()
             .or_else(|| {
                 super::requirements::agreed(&self.reqs, |k| match k {
@@ -127,7 +127,12 @@ impl RefPolicy<'_> {
     }
 
     /// The category rule.
-    fn prompt(&self, c: PromptCategory, reason: &'static str, rule_at: Option<u32>) -> RefDecision {
+    pub(super) fn prompt(
+        &self,
+        c: PromptCategory,
+        reason: &'static str,
+        rule_at: Option<u32>,
+    ) -> RefDecision {
         match self.approvals() {
             ApprovalMode::Never => d("deny", "approval_never", rule_at),
             ApprovalMode::Granular if !self.category_on(c) => {
@@ -141,101 +146,6 @@ impl RefPolicy<'_> {
 
     pub fn prompt_query(&self, c: PromptCategory) -> RefDecision {
         self.prompt(c, "category_prompt", None)
-    }
-
-    // ----------------------------------------------------------------- write
-
-    pub fn write(&self, path: &str, root: &str) -> RefDecision {
-        // §9: absolute and NUL-free, then lexically normalised (a stack of
-        // segments; `..` at the root stays at the root).
-        let normal = |p: &str| -> Option<String> {
-            if !p.starts_with('/') || p.contains('\0') {
-                return None;
-            }
-            let mut stack: Vec<&str> = Vec::new();
-            for seg in p.split('/') {
-                if seg == ".." {
-                    stack.pop();
-                } else if !seg.is_empty() && seg != "." {
-                    stack.push(seg);
-                }
-            }
-            Some(format!("/{}", stack.join("/")))
-        };
-        let Some(path) = normal(path) else {
-            return d("deny", "invalid_path", None);
-        };
-        let path = path.as_str();
-        let untrusted = self.approvals() == ApprovalMode::Untrusted;
-        let r = match self.sandbox() {
-            SandboxMode::DangerFullAccess => return d("allow", "unsandboxed", None),
-            SandboxMode::ReadOnly => {
-                self.prompt(PromptCategory::SandboxApproval, "read_only_sandbox", None)
-            }
-            SandboxMode::WorkspaceWrite => {
-                let Some(root) = normal(root) else {
-                    return d("deny", "invalid_path", None);
-                };
-                let mut roots = vec![root, "/tmp".to_string()];
-                let mut no_tmp = false;
-                let mut protect = vec![
-                    ".git".to_string(),
-                    ".agents".to_string(),
-                    ".zerocode".to_string(),
-                ];
-                for k in self.sections() {
-                    if let SectionKind::Sandbox(s) = k {
-                        for st in s.block.iter().flatten() {
-                            match st {
-                                SandboxStmt::Writable(v, _) => {
-                                    roots.extend(v.iter().map(|x| x.node.clone()))
-                                }
-                                SandboxStmt::Protect(v, _) => {
-                                    protect.extend(v.iter().map(|x| x.node.clone()))
-                                }
-                                SandboxStmt::Exclude(v, _) => {
-                                    no_tmp |= v.iter().any(|x| x.node == "/tmp");
-                                }
-                            }
-                        }
-                    }
-                }
-                if no_tmp {
-                    // The second root is the default `/tmp`.
-                    roots.remove(1);
-                }
-                let mut within = false;
-                let mut protected = false;
-                for r in &roots {
-                    let r = r.trim_end_matches('/');
-                    if path == r || path.starts_with(&format!("{r}/")) {
-                        within = true;
-                        let first = path[r.len()..]
-                            .trim_start_matches('/')
-                            .split('/')
-                            .next()
-                            .unwrap_or("");
-                        protected |= protect.iter().any(|p| p.eq_ignore_ascii_case(first));
-                    }
-                }
-                if protected {
-                    self.prompt(PromptCategory::SandboxApproval, "protected_path", None)
-                } else if within {
-                    d("allow", "writable_root", None)
-                } else {
-                    self.prompt(
-                        PromptCategory::SandboxApproval,
-                        "outside_writable_roots",
-                        None,
-                    )
-                }
-            }
-        };
-        if untrusted && r.outcome == "allow" {
-            d("ask", "untrusted", None)
-        } else {
-            r
-        }
     }
 
     // ------------------------------------------------------------------ exec

@@ -16,6 +16,7 @@
 )]
 
 mod agent;
+mod files;
 pub mod requirements;
 mod words;
 
@@ -622,9 +623,16 @@ impl<'a> RefPolicy<'a> {
                 }
                 d("allow", "default_allow", None)
             }
-            Query::Write { path, workspace } => {
-                self.write(path, workspace.as_deref().unwrap_or(""))
-            }
+            Query::Write {
+                path,
+                workspace,
+                home,
+            } => self.write(path, workspace.as_deref().unwrap_or(""), home.as_deref()),
+            Query::Read {
+                path,
+                workspace,
+                home,
+            } => self.read(path, workspace.as_deref().unwrap_or(""), home.as_deref()),
             Query::Exec { argv, escalate } => self.exec(argv, *escalate),
             Query::Mcp {
                 server,

@@ -361,7 +361,7 @@ impl PySet {
     /// names, is bound (its `.git` pointer read) before deciding.
     fn decide(&self, policy: usize, q: &Query, workspace: Option<&str>) -> PyResult<Dec> {
         let named = match q {
-            Query::Write { workspace, .. } => workspace.as_deref(),
+            Query::Write { workspace, .. } | Query::Read { workspace, .. } => workspace.as_deref(),
             _ => None,
         };
         let ws = workspace.or(named).map(|w| Workspace::bind(Path::new(w)));

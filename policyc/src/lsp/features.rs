@@ -260,7 +260,7 @@ pub fn run_test(server: &Server<'_>, uri: &str, test: &str) -> Value {
         .get(gatehouse::source::FileId(0))
         .map(|f| f.name.clone())
         .unwrap_or_default();
-    let mut workspaces = crate::load::Workspaces::new(None);
+    let mut workspaces = crate::load::Workspaces::new(None, None);
     let (mut passed, mut failures) = (0usize, Vec::new());
     for case in b
         .tests()

@@ -1,28 +1,8 @@
 //! `sandbox`, `approvals`, `commands` and `mcp`: the agent's tables.
 
+use super::super::agent::{Access, FileRule};
 use super::super::*;
-
-/// `sandbox MODE { writable ...; protect ...; exclude "/tmp" }`.
-pub(in crate::compile) fn sandbox(agent: &mut Agent, s: &SandboxSection) {
-    if let Some(m) = s.modes.first() {
-        agent.sandbox = m.node;
-    }
-    for st in s.block.iter().flatten() {
-        match st {
-            SandboxStmt::Writable(v, _) => agent
-                .paths
-                .writable
-                .extend(v.iter().map(|p| p.node.clone())),
-            SandboxStmt::Protect(v, _) => agent
-                .paths
-                .protect
-                .extend(v.iter().map(|p| p.node.to_ascii_lowercase())),
-            SandboxStmt::Exclude(v, _) => {
-                agent.paths.no_tmp |= v.iter().any(|p| p.node == "/tmp");
-            }
-        }
-    }
-}
+use crate::normalize::FilePattern;
 
 /// `approvals MODE { granular ... }`.
 pub(in crate::compile) fn approvals(agent: &mut Agent, a: &ApprovalsSection) {
@@ -37,6 +17,47 @@ pub(in crate::compile) fn approvals(agent: &mut Agent, a: &ApprovalsSection) {
 }
 
 impl Compiler<'_> {
+    /// `sandbox MODE { writable ...; read ...; none ...; protect ...;
+    /// exclude "/tmp" }`.
+    pub(in crate::compile) fn sandbox(
+        &mut self,
+        agent: &mut Agent,
+        s: &SandboxSection,
+    ) -> Result<(), Inconsistency> {
+        if let Some(m) = s.modes.first() {
+            agent.sandbox = m.node;
+        }
+        for st in s.block.iter().flatten() {
+            let (access, v, span) = match st {
+                SandboxStmt::Writable(v, span) => (Access::Write, v, span),
+                SandboxStmt::Read(v, span) => (Access::Read, v, span),
+                SandboxStmt::None(v, span) => (Access::None, v, span),
+                SandboxStmt::Protect(v, _) => {
+                    agent
+                        .paths
+                        .protect
+                        .extend(v.iter().map(|p| p.node.to_ascii_lowercase()));
+                    continue;
+                }
+                SandboxStmt::Exclude(v, _) => {
+                    agent.paths.no_tmp |= v.iter().any(|p| p.node == "/tmp");
+                    continue;
+                }
+            };
+            // One rule per statement: decisions name `none "~/.ssh" ...`.
+            let rule = self.rule(*span);
+            for p in v {
+                let pattern = FilePattern::parse(&p.node)?;
+                agent.paths.files.push(FileRule {
+                    access,
+                    pattern,
+                    rule,
+                });
+            }
+        }
+        Ok(())
+    }
+
     pub(in crate::compile) fn commands(&mut self, agent: &mut Agent, rules: &[CommandRule]) {
         for r in rules {
             let because = r.because.as_ref().map(|b| b.value.clone());

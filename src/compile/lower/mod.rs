@@ -7,4 +7,4 @@ mod guardian;
 mod network;
 mod tools;
 
-pub(super) use agent::{approvals, sandbox};
+pub(super) use agent::approvals;

@@ -86,13 +86,31 @@ impl Builder {
             Rule::q_app => Query::App {
                 program: self.value(it.next()?)?.0,
             },
-            Rule::q_write => {
+            Rule::q_write | Rule::q_read => {
+                let read = rule == Rule::q_read;
                 let path = self.value(it.next()?)?.0;
-                let workspace = match it.nth(1) {
-                    Some(w) => Some(self.value(w)?.0),
-                    None => None,
-                };
-                Query::Write { path, workspace }
+                let (mut workspace, mut home) = (None, None);
+                while let Some(kw) = it.next() {
+                    let v = Some(self.value(it.next()?)?.0);
+                    if kw.as_rule() == Rule::kw_home {
+                        home = v;
+                    } else {
+                        workspace = v;
+                    }
+                }
+                if read {
+                    Query::Read {
+                        path,
+                        workspace,
+                        home,
+                    }
+                } else {
+                    Query::Write {
+                        path,
+                        workspace,
+                        home,
+                    }
+                }
             }
             Rule::q_exec => {
                 let mut argv = Vec::new();

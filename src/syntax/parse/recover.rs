@@ -43,7 +43,7 @@ pub(super) const APPS_CTX: Ctx = Ctx {
 };
 pub(super) const SANDBOX_CTX: Ctx = Ctx {
     what: "a `sandbox` block",
-    keywords: &["writable", "protect", "exclude"],
+    keywords: &["writable", "protect", "exclude", "read", "none"],
     rule: Rule::sandbox_stmt,
 };
 pub(super) const GRANULAR_CTX: Ctx = Ctx {
@@ -114,6 +114,7 @@ pub(crate) const QUERY_KINDS: &[&str] = &[
     "tool",
     "app",
     "write",
+    "read",
     "exec",
     "mcp",
     "prompt",
@@ -354,6 +355,9 @@ pub(super) fn describe(r: Rule) -> &'static str {
         Rule::kw_upstream | Rule::q_upstream => "`upstream`",
         Rule::kw_listen | Rule::q_listen => "`listen`",
         Rule::kw_writable => "`writable`",
+        Rule::kw_read | Rule::q_read => "`read`",
+        Rule::kw_none => "`none`",
+        Rule::kw_home => "`home`",
         Rule::kw_protect => "`protect`",
         Rule::kw_exclude => "`exclude`",
         Rule::kw_server => "`server`",

@@ -304,6 +304,8 @@ impl Builder {
         Some(match kw.as_rule() {
             Rule::kw_writable => SandboxStmt::Writable(values, span),
             Rule::kw_exclude => SandboxStmt::Exclude(values, span),
+            Rule::kw_read => SandboxStmt::Read(values, span),
+            Rule::kw_none => SandboxStmt::None(values, span),
             _ => SandboxStmt::Protect(values, span),
         })
     }
