@@ -48,6 +48,10 @@ const SANDBOX: &[&str] = &[
     "danger-full-access",
     "workspace-write { writable \"/var/cache/build\"; protect \".secrets\" }",
     "workspace-write { exclude \"/tmp\"; writable \"/tmp/cache\" }",
+    "workspace-write { none \"**/*.env\"; read \"secrets\"; none \"secrets/prod\" }",
+    "workspace-write { read \".\"; writable \"src\"; none \"~/.ssh\"; read \"/w/.git/hooks\" }",
+    "read-only { none \"/etc/sha?ow\"; none \"/w/[a-c]*\"; writable \"/tmp\" }",
+    "danger-full-access { none \"/w/.git/**\" }",
 ];
 const APPROVALS: &[&str] = &[
     "untrusted",
@@ -148,6 +152,12 @@ const PATHS: &[&str] = &[
     "/w/./.git/x",
     "/w//.git/x",
     "/w/.git/",
+    "/w/a.env",
+    "/w/secrets/prod/k",
+    "/w/secrets/x",
+    "/w/src/b.rs",
+    "/home/me/.ssh/id",
+    "/etc/shadow",
     "rel/x",
     "/var/cache/build/o",
     "/w/.secrets/k",
@@ -294,9 +304,15 @@ fn action(u: &mut Unstructured<'_>, depth: u8) -> Result<Query> {
             argv: argv(u)?,
             escalate: u.arbitrary()?,
         },
+        1 if u.arbitrary()? => Query::Read {
+            path: path(u)?,
+            workspace: Some("/w".into()),
+            home: opt(u, &["/home/me", "/w"])?.map(str::to_string),
+        },
         1 => Query::Write {
             path: path(u)?,
             workspace: Some("/w".into()),
+            home: opt(u, &["/home/me", "/w"])?.map(str::to_string),
         },
         2 => Query::Mcp {
             server: pick(u, &["github", "slack", "other"])?.into(),

@@ -40,7 +40,8 @@ export type Query =
   | { kind: "upstream" }
   | { kind: "tool"; permission: string }
   | { kind: "app"; program: string }
-  | { kind: "write"; path: string; workspace?: string }
+  | { kind: "write"; path: string; workspace?: string; home?: string }
+  | { kind: "read"; path: string; workspace?: string; home?: string }
   | { kind: "exec"; argv: string[]; escalate?: boolean }
   | { kind: "mcp"; server: string; tool: string; annotations?: Annotations }
   | { kind: "prompt"; category: PromptCategory }

@@ -310,4 +310,16 @@ mod tests {
         let h = hover("not_allowed", "test").unwrap_or_default();
         assert!(h.contains("decision: deny"), "{h}");
     }
+
+    #[test]
+    fn file_rules_have_hover_text() {
+        for word in ["read", "none", "writable"] {
+            let h = hover(word, "sandbox").unwrap_or_default();
+            assert!(h.contains("file rule"), "{word}: {h}");
+        }
+        let h = hover("home", "test").unwrap_or_default();
+        assert!(h.contains("binds `~`"), "{h}");
+        let h = hover("no_access", "test").unwrap_or_default();
+        assert!(h.contains("decision: ask"), "{h}");
+    }
 }
