@@ -4,9 +4,9 @@
 //! What maps (docs/importing.md has the table): `network.allowedDomains`
 //! and `deniedDomains` (names, `*.x` subdomains, `:PORT` suffixes, IP
 //! literals), `deniedResolvedAddresses`, `allowUnixSockets`,
-//! `allowAllUnixSockets`, `allowLocalBinding`, and the write side of
-//! `filesystem` (`allowWrite`, `denyWrite`). Reads are not decided by
-//! gatehouse; the other keys configure the sandbox itself and are listed as
+//! `allowAllUnixSockets`, `allowLocalBinding`, and every list of
+//! `filesystem` (`allowWrite`, `denyWrite`, `denyRead`, `allowRead`) as
+//! file rules; the other keys configure the sandbox itself and are listed as
 //! skipped. sandbox-runtime has no approvals: what it does not allow fails,
 //! so the policy says `approvals never`.
 
@@ -204,10 +204,7 @@ pub fn import(text: &str) -> Import {
     for k in fs.keys() {
         let line = doc.line_of(k, fs_line);
         match k.as_str() {
-            "allowWrite" | "denyWrite" => {}
-            "denyRead" | "allowRead" => skipped.push(format!(
-                "filesystem.{k} (gatehouse decides writes, not reads)"
-            )),
+            "allowWrite" | "denyWrite" | "denyRead" | "allowRead" => {}
             other => doc.unknown(&format!("filesystem.{other}"), line, FILESYSTEM),
         }
     }
@@ -241,6 +238,10 @@ pub fn import(text: &str) -> Import {
     let allow_write = doc.strings(fs.get("allowWrite"), "filesystem.allowWrite", l);
     let l = line(&doc, "denyWrite", fs_line);
     let deny_write = doc.strings(fs.get("denyWrite"), "filesystem.denyWrite", l);
+    let l = line(&doc, "denyRead", fs_line);
+    let deny_read = doc.strings(fs.get("denyRead"), "filesystem.denyRead", l);
+    let l = line(&doc, "allowRead", fs_line);
+    let allow_read = doc.strings(fs.get("allowRead"), "filesystem.allowRead", l);
 
     let mut out = String::new();
     out.push_str("# Imported from sandbox-runtime settings by `policyc import srt`.\n");
@@ -252,7 +253,13 @@ pub fn import(text: &str) -> Import {
         );
     }
     out.push_str("policy srt {\n");
-    write_sandbox(&mut doc, &mut out, &allow_write, &deny_write);
+    let lists = FsLists {
+        allow_write,
+        deny_write,
+        deny_read,
+        allow_read,
+    };
+    fs_sandbox(&mut doc, &mut out, &lists);
     out.push_str(
         "  approvals never  # sandbox-runtime has no approvals: what it does not allow fails\n",
     );
@@ -328,89 +335,152 @@ pub fn import(text: &str) -> Import {
     super::validated(out, doc.notes)
 }
 
-/// `sandbox ...` from the write lists. The workspace is the directory the
-/// command runs in (`.`); relative entries below it are already writable.
-fn write_sandbox(
-    doc: &mut Doc<'_>,
-    out: &mut String,
-    allow: &[(String, usize)],
-    deny: &[(String, usize)],
-) {
-    let clean = |p: &str| -> String {
-        let p = p.strip_suffix("/**").unwrap_or(p);
-        let p = p.trim_end_matches('/');
-        if p.is_empty() {
-            "/".into()
-        } else {
-            p.to_string()
-        }
-    };
-    let workspace = allow
-        .iter()
-        .any(|(p, _)| matches!(p.as_str(), "." | "./" | "./**"));
-    let mut writable = Vec::new();
-    let mut relative = Vec::new();
+/// The four `filesystem` lists, each entry with its line.
+struct FsLists {
+    allow_write: Vec<(String, usize)>,
+    deny_write: Vec<(String, usize)>,
+    deny_read: Vec<(String, usize)>,
+    allow_read: Vec<(String, usize)>,
+}
+
+/// An entry as a gatehouse path: `./` and a trailing `/` or `/**` dropped
+/// (sandbox-runtime reads `dir/**` as the directory); relative entries are
+/// in the workspace (the directory the command runs in), `~` in the home.
+fn clean(entry: &str) -> String {
+    let p = entry.strip_prefix("./").unwrap_or(entry);
+    let p = p.strip_suffix("/**").unwrap_or(p);
+    let p = p.trim_end_matches('/');
+    match p {
+        "" if entry.starts_with('/') => "/".into(),
+        "" => ".".into(),
+        _ => p.to_string(),
+    }
+}
+
+fn is_glob(p: &str) -> bool {
+    p.contains(['*', '?', '['])
+}
+
+/// `p` is `root` or lies beneath it (both cleaned, neither a glob).
+fn under(p: &str, root: &str) -> bool {
+    root == "." && !p.starts_with(['/', '~'])
+        || p == root
+        || p.strip_prefix(root).is_some_and(|r| r.starts_with('/'))
+        || root == "/" && p.starts_with('/')
+}
+
+/// `sandbox workspace-write { ... }` from the four lists, as
+/// sandbox-runtime on Linux enforces them: reads are open except
+/// `denyRead` (`none`; `allowRead` inside a denied directory reads again),
+/// writes only under `allowWrite` and `/tmp/claude` (`writable`; without
+/// `.` the workspace is `read`), `denyWrite` inside them (`read`). A glob in
+/// `denyWrite` takes write away everywhere it matches (sandbox-runtime on
+/// Linux skips it: stricter); a glob in `allowWrite` cannot grant and is
+/// left out with a warning, as sandbox-runtime on Linux leaves it out.
+fn fs_sandbox(doc: &mut Doc<'_>, out: &mut String, fs: &FsLists) {
+    let q = crate::query::quote_string;
+    let mut lines: Vec<String> = Vec::new();
+    let workspace = fs.allow_write.iter().any(|(p, _)| clean(p) == ".");
+    let mut roots: Vec<String> = vec!["/tmp/claude".into()];
+    if workspace {
+        roots.push(".".into());
+    }
     let mut tmp = false;
-    for (p, l) in allow {
-        let p2 = clean(p);
-        if matches!(p.as_str(), "." | "./" | "./**") {
+    for (p, l) in &fs.allow_write {
+        let c = clean(p);
+        if c == "." {
             continue;
         }
-        if p2 == "/tmp" {
+        if let Err(e) = crate::normalize::FilePattern::parse(&c) {
+            doc.note(Severity::Warning, *l, format!("`filesystem.allowWrite` entry \"{p}\" is not a path gatehouse can name ({e}); writes there are denied"));
+        } else if is_glob(&c) {
+            doc.note(Severity::Warning, *l, format!("`filesystem.allowWrite` entry \"{p}\" is a glob: a glob cannot make paths writable (sandbox-runtime on Linux skips it too); writes there are denied"));
+        } else if c == "/tmp" {
             tmp = true;
-        } else if p2.starts_with('/') {
-            writable.push(format!(
+        } else if workspace && under(&c, ".") {
+            // Already writable: the workspace is.
+        } else {
+            lines.push(format!(
                 "    writable {}  # filesystem.allowWrite (line {l})",
-                crate::query::quote_string(&p2)
+                q(&c)
             ));
-        } else if p2.starts_with('~') {
-            doc.note(Severity::Warning, *l, format!("`filesystem.allowWrite` entry \"{p}\": a home path cannot be a writable root here; writes there are denied"));
-        } else if !workspace {
-            relative.push((p.clone(), p2, *l));
+            roots.push(c);
         }
     }
-    if !workspace && writable.is_empty() {
-        for (p, _, l) in &relative {
-            doc.note(Severity::Warning, *l, format!("`filesystem.allowWrite` entry \"{p}\" without \".\": gatehouse cannot make part of the workspace writable; writes there are denied"));
+    if tmp {
+        roots.push("/tmp".into());
+    } else {
+        lines.insert(
+            0,
+            "    exclude \"/tmp\"  # filesystem.allowWrite does not list /tmp".into(),
+        );
+        lines.insert(
+            1,
+            "    writable \"/tmp/claude\"  # writable under sandbox-runtime without being listed"
+                .into(),
+        );
+    }
+    if !workspace {
+        lines.push("    read \".\"  # filesystem.allowWrite does not list \".\": the workspace is not writable".into());
+    }
+    let writable = |c: &str| roots.iter().any(|r| under(c, r));
+    for (p, l) in &fs.deny_write {
+        let c = clean(p);
+        if let Err(e) = crate::normalize::FilePattern::parse(&c) {
+            doc.note(Severity::Warning, *l, format!("`filesystem.denyWrite` entry \"{p}\" is not a path gatehouse can name ({e}); left out"));
+        } else if is_glob(&c) || writable(&c) {
+            lines.push(format!(
+                "    read {}  # filesystem.denyWrite (line {l})",
+                q(&c)
+            ));
+        } else {
+            lines.push(format!(
+                "    # filesystem.denyWrite (line {l}): {} is not writable anyway",
+                q(&c)
+            ));
         }
+    }
+    let mut hidden: Vec<String> = Vec::new();
+    for (p, l) in &fs.deny_read {
+        let c = clean(p);
+        if let Err(e) = crate::normalize::FilePattern::parse(&c) {
+            doc.note(Severity::Warning, *l, format!("`filesystem.denyRead` entry \"{p}\" is not a path gatehouse can name ({e}); left out"));
+            continue;
+        }
+        lines.push(format!(
+            "    none {}  # filesystem.denyRead (line {l})",
+            q(&c)
+        ));
+        if !is_glob(&c) {
+            hidden.push(c);
+        }
+    }
+    for (p, l) in &fs.allow_read {
+        let c = clean(p);
+        if crate::normalize::FilePattern::parse(&c).is_err() || is_glob(&c) {
+            doc.note(Severity::Warning, *l, format!("`filesystem.allowRead` entry \"{p}\": only a literal path inside a denied directory can be read again; left out"));
+        } else if c != "." && hidden.iter().any(|h| under(&c, h) && &c != h) {
+            lines.push(format!(
+                "    read {}  # filesystem.allowRead (line {l})",
+                q(&c)
+            ));
+        } else {
+            lines.push(format!(
+                "    # filesystem.allowRead (line {l}): {} is readable already",
+                q(&c)
+            ));
+        }
+    }
+    if lines.is_empty() {
         out.push_str(
-            "  sandbox read-only  # filesystem.allowWrite: the workspace is not writable\n",
+            "  sandbox workspace-write  # filesystem.allowWrite: the workspace and /tmp\n",
         );
         return;
     }
-    for (p, p2, l) in &relative {
-        doc.note(Severity::Warning, *l, format!("`filesystem.allowWrite` entry \"{p}\" without \".\": gatehouse makes the whole workspace writable, not only `{p2}`"));
-    }
-    out.push_str("  sandbox workspace-write {  # filesystem.allowWrite\n");
-    if !tmp {
-        out.push_str("    exclude \"/tmp\"  # filesystem.allowWrite does not list /tmp\n");
-        out.push_str(
-            "    writable \"/tmp/claude\"  # writable under sandbox-runtime without being listed\n",
-        );
-    }
-    for w in writable {
-        let _ = writeln!(out, "{w}");
-    }
-    for (p, l) in deny {
-        let p2 = clean(p);
-        let name = p2.strip_prefix("./").unwrap_or(&p2);
-        if !name.is_empty()
-            && !name.contains(['/', '*', '?', '[', '~'])
-            && name != "."
-            && name != ".."
-        {
-            let _ = writeln!(
-                out,
-                "    protect {}  # filesystem.denyWrite (line {l}): asked instead of refused, as the sandbox's own protected names are",
-                crate::query::quote_string(name)
-            );
-        } else {
-            doc.note(
-                Severity::Warning,
-                *l,
-                format!("`filesystem.denyWrite` entry \"{p}\" cannot be expressed: gatehouse protects single names directly under a root, so writes to it are decided by the root around it"),
-            );
-        }
+    out.push_str("  sandbox workspace-write {  # filesystem\n");
+    for l in lines {
+        out.push_str(&l);
+        out.push('\n');
     }
     out.push_str("  }\n");
 }

@@ -8,6 +8,10 @@ use super::read::At;
 use super::{Net, Writer, quote};
 use crate::import::Input;
 
+/// `:minimal`: the system directories a program needs to run, readable
+/// when `:root` is not (the platform defaults of the real sandbox).
+const MINIMAL: &str = "\"/bin\" \"/sbin\" \"/usr\" \"/lib\" \"/lib64\" \"/etc\" \"/dev\" \"/proc\"";
+
 impl Writer {
     /// A permission profile with its `extends` chain resolved: the parent's
     /// entries first, the child's replacing those of the same path.
@@ -120,31 +124,105 @@ impl Writer {
     }
 
     /// `sandbox ...` for a permission profile; returns the network plan.
+    ///
+    /// Every filesystem entry maps (docs/importing.md has the table):
+    /// `:root`, `:minimal`, `:workspace_roots` (and paths, globs and `.`
+    /// below it), `:slash_tmp`, absolute and `~/` paths become the mode and
+    /// `writable` / `read` / `none` file rules; `"deny"` is read as
+    /// `"none"`. Only `:tmpdir` (a directory gatehouse cannot name) and a
+    /// glob given `write` (a glob never grants) are left out, each with a
+    /// note.
     pub(super) fn profile_sandbox(&mut self, p: &Profile, why: &str) -> Net {
-        let write = |path: &str| p.fs.iter().any(|(q, a)| q == path && a.value == "write");
+        let access = |path: &str| {
+            p.fs.iter().rev().find(|(q, _)| q == path).map(|(_, a)| {
+                if a.value == "deny" {
+                    "none"
+                } else {
+                    a.value.as_str()
+                }
+            })
+        };
+        let root = access(":root");
+        let minimal = access(":minimal").is_some_and(|a| a != "none");
+        // Without `:root` readable, reads are restricted to what is listed.
+        let restricted = root.is_none_or(|a| a == "none");
+        let ws = access(":workspace_roots").unwrap_or(if restricted { "none" } else { "read" });
+        let extra: Vec<&str> = p
+            .roots
+            .iter()
+            .map(|r| r.value.as_str())
+            .filter(|r| r.starts_with('/'))
+            .collect();
         let mut writable: Vec<String> = Vec::new();
+        let mut read: Vec<String> = Vec::new();
+        let mut none: Vec<String> = Vec::new();
         let mut protect: Vec<String> = Vec::new();
-        let ws = write(":workspace_roots");
-        for (path, access) in &p.fs {
-            let c = access.comment(Input::Config);
-            match (path.as_str(), access.value.as_str()) {
-                (":root" | ":minimal" | ":workspace_roots" | ":slash_tmp", _) => {}
-                (":tmpdir", "write") => {
-                    let _ = writeln!(self.out, "  # {} (line {}): gatehouse does not make $TMPDIR writable; writes there are asked", access.key, access.line);
-                }
-                (p2, "write") if p2.starts_with('/') => writable.push(format!("{}{c}", quote(p2))),
-                (p2, "write") => self.warn(Input::Config, access.line, format!("`{}`: `{p2}` cannot be a writable root here (an absolute path is needed); writes there are asked", access.key)),
-                (p2, _) => {
-                    let sub = p2.strip_prefix(":workspace_roots/");
-                    match sub {
-                        Some(name) if ws && !name.contains(['/', '*', '?', '[']) && name != "." && name != ".." => {
-                            protect.push(format!("{}{c}", quote(name)));
-                        }
-                        Some(_) if !ws => {}
-                        _ if access.value != "write" && !p2.starts_with(':') && !ws => {}
-                        _ => self.warn(Input::Config, access.line, format!("`{}` = \"{}\" cannot be expressed: gatehouse protects single names directly under a root, so writes to `{p2}` are decided by the root around them", access.key, access.value)),
+        for (path, a) in &p.fs {
+            let c = a.comment(Input::Config);
+            let value = if a.value == "deny" {
+                "none"
+            } else {
+                a.value.as_str()
+            };
+            // The places the entry names: workspace-relative paths hold in
+            // the workspace and in every other workspace root.
+            let (places, in_ws): (Vec<String>, bool) = match path.as_str() {
+                ":root" | ":minimal" | ":workspace_roots" => continue,
+                ":slash_tmp" => (vec!["/tmp".into()], false),
+                ":tmpdir" => {
+                    if value == "none" {
+                        self.warn(Input::Config, a.line, format!("`{}` = \"none\": gatehouse cannot name $TMPDIR; reads there are decided by the rules around it", a.key));
+                    } else if value == "write" {
+                        let _ = writeln!(
+                            self.out,
+                            "  # {} (line {}): gatehouse does not make $TMPDIR writable; writes there are asked",
+                            a.key, a.line
+                        );
                     }
+                    continue;
                 }
+                q if q.starts_with('/') || q == "~" || q.starts_with("~/") => {
+                    (vec![q.to_string()], false)
+                }
+                q => {
+                    let sub = q.strip_prefix(":workspace_roots/").unwrap_or(q);
+                    let mut v = vec![sub.to_string()];
+                    v.extend(
+                        extra
+                            .iter()
+                            .map(|r| format!("{}/{sub}", r.trim_end_matches('/'))),
+                    );
+                    (v, true)
+                }
+            };
+            if path == ":slash_tmp" {
+                if value == "none" {
+                    none.push(format!("\"/tmp\"{c}"));
+                }
+                continue;
+            }
+            let Some(first) = places.first() else {
+                continue;
+            };
+            if let Err(e) = crate::normalize::FilePattern::parse(first) {
+                self.warn(
+                    Input::Config,
+                    a.line,
+                    format!(
+                        "`{}`: `{first}` is not a path gatehouse can name ({e}); left out",
+                        a.key
+                    ),
+                );
+                continue;
+            }
+            let glob = first.contains(['*', '?', '[']);
+            let single = in_ws && !glob && !first.contains('/') && first != "." && first != "..";
+            match value {
+                "write" if glob => self.warn(Input::Config, a.line, format!("`{}` = \"write\": a glob cannot make paths writable in gatehouse (globs only take access away); writes there are asked", a.key)),
+                "write" => writable.extend(places.iter().map(|q| format!("{}{c}", quote(q)))),
+                "read" if single && ws == "write" => protect.push(format!("{}{c}", quote(first))),
+                "read" => read.extend(places.iter().map(|q| format!("{}{c}", quote(q)))),
+                _ => none.extend(places.iter().map(|q| format!("{}{c}", quote(q)))),
             }
         }
         for root in &p.roots {
@@ -165,34 +243,70 @@ impl Writer {
                 );
             }
         }
-        if write(":root") {
+        if root == Some("write") {
             let _ = writeln!(
                 self.out,
                 "  sandbox danger-full-access  # {why}: `:root` is writable"
             );
-        } else if ws || !writable.is_empty() {
-            if !ws {
-                self.warn(Input::Config, p.line, format!("{why}: the workspace itself is not writable in the profile, but gatehouse's workspace-write makes it so"));
+            if !read.is_empty() || !none.is_empty() {
+                self.warn(Input::Config, p.line, format!("{why}: `:root` is writable, so the profile's read and none entries restrict nothing (no sandbox)"));
             }
-            let _ = writeln!(self.out, "  sandbox workspace-write {{  # {why}");
-            if !write(":slash_tmp") {
-                let _ = writeln!(
-                    self.out,
+        } else {
+            let any_write =
+                ws == "write" || !writable.is_empty() || access(":slash_tmp") == Some("write");
+            let mode = if any_write {
+                "workspace-write"
+            } else {
+                "read-only"
+            };
+            let mut lines: Vec<String> = Vec::new();
+            if any_write && access(":slash_tmp") != Some("write") {
+                lines.push(format!(
                     "    exclude \"/tmp\"  # {why}: /tmp is not writable in the profile"
-                );
+                ));
             }
             for w in &writable {
-                let _ = writeln!(self.out, "    writable {w}");
+                lines.push(format!("    writable {w}"));
+            }
+            if restricted {
+                lines.push(format!("    none \"/\"  # {why}: `:root` is not readable, so reads are restricted to what the profile lists"));
+                if minimal {
+                    lines.push(format!(
+                        "    read {MINIMAL}  # {why}: `:minimal`, the platform's system directories"
+                    ));
+                }
+            }
+            match ws {
+                "read" if any_write => {
+                    lines.push(format!(
+                        "    read \".\"  # {why}: the workspace is readable, not writable"
+                    ));
+                }
+                "none" => {
+                    lines.push(format!(
+                        "    none \".\"  # {why}: the workspace is not readable"
+                    ));
+                }
+                _ => {}
+            }
+            for r in &read {
+                lines.push(format!("    read {r}"));
+            }
+            for n in &none {
+                lines.push(format!("    none {n}"));
             }
             for n in &protect {
-                let _ = writeln!(self.out, "    protect {n}");
+                lines.push(format!("    protect {n}"));
             }
-            self.line("  }");
-        } else {
-            let _ = writeln!(
-                self.out,
-                "  sandbox read-only  # {why}: nothing is writable"
-            );
+            if lines.is_empty() {
+                let _ = writeln!(self.out, "  sandbox {mode}  # {why}");
+            } else {
+                let _ = writeln!(self.out, "  sandbox {mode} {{  # {why}");
+                for l in &lines {
+                    let _ = writeln!(self.out, "{l}");
+                }
+                self.line("  }");
+            }
         }
         let on = p.net.enabled.as_ref().is_some_and(|e| e.value);
         match (on, p.net.domains.is_empty() && p.net.sockets.is_empty()) {
