@@ -100,7 +100,7 @@ pub use compile::{
     Policy, PolicySet, PortSpan, SelectError,
 };
 pub use decision::{Decision, Escalation, Outcome, Reason, RuleId, RuleRef};
-pub use eval::{DecisionReport, Workspace};
+pub use eval::{BoundFileRule, DecisionReport, FileAccess, FileSandbox, FileView, Workspace};
 pub use limits::{Limits, QueryLimits};
 pub use query::{Query, QueryParseError, QueryRef, Via};
 pub use source::SourceMap;

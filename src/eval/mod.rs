@@ -7,6 +7,7 @@
 
 mod agent;
 mod files;
+mod files_view;
 pub(crate) mod known_safe;
 mod network;
 mod review;
@@ -17,6 +18,7 @@ use serde::Serialize;
 
 use crate::decision::{Decision, Escalation, Reason, RuleRef};
 pub use agent::Workspace;
+pub use files_view::{BoundFileRule, FileAccess, FileSandbox, FileView};
 
 use crate::compile::{Policy, PolicySet};
 use crate::query::{Query, QueryRef};

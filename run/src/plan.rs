@@ -1,0 +1,363 @@
+//! From a policy's file rules to what the kernel enforces.
+//!
+//! Landlock only allows, and a right on a directory holds for everything
+//! beneath it; so the plan grants each place the policy opens (`/` when
+//! readable, the write roots, a rule that gives more than the rules around
+//! it) with Landlock, and takes access away beneath a grant with mounts in
+//! the run's own mount namespace, as sandbox-runtime and Codex do with
+//! bubblewrap: a `none` directory is covered by an empty read-only tmpfs, a
+//! `none` file by `/dev/null`, a read-only path inside a writable one is
+//! bound read-only, and a rule beneath those that gives more again is bound
+//! back. The engine decides the access at every such place. What neither
+//! can hold — a glob, a rule on a path that does not exist yet — is
+//! reported, never dropped.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use gatehouse::{FileAccess, FileSandbox, Outcome, Policy, PolicySet, Query, Workspace};
+
+/// The rights a grant gives.
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub enum Rights {
+    /// Read files, list directories, execute.
+    Read,
+    /// Everything: read, write, create, remove.
+    Write,
+    /// Write an existing file only (`/dev/null`, `/dev/tty`).
+    WriteFile,
+}
+
+/// One Landlock rule: `rights` on `path` and everything beneath it.
+#[derive(Clone, Debug, Eq, PartialEq)]
+pub struct Grant {
+    pub path: PathBuf,
+    pub rights: Rights,
+    pub dir: bool,
+}
+
+/// How a mount changes access beneath a grant.
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub enum MountKind {
+    /// `none`: an empty read-only tmpfs over a directory, `/dev/null` over
+    /// a file.
+    Hide,
+    /// `read` inside a writable tree: the path bound read-only.
+    ReadOnly,
+    /// More access again beneath a hidden or read-only path: the original
+    /// bound back, writable or not.
+    Expose { write: bool },
+}
+
+/// One mount, in the order they are made (parents first).
+#[derive(Clone, Debug, Eq, PartialEq)]
+pub struct Mount {
+    pub path: PathBuf,
+    pub kind: MountKind,
+    pub dir: bool,
+}
+
+/// What a run enforces, and what it cannot.
+#[derive(Debug, Default)]
+pub struct Plan {
+    /// `None`: `danger-full-access`, no file restriction at all.
+    pub grants: Option<Vec<Grant>>,
+    /// Mounts that take access away (and give it back) beneath the grants.
+    pub mounts: Vec<Mount>,
+    /// Rules the kernel cannot hold (the run refuses to start without
+    /// `--allow-weaker`), each a sentence naming the rule.
+    pub weaker: Vec<String>,
+    /// Facts worth a line on stderr (rules on paths that do not exist).
+    pub notes: Vec<String>,
+}
+
+/// Most entries a glob's expansion may visit.
+const WALK_LIMIT: usize = 200_000;
+
+/// What the engine gives `path`: readable, writable.
+fn access(policy: &Policy, ws: &Workspace, path: &str) -> (bool, bool) {
+    let read = policy.read(path, ws).outcome == Outcome::Allow;
+    let write = policy
+        .decide_in(
+            &Query::Write {
+                path: path.to_string(),
+                workspace: None,
+                home: None,
+            },
+            Some(ws),
+        )
+        .outcome
+        == Outcome::Allow;
+    (read, write)
+}
+
+/// `a` gives at least what `b` gives.
+fn covers(a: (bool, bool), b: (bool, bool)) -> bool {
+    (a.0 || !b.0) && (a.1 || !b.1)
+}
+
+fn rights(a: (bool, bool)) -> Option<Rights> {
+    match a {
+        (_, true) => Some(Rights::Write),
+        (true, false) => Some(Rights::Read),
+        (false, false) => None,
+    }
+}
+
+/// `path` lies strictly beneath `dir`.
+fn beneath(dir: &str, path: &str) -> bool {
+    if dir == "/" {
+        return path != "/" && path.starts_with('/');
+    }
+    path.strip_prefix(dir).is_some_and(|r| r.starts_with('/'))
+}
+
+/// The segments of an absolute path.
+fn segs(p: &str) -> Vec<&str> {
+    p.split('/').filter(|s| !s.is_empty()).collect()
+}
+
+/// Builds the plan for `policy` in `ws` (its root absolute, its home bound
+/// for `~` rules). `allow_weaker` expands globs over the files that exist
+/// now instead of only reporting them.
+pub fn plan(set: &PolicySet, policy: &Policy, ws: &Workspace, allow_weaker: bool) -> Plan {
+    let mut out = Plan::default();
+    let Some(view) = policy.files(ws) else {
+        out.weaker.push(format!(
+            "the workspace `{}` is not an absolute path",
+            ws.root
+        ));
+        return out;
+    };
+    if view.sandbox == FileSandbox::DangerFullAccess {
+        return out;
+    }
+    let place = |id| {
+        set.rule(id)
+            .map(|r| format!("`{}` ({}:{})", r.source, r.file, r.line))
+            .unwrap_or_else(|| "a rule".into())
+    };
+    let mut anchors: BTreeSet<String> = BTreeSet::new();
+    anchors.insert(view.workspace.clone());
+    anchors.extend(view.write_roots.iter().cloned());
+    if let Some(g) = &ws.gitdir {
+        anchors.insert(g.clone());
+    }
+    for root in &view.write_roots {
+        // Protected names as they exist, in any case.
+        if let Ok(rd) = std::fs::read_dir(root) {
+            for e in rd.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if view.protect.iter().any(|p| p.eq_ignore_ascii_case(&name)) {
+                    anchors.insert(format!("{}/{name}", root.trim_end_matches('/')));
+                }
+            }
+        }
+    }
+    for r in &view.rules {
+        match (&r.path, &r.base) {
+            (Some(p), _) => {
+                if Path::new(p).symlink_metadata().is_err() {
+                    if r.access != FileAccess::Write {
+                        out.notes.push(format!("{} names `{p}`, which does not exist: Landlock can only hold rules on files that exist when the command starts", place(r.rule)));
+                    }
+                    continue;
+                }
+                anchors.insert(p.clone());
+            }
+            (None, Some(base)) => {
+                out.weaker.push(format!("{}: Landlock cannot match a glob; with --allow-weaker it holds for the {} files that match now, not for files created later", place(r.rule), base));
+                if allow_weaker {
+                    let mut seen = 0usize;
+                    expand(&r.pattern, base, Path::new(base), &mut anchors, &mut seen);
+                }
+            }
+            (None, None) => {}
+        }
+    }
+    anchors.retain(|a| Path::new(a).symlink_metadata().is_ok());
+    let anchors: Vec<String> = anchors.into_iter().collect();
+    let mut grants = Vec::new();
+    let is_dir = |p: &str| Path::new(p).symlink_metadata().is_ok_and(|m| m.is_dir());
+    let root = access(policy, ws, "/");
+    if let Some(r) = rights(root) {
+        grants.push(Grant {
+            path: "/".into(),
+            rights: r,
+            dir: true,
+        });
+    }
+    // Parents sort before their children.
+    let mut weakened: Vec<&str> = Vec::new();
+    for a in &anchors {
+        if a == "/" {
+            continue;
+        }
+        let here = access(policy, ws, a);
+        let parent = (anchors.iter().rev())
+            .find(|p| beneath(p, a))
+            .map_or("/", String::as_str);
+        let there = access(policy, ws, parent);
+        let link = Path::new(a)
+            .symlink_metadata()
+            .is_ok_and(|m| m.is_symlink());
+        if here == there {
+            continue;
+        }
+        if link {
+            out.weaker.push(format!("`{a}` is a symbolic link: its access is decided where it points, and the rules there hold"));
+            continue;
+        }
+        let dir = is_dir(a);
+        if !covers(here, there) {
+            let kind = if here.0 {
+                MountKind::ReadOnly
+            } else {
+                MountKind::Hide
+            };
+            out.mounts.push(Mount {
+                path: a.into(),
+                kind,
+                dir,
+            });
+            weakened.push(a);
+        }
+        if !covers(there, here) {
+            if let Some(r) = rights(here) {
+                grants.push(Grant {
+                    path: a.into(),
+                    rights: r,
+                    dir,
+                });
+            }
+            if weakened.iter().any(|w| beneath(w, a)) {
+                out.mounts.push(Mount {
+                    path: a.into(),
+                    kind: MountKind::Expose { write: here.1 },
+                    dir,
+                });
+            }
+        }
+    }
+    for dev in ["/dev/null", "/dev/tty"] {
+        if Path::new(dev).exists() {
+            grants.push(Grant {
+                path: dev.into(),
+                rights: Rights::WriteFile,
+                dir: false,
+            });
+        }
+    }
+    out.grants = Some(grants);
+    out
+}
+
+/// Adds the paths under `dir` a glob matches (the shallowest of each
+/// branch) to `anchors`.
+fn expand(
+    pattern: &gatehouse::normalize::FilePattern,
+    base: &str,
+    dir: &Path,
+    anchors: &mut BTreeSet<String>,
+    seen: &mut usize,
+) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        *seen += 1;
+        if *seen > WALK_LIMIT {
+            return;
+        }
+        let p = e.path();
+        let text = p.to_string_lossy().into_owned();
+        if pattern.covers(&segs(base), &segs(&text)) {
+            anchors.insert(text);
+        } else if e.file_type().is_ok_and(|t| t.is_dir()) {
+            expand(pattern, base, &p, anchors, seen);
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    fn fixture() -> PathBuf {
+        let d = std::env::temp_dir().join(format!("gh-run-plan-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        for p in [
+            "ws/src",
+            "ws/secrets/public",
+            "ws/.git",
+            "ws/target/release",
+        ] {
+            std::fs::create_dir_all(d.join(p)).unwrap();
+        }
+        std::fs::write(d.join("ws/a.env"), "x").unwrap();
+        std::fs::write(d.join("ws/src/main.rs"), "x").unwrap();
+        d
+    }
+
+    #[test]
+    fn grants_open_and_mounts_take_away() {
+        let d = fixture();
+        let ws_dir = d.join("ws");
+        let src = "policy p { sandbox workspace-write { exclude \"/tmp\"; none \"secrets\" \"**/*.env\"; read \"secrets/public\" \"target/release\" } }";
+        let set = PolicySet::from_source("p", src).unwrap();
+        let p = set.policies().next().unwrap();
+        let ws = Workspace::new(ws_dir.to_string_lossy());
+        let plan = plan(&set, p, &ws, false);
+        assert_eq!(plan.weaker.len(), 1, "{:?}", plan.weaker);
+        assert!(plan.weaker[0].contains("**/*.env"), "{:?}", plan.weaker);
+        let rel = |p: &Path| {
+            p.strip_prefix(&ws_dir)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        };
+        let grants: Vec<(String, Rights)> = (plan.grants.as_ref().unwrap().iter())
+            .filter(|g| g.path.starts_with(&ws_dir))
+            .map(|g| (rel(&g.path), g.rights))
+            .collect();
+        assert_eq!(
+            grants,
+            [
+                ("".to_string(), Rights::Write),
+                ("secrets/public".to_string(), Rights::Read)
+            ]
+        );
+        assert!(
+            plan.grants
+                .as_ref()
+                .unwrap()
+                .iter()
+                .any(|g| g.path == Path::new("/") && g.rights == Rights::Read)
+        );
+        let mounts: Vec<(String, MountKind)> =
+            plan.mounts.iter().map(|m| (rel(&m.path), m.kind)).collect();
+        assert_eq!(
+            mounts,
+            [
+                (".git".to_string(), MountKind::ReadOnly),
+                ("secrets".to_string(), MountKind::Hide),
+                (
+                    "secrets/public".to_string(),
+                    MountKind::Expose { write: false }
+                ),
+                ("target/release".to_string(), MountKind::ReadOnly),
+            ]
+        );
+        // With --allow-weaker the glob holds for the file that exists now.
+        let plan = super::plan(&set, p, &ws, true);
+        assert!(
+            plan.mounts
+                .iter()
+                .any(|m| m.path == ws_dir.join("a.env") && m.kind == MountKind::Hide && !m.dir),
+            "{:?}",
+            plan.mounts
+        );
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}

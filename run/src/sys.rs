@@ -1,0 +1,609 @@
+//! The Linux half: the policy loaded, the plan checked, gatehouse-egress
+//! started, the namespace made, Landlock applied, the command run.
+//!
+//! Two processes of this binary take part. The *outer* one (in the host's
+//! network) starts gatehouse-egress on a loopback port and bridges a unix
+//! socket to it; it starts the *inner* one (`--inner SOCKET`) in a new
+//! network namespace (and a user namespace when not root), where only `lo`
+//! exists. The inner one brings `lo` up, serves 127.0.0.1:3128 by
+//! forwarding to the unix socket (a file, so it crosses namespaces),
+//! restricts itself with Landlock, and runs the command, which inherits
+//! both. Its exit status comes back through both.
+
+use std::io::{self, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use gatehouse::{PolicySet, Workspace};
+use landlock::{
+    ABI, Access, AccessFs, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr,
+    RulesetStatus,
+};
+
+use crate::Args;
+use crate::plan::{Grant, Mount, MountKind, Plan, Rights};
+
+/// The proxy's address inside the namespace.
+const PROXY_PORT: u16 = 3128;
+
+/// The ABI whose file rights the plan asks for: all of them up to IoctlDev.
+const WANT: ABI = ABI::V5;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("cannot read {path}: {source}")]
+    Read { path: String, source: io::Error },
+    #[error("{0}")]
+    Policy(String),
+    #[error("refusing to run: {0}")]
+    Weaker(String),
+    #[error("Landlock: {0}")]
+    Landlock(String),
+    #[error("{what}: {source}")]
+    Io { what: String, source: io::Error },
+    #[error("gatehouse-egress did not listen on 127.0.0.1:{0} within 10 s")]
+    EgressStart(u16),
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(io::Error) -> RunError {
+    let what = what.into();
+    move |source| RunError::Io { what, source }
+}
+
+/// Runs the command; returns its exit status.
+pub fn run(args: &Args) -> Result<u8, RunError> {
+    let text = std::fs::read_to_string(&args.policy_file).map_err(|source| RunError::Read {
+        path: args.policy_file.display().to_string(),
+        source,
+    })?;
+    let name = args.policy_file.display().to_string();
+    let set = PolicySet::from_source(&name, &text).map_err(|e| RunError::Policy(e.to_string()))?;
+    let policy = set
+        .select(args.policy.as_deref())
+        .map_err(|e| RunError::Policy(e.to_string()))?;
+    let dir = match &args.workspace {
+        Some(d) => d.clone(),
+        None => std::env::current_dir().map_err(io("the current directory"))?,
+    };
+    let dir =
+        std::fs::canonicalize(&dir).map_err(io(format!("the workspace {}", dir.display())))?;
+    let home = std::env::var("HOME").ok().filter(|h| h.starts_with('/'));
+    let ws = Workspace::bind(&dir).with_home(home);
+    let plan = crate::plan::plan(&set, policy, &ws, args.allow_weaker);
+    let abi = kernel_abi();
+    match &args.inner {
+        None => outer(args, &plan, abi),
+        Some(sock) => inner(args, &plan, sock, &dir),
+    }
+}
+
+/// The weaker points of this run: the plan's and the kernel's.
+fn weaker(plan: &Plan, abi: ABI) -> Vec<String> {
+    let mut v = plan.weaker.clone();
+    if plan.grants.is_some() {
+        if abi == ABI::Unsupported {
+            v.push("this kernel has no Landlock: no file rule would hold".into());
+        } else if (abi as i32) < (WANT as i32) {
+            let missing = AccessFs::from_all(WANT) & !AccessFs::from_all(abi);
+            v.push(format!(
+                "this kernel's Landlock ABI is {}: it cannot restrict {:?}",
+                abi as i32, missing
+            ));
+        }
+    }
+    v
+}
+
+fn outer(args: &Args, plan: &Plan, abi: ABI) -> Result<u8, RunError> {
+    let weak = weaker(plan, abi);
+    for w in &weak {
+        eprintln!("gatehouse-run: weaker: {w}");
+    }
+    if !weak.is_empty() && !args.allow_weaker {
+        return Err(RunError::Weaker(format!(
+            "{} rule(s) above cannot be held by the kernel; pass --allow-weaker to run anyway",
+            weak.len()
+        )));
+    }
+    for n in &plan.notes {
+        eprintln!("gatehouse-run: note: {n}");
+    }
+    if args.explain {
+        explain(plan, abi);
+    }
+    // gatehouse-egress on a free loopback port, with the same policy.
+    let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .and_then(|l| l.local_addr())
+        .map_err(io("a free loopback port"))?
+        .port();
+    let egress_bin = egress_binary(args);
+    let mut cmd = Command::new(&egress_bin);
+    cmd.arg("--policy")
+        .arg(&args.policy_file)
+        .arg("--http")
+        .arg(format!("127.0.0.1:{port}"))
+        .stdin(Stdio::null());
+    if let Some(n) = &args.policy {
+        cmd.arg("--policy-name").arg(n);
+    }
+    if let Some(l) = &args.log {
+        cmd.arg("--log").arg(l);
+    }
+    let egress = cmd
+        .spawn()
+        .map_err(io(format!("starting {}", egress_bin.display())))?;
+    let mut egress = Reaper(egress);
+    let ready = Instant::now();
+    while TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_err() {
+        if ready.elapsed() > Duration::from_secs(10) || matches!(egress.0.try_wait(), Ok(Some(_))) {
+            return Err(RunError::EgressStart(port));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The unix socket the namespace reaches the proxy through.
+    let tmp = std::env::temp_dir().join(format!("gatehouse-run-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).map_err(io(format!("creating {}", tmp.display())))?;
+    let _cleanup = Cleanup(tmp.clone());
+    let sock = tmp.join("proxy.sock");
+    let listener = UnixListener::bind(&sock).map_err(io(format!("binding {}", sock.display())))?;
+    std::thread::spawn(move || {
+        for s in listener.incoming().flatten() {
+            if let Ok(t) = TcpStream::connect((Ipv4Addr::LOCALHOST, port)) {
+                splice(s, t);
+            }
+        }
+    });
+    // The inner process, in namespaces of its own.
+    let exe = std::env::current_exe().map_err(io("this program's path"))?;
+    let mut inner = Command::new(exe);
+    inner.args(std::env::args_os().skip(1).take_while(|a| a != "--"));
+    inner
+        .arg("--inner")
+        .arg(&sock)
+        .arg("--")
+        .args(&args.command);
+    let setup = namespace_setup();
+    // SAFETY: the closure runs between fork and exec; it calls only
+    // unshare(2), open(2), write(2) and close(2) on buffers made before the
+    // fork (no allocation, no locks), as pre_exec requires.
+    #[allow(unsafe_code)]
+    unsafe {
+        inner.pre_exec(move || setup.enter());
+    }
+    let status = inner
+        .status()
+        .map_err(io("starting the namespace (user and network namespaces)"))?;
+    egress.stop();
+    Ok(exit_code(status))
+}
+
+fn inner(args: &Args, plan: &Plan, sock: &Path, dir: &Path) -> Result<u8, RunError> {
+    loopback_up()?;
+    let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, PROXY_PORT)))
+        .map_err(io("the proxy port inside the namespace"))?;
+    let sock = sock.to_path_buf();
+    std::thread::spawn(move || {
+        for s in listener.incoming().flatten() {
+            if let Ok(u) = UnixStream::connect(&sock) {
+                splice(s, u);
+            }
+        }
+    });
+    if let Some(grants) = &plan.grants {
+        mounts(&plan.mounts)?;
+        restrict(grants, args.allow_weaker)?;
+    }
+    let proxy = format!("http://127.0.0.1:{PROXY_PORT}");
+    let (prog, rest) = match args.command.split_first() {
+        Some(x) => x,
+        None => return Err(RunError::Policy("no command".into())),
+    };
+    let mut cmd = Command::new(prog);
+    cmd.args(rest).current_dir(dir);
+    for k in [
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+    ] {
+        cmd.env(k, &proxy);
+    }
+    for k in ["NO_PROXY", "no_proxy"] {
+        cmd.env_remove(k);
+    }
+    cmd.env("GATEHOUSE_RUN", "1");
+    match cmd.status() {
+        Ok(s) => Ok(exit_code(s)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            eprintln!("gatehouse-run: {prog}: command not found");
+            Ok(127)
+        }
+        Err(e) => {
+            eprintln!("gatehouse-run: {prog}: {e}");
+            Ok(126)
+        }
+    }
+}
+
+/// Applies the grants to this process (and so to what it starts).
+fn restrict(grants: &[Grant], allow_weaker: bool) -> Result<(), RunError> {
+    let ll = |e: landlock::RulesetError| RunError::Landlock(e.to_string());
+    let all = AccessFs::from_all(WANT);
+    let mut rs = Ruleset::default()
+        .handle_access(all)
+        .map_err(ll)?
+        .create()
+        .map_err(ll)?;
+    for g in grants {
+        let mut rights = match g.rights {
+            Rights::Read => AccessFs::from_read(WANT),
+            Rights::Write => all,
+            Rights::WriteFile => AccessFs::WriteFile.into(),
+        };
+        if !g.dir {
+            rights &= AccessFs::from_file(WANT);
+        }
+        let Ok(fd) = PathFd::new(&g.path) else {
+            continue; // gone since the plan: nothing to grant
+        };
+        rs = rs.add_rule(PathBeneath::new(fd, rights)).map_err(ll)?;
+    }
+    let status = rs.restrict_self().map_err(ll)?;
+    match status.ruleset {
+        RulesetStatus::FullyEnforced => Ok(()),
+        RulesetStatus::PartiallyEnforced if allow_weaker => Ok(()),
+        s => Err(RunError::Landlock(format!(
+            "the kernel enforced the rules only {s:?}"
+        ))),
+    }
+}
+
+fn explain(plan: &Plan, abi: ABI) {
+    eprintln!("gatehouse-run: Landlock ABI {}", abi as i32);
+    match &plan.grants {
+        None => eprintln!("gatehouse-run: danger-full-access: no file restriction"),
+        Some(g) => {
+            for g in g {
+                eprintln!("gatehouse-run: grant {:?} {}", g.rights, g.path.display());
+            }
+            for m in &plan.mounts {
+                eprintln!("gatehouse-run: mount {:?} {}", m.kind, m.path.display());
+            }
+        }
+    }
+}
+
+fn egress_binary(args: &Args) -> PathBuf {
+    if let Some(e) = &args.egress {
+        return e.clone();
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(|d| d.join("gatehouse-egress")))
+        .filter(|p| p.exists())
+        .unwrap_or_else(|| PathBuf::from("gatehouse-egress"))
+}
+
+fn exit_code(s: ExitStatus) -> u8 {
+    match (s.code(), s.signal()) {
+        (Some(c), _) => u8::try_from(c & 0xff).unwrap_or(1),
+        (None, Some(sig)) => u8::try_from((128 + sig) & 0xff).unwrap_or(1),
+        _ => 1,
+    }
+}
+
+/// Copies both ways between two streams, each way on a thread of its own.
+fn splice<A, B>(a: A, b: B)
+where
+    A: Read + Write + Send + 'static + TryClone,
+    B: Read + Write + Send + 'static + TryClone,
+{
+    let (Ok(a2), Ok(b2)) = (a.try_clone_stream(), b.try_clone_stream()) else {
+        return;
+    };
+    std::thread::spawn(move || pump(a, b2));
+    std::thread::spawn(move || pump(b, a2));
+}
+
+fn pump<R: Read + TryClone, W: Write + TryClone>(mut r: R, mut w: W) {
+    let _ = io::copy(&mut r, &mut w);
+    w.shutdown_write();
+}
+
+/// What `splice` needs of a stream beyond Read and Write.
+trait TryClone: Sized {
+    fn try_clone_stream(&self) -> io::Result<Self>;
+    fn shutdown_write(&self);
+}
+
+impl TryClone for TcpStream {
+    fn try_clone_stream(&self) -> io::Result<Self> {
+        self.try_clone()
+    }
+    fn shutdown_write(&self) {
+        let _ = self.shutdown(std::net::Shutdown::Write);
+    }
+}
+
+impl TryClone for UnixStream {
+    fn try_clone_stream(&self) -> io::Result<Self> {
+        self.try_clone()
+    }
+    fn shutdown_write(&self) {
+        let _ = self.shutdown(std::net::Shutdown::Write);
+    }
+}
+
+/// Stops gatehouse-egress however the run ends.
+struct Reaper(Child);
+
+impl Reaper {
+    fn stop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+struct Cleanup(PathBuf);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// What the inner process does between fork and exec, prepared before.
+struct NamespaceSetup {
+    root: bool,
+    uid_map: Vec<u8>,
+    gid_map: Vec<u8>,
+}
+
+fn namespace_setup() -> NamespaceSetup {
+    // SAFETY: geteuid and getegid cannot fail and touch no memory.
+    #[allow(unsafe_code)]
+    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    NamespaceSetup {
+        root: uid == 0,
+        uid_map: format!("0 {uid} 1\n").into_bytes(),
+        gid_map: format!("0 {gid} 1\n").into_bytes(),
+    }
+}
+
+impl NamespaceSetup {
+    /// New network and mount namespaces; when not root, inside a new user
+    /// namespace where this user is root (as `unshare -r`: the inner
+    /// process keeps the capabilities to bring `lo` up and mount across its
+    /// exec; files it makes belong to this user outside).
+    #[allow(unsafe_code)]
+    fn enter(&self) -> io::Result<()> {
+        let flags = if self.root {
+            libc::CLONE_NEWNET | libc::CLONE_NEWNS
+        } else {
+            libc::CLONE_NEWUSER | libc::CLONE_NEWNET | libc::CLONE_NEWNS
+        };
+        // SAFETY: unshare takes flags only.
+        if unsafe { libc::unshare(flags) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if !self.root {
+            write_proc(c"/proc/self/setgroups", b"deny")?;
+            write_proc(c"/proc/self/uid_map", &self.uid_map)?;
+            write_proc(c"/proc/self/gid_map", &self.gid_map)?;
+        }
+        Ok(())
+    }
+}
+
+/// open + write + close, nothing else (safe between fork and exec).
+#[allow(unsafe_code)]
+fn write_proc(path: &std::ffi::CStr, data: &[u8]) -> io::Result<()> {
+    // SAFETY: `path` is NUL-terminated; `data` outlives the call; the fd is
+    // closed on every path.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let n = libc::write(fd, data.as_ptr().cast(), data.len());
+        let err = io::Error::last_os_error();
+        libc::close(fd);
+        if n < 0 || n as usize != data.len() {
+            return Err(err);
+        }
+    }
+    Ok(())
+}
+
+fn cstr(p: &Path) -> Result<std::ffi::CString, RunError> {
+    std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).map_err(|_| RunError::Io {
+        what: format!("{}: a NUL in the path", p.display()),
+        source: io::Error::from(io::ErrorKind::InvalidInput),
+    })
+}
+
+/// mount(2), its error naming the path.
+#[allow(unsafe_code)]
+fn mount(
+    src: Option<&std::ffi::CStr>,
+    target: &Path,
+    fstype: Option<&std::ffi::CStr>,
+    flags: libc::c_ulong,
+    what: &str,
+) -> Result<(), RunError> {
+    let t = cstr(target)?;
+    let ptr = |c: Option<&std::ffi::CStr>| c.map_or(std::ptr::null(), |c| c.as_ptr());
+    // SAFETY: every pointer is NUL-terminated or null, and outlives the call.
+    let r = unsafe { libc::mount(ptr(src), t.as_ptr(), ptr(fstype), flags, std::ptr::null()) };
+    if r != 0 {
+        return Err(RunError::Io {
+            what: format!("{what} {}", target.display()),
+            source: io::Error::last_os_error(),
+        });
+    }
+    Ok(())
+}
+
+/// The plan's mounts, in this process's own mount namespace: hidden paths
+/// covered, read-only paths bound read-only, and paths beneath them that
+/// give more again bound back from a descriptor opened before any mount.
+fn mounts(plan: &[Mount]) -> Result<(), RunError> {
+    if plan.is_empty() {
+        return Ok(());
+    }
+    mount(
+        None,
+        Path::new("/"),
+        None,
+        libc::MS_REC | libc::MS_PRIVATE,
+        "making private",
+    )?;
+    // The originals, opened before anything covers them.
+    let mut saved = Vec::new();
+    for m in plan {
+        if matches!(m.kind, MountKind::Expose { .. }) {
+            let f = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_PATH)
+                .open(&m.path)
+                .map_err(io(format!("opening {}", m.path.display())))?;
+            saved.push((m.path.clone(), f));
+        }
+    }
+    let mut tmpfs = Vec::new();
+    for m in plan {
+        match m.kind {
+            MountKind::Hide if m.dir => {
+                mount(
+                    Some(c"tmpfs"),
+                    &m.path,
+                    Some(c"tmpfs"),
+                    libc::MS_NOSUID | libc::MS_NODEV,
+                    "hiding",
+                )?;
+                tmpfs.push(m.path.clone());
+            }
+            MountKind::Hide => {
+                mount(Some(c"/dev/null"), &m.path, None, libc::MS_BIND, "hiding")?;
+            }
+            MountKind::ReadOnly => {
+                let src = cstr(&m.path)?;
+                mount(
+                    Some(&src),
+                    &m.path,
+                    None,
+                    libc::MS_BIND | libc::MS_REC,
+                    "binding",
+                )?;
+                mount(
+                    None,
+                    &m.path,
+                    None,
+                    libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY,
+                    "making read-only",
+                )?;
+            }
+            MountKind::Expose { write } => {
+                // Its mount point, inside a hiding tmpfs, may need making.
+                if m.dir {
+                    let _ = std::fs::create_dir_all(&m.path);
+                } else if !m.path.exists() {
+                    let _ = std::fs::File::create(&m.path);
+                }
+                let Some((_, f)) = saved.iter().find(|(p, _)| p == &m.path) else {
+                    continue;
+                };
+                let src = std::ffi::CString::new(format!("/proc/self/fd/{}", f.as_raw_fd()))
+                    .map_err(|_| RunError::Landlock("descriptor path".into()))?;
+                mount(
+                    Some(&src),
+                    &m.path,
+                    None,
+                    libc::MS_BIND | libc::MS_REC,
+                    "binding back",
+                )?;
+                if !write {
+                    mount(
+                        None,
+                        &m.path,
+                        None,
+                        libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY,
+                        "making read-only",
+                    )?;
+                }
+            }
+        }
+    }
+    for t in tmpfs.iter().rev() {
+        mount(
+            None,
+            t,
+            None,
+            libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV,
+            "making read-only",
+        )?;
+    }
+    Ok(())
+}
+
+/// The Landlock ABI this kernel has (0 when none).
+#[allow(unsafe_code)]
+fn kernel_abi() -> ABI {
+    // SAFETY: landlock_create_ruleset(NULL, 0, VERSION) reads no memory and
+    // returns the ABI version or an error.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            1u32,
+        )
+    };
+    ABI::from(i32::try_from(v).unwrap_or(0))
+}
+
+/// `ip link set lo up`, by ioctl.
+#[allow(unsafe_code)]
+fn loopback_up() -> Result<(), RunError> {
+    let err = |what: &str| RunError::Io {
+        what: format!("bringing lo up ({what})"),
+        source: io::Error::last_os_error(),
+    };
+    // SAFETY: a zeroed ifreq is a valid value; the name is copied within
+    // its bounds (3 bytes of 16); the socket is closed on every path.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(err("socket"));
+        }
+        let mut req: libc::ifreq = std::mem::zeroed();
+        for (d, s) in req.ifr_name.iter_mut().zip(b"lo\0") {
+            *d = *s as libc::c_char;
+        }
+        if libc::ioctl(fd, libc::SIOCGIFFLAGS, &mut req) < 0 {
+            libc::close(fd);
+            return Err(err("SIOCGIFFLAGS"));
+        }
+        req.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
+        let r = libc::ioctl(fd, libc::SIOCSIFFLAGS, &req);
+        libc::close(fd);
+        if r < 0 {
+            return Err(err("SIOCSIFFLAGS"));
+        }
+    }
+    Ok(())
+}

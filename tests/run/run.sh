@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# gatehouse-run end to end (docs/run.md): the real kernel (Landlock, user,
+# network and mount namespaces), the real gatehouse-egress and curl, a
+# loopback HTTP server. Every check is made from inside the command.
+#   BIN=target/release tests/run/run.sh
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+bin=${BIN:-$root/target/release}
+case "$bin" in /*) ;; *) bin=$root/$bin ;; esac
+run=$bin/gatehouse-run
+[ -x "$run" ] && [ -x "$bin/gatehouse-egress" ] || { echo "build gatehouse-run and gatehouse-egress into $bin first" >&2; exit 1; }
+
+work=$(mktemp -d /tmp/gh-run-e2e.XXXXXX)
+server=
+cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+
+# A loopback server the policy allows, on a free port.
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+mkdir -p "$work/site" && echo hello > "$work/site/index.html"
+python3 -m http.server "$port" --bind 127.0.0.1 --directory "$work/site" >/dev/null 2>&1 &
+server=$!
+for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
+
+ws=$work/ws
+mkdir -p "$ws/src" "$ws/.git" "$ws/.github/workflows" "$ws/secrets"
+echo key > "$ws/secrets/prod.key"
+echo lock > "$ws/Cargo.lock"
+echo '[core]' > "$ws/.git/config"
+cat > "$work/policy.policy" <<POLICY
+policy e2e {
+  sandbox workspace-write {
+    exclude "/tmp"
+    none "secrets"
+    read "**/*.lock"
+    protect ".github"
+  }
+  approvals never
+  network {
+    default deny
+    allow ip 127.0.0.1 port $port
+  }
+}
+POLICY
+
+# What the command finds, one line a check: NAME ok | NAME failed: ERROR.
+cat > "$work/inside.sh" <<'INSIDE'
+try() { name=$1; shift; if out=$("$@" 2>&1); then echo "$name ok"; else echo "$name failed: $out" | head -1; fi; }
+try write-workspace sh -c 'echo x > src/new.rs'
+try write-workspace-root sh -c 'echo x > NOTES.md'
+try write-git sh -c 'echo x >> .git/config'
+try write-protected-name sh -c 'echo x > .github/workflows/ci.yml'
+try write-protected-glob sh -c 'echo x >> Cargo.lock'
+try write-outside sh -c "echo x > $OUTSIDE/outside.txt"
+try write-etc sh -c 'echo x > /etc/gatehouse-run-test'
+try read-none cat secrets/prod.key
+try read-workspace cat Cargo.lock
+try read-etc cat /etc/hostname
+try list-workspace ls
+echo "curl-allowed $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/")"
+echo "curl-denied $(curl -s -o /dev/null -w '%{http_code} %header{x-gatehouse-reason}' http://example.com/)"
+try direct-tcp curl -s -m 3 --noproxy '*' "http://127.0.0.1:$PORT/"
+try direct-remote curl -s -m 3 --noproxy '*' http://1.1.1.1/
+try direct-udp python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b"x", ("1.1.1.1", 53))'
+echo "proxy-env $HTTPS_PROXY"
+exit 3
+INSIDE
+
+fail=0
+expect() {  # expect NAME PATTERN (an extended regular expression)
+  local line
+  line=$(grep -E "^$1 " "$work/out" || true)
+  if echo "$line" | grep -Eq "^$1 $2"; then echo "ok: $line"; else echo "FAIL: $1: expected /$2/, got: ${line:-nothing}"; fail=1; fi
+}
+
+echo "== refused without --allow-weaker: a glob Landlock cannot match"
+set +e
+(cd "$ws" && "$run" "$work/policy.policy" -- true) 2> "$work/refused"
+code=$?
+set -e
+if [ "$code" = 125 ] && grep -q '\*\*/\*.lock' "$work/refused"; then echo "ok: exit 125, naming the rule"; else echo "FAIL: refusal: exit $code"; cat "$work/refused"; fail=1; fi
+
+echo "== the command under the policy"
+mkdir -p "$work/outside"
+set +e
+(cd "$ws" && OUTSIDE=$work/outside PORT=$port "$run" "$work/policy.policy" --allow-weaker --log "$work/decisions.jsonl" -- sh "$work/inside.sh") > "$work/out" 2> "$work/err"
+code=$?
+set -e
+cat "$work/out"
+[ "$code" = 3 ] && echo "ok: the command's exit status (3) passed through" || { echo "FAIL: exit status $code"; cat "$work/err"; fail=1; }
+expect write-workspace 'ok'
+expect write-workspace-root 'ok'
+expect write-git 'failed: .*(Read-only file system|Permission denied)'
+expect write-protected-name 'failed: .*(Read-only file system|Permission denied)'
+expect write-protected-glob 'failed: .*(Read-only file system|Permission denied)'
+expect write-outside 'failed: .*Permission denied'
+expect write-etc 'failed: .*Permission denied'
+expect read-none 'failed: .*(No such file|Permission denied)'
+expect read-workspace 'ok'
+expect read-etc 'ok'
+expect list-workspace 'ok'
+expect curl-allowed '200'
+expect curl-denied '403 not_allowed'
+expect direct-tcp 'failed'
+expect direct-remote 'failed'
+expect direct-udp 'failed'
+expect proxy-env 'http://127\.0\.0\.1:3128'
+# The files outside are as they were.
+[ ! -e "$work/outside/outside.txt" ] && [ "$(cat "$ws/.git/config")" = '[core]' ] && [ "$(cat "$ws/secrets/prod.key")" = key ] \
+  && echo "ok: nothing outside the rules changed" || { echo "FAIL: a file changed"; fail=1; }
+# The network decisions are logged.
+if grep -q '"not_allowed"\|refused: not_allowed' "$work/decisions.jsonl"; then echo "ok: the denial is in the decision log"; else echo "FAIL: no denial in the log"; cat "$work/decisions.jsonl"; fail=1; fi
+
+echo "== unprivileged: a user namespace of its own (as nobody)"
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+  nb=$work/nobody && mkdir -p "$nb/ws/src" && chmod -R 777 "$nb" && chmod 755 "$work" && chmod 644 "$work/policy.policy"
+  set +e
+  out=$(cd "$nb/ws" && setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=/nonexistent PORT=$port \
+    "$run" "$work/policy.policy" --allow-weaker -- sh -c 'echo x > src/a && echo wrote; echo x > /etc/gh-run-x 2>/dev/null || echo etc-denied; curl -s -o /dev/null -w "%{http_code}\n" "http://127.0.0.1:$PORT/"' 2>/dev/null)
+  set -e
+  if [ "$(echo $out)" = "wrote etc-denied 200" ] && [ "$(stat -c %u "$nb/ws/src/a")" = 65534 ]; then echo "ok: as nobody: $(echo $out), the file is nobody's"; else echo "FAIL: as nobody: $out"; fail=1; fi
+else
+  echo "skipped: not root, or no setpriv"
+fi
+
+if [ "$fail" != 0 ]; then echo "stderr of the run:"; cat "$work/err"; exit 1; fi
+echo "gatehouse-run end to end: all checks hold"
