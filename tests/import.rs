@@ -422,6 +422,34 @@ fn srt_settings_from_the_package_readme_decide_as_sandbox_runtime() {
             ),
             (r#"write "/w/.env" in "/w""#, "deny", "approval_never"),
             (r#"write "/etc/passwd" in "/w""#, "deny", "approval_never"),
+            // sandbox-runtime's fixed write protections, whatever the settings say.
+            (r#"write "/w/.bashrc" in "/w""#, "deny", "approval_never"),
+            (r#"write "/w/.mcp.json" in "/w""#, "deny", "approval_never"),
+            (
+                r#"write "/w/.vscode/settings.json" in "/w""#,
+                "deny",
+                "approval_never",
+            ),
+            (
+                r#"write "/w/.claude/agents/a.md" in "/w""#,
+                "deny",
+                "approval_never",
+            ),
+            (
+                r#"write "/w/.git/hooks/pre-commit" in "/w""#,
+                "deny",
+                "approval_never",
+            ),
+            (
+                r#"write "/w/.claude/notes.md" in "/w""#,
+                "allow",
+                "writable_root",
+            ),
+            (
+                r#"write "/w/.bashrc.bak" in "/w""#,
+                "allow",
+                "writable_root",
+            ),
             (r#"write "/tmp/x" in "/w""#, "allow", "writable_root"),
             (
                 r#"write "/w/config/production.json" in "/w""#,

@@ -377,6 +377,25 @@ fn under(p: &str, root: &str) -> bool {
 /// `denyWrite` takes write away everywhere it matches (sandbox-runtime on
 /// Linux skips it: stricter); a glob in `allowWrite` cannot grant and is
 /// left out with a warning, as sandbox-runtime on Linux leaves it out.
+/// The files and folders sandbox-runtime 0.0.83 never lets a command write in
+/// its working directory (`.git/hooks` and `.git/config` are covered by
+/// gatehouse's own protection of all of `.git`).
+const SRT_PROTECTED_NAMES: [&str; 11] = [
+    ".gitconfig",
+    ".gitmodules",
+    ".bashrc",
+    ".bash_profile",
+    ".zshrc",
+    ".zprofile",
+    ".profile",
+    ".ripgreprc",
+    ".mcp.json",
+    ".vscode",
+    ".idea",
+];
+/// The deeper folders among sandbox-runtime's fixed write protections.
+const SRT_PROTECTED_PATHS: [&str; 2] = [".claude/commands", ".claude/agents"];
+
 fn fs_sandbox(doc: &mut Doc<'_>, out: &mut String, fs: &FsLists) {
     let q = crate::query::quote_string;
     let mut lines: Vec<String> = Vec::new();
@@ -420,7 +439,20 @@ fn fs_sandbox(doc: &mut Doc<'_>, out: &mut String, fs: &FsLists) {
                 .into(),
         );
     }
-    if !workspace {
+    if workspace {
+        // sandbox-runtime (sandbox-utils.js DANGEROUS_FILES and
+        // getDangerousDirectories, linux-sandbox-utils.js
+        // linuxGetCwdMandatoryDenyPaths) always denies writes to these in the
+        // working directory, whatever the settings say.
+        lines.push(format!(
+            "    protect {}  # sandbox-runtime's fixed write protections",
+            SRT_PROTECTED_NAMES.map(q).join(" ")
+        ));
+        lines.push(format!(
+            "    read {}  # sandbox-runtime's fixed write protections",
+            SRT_PROTECTED_PATHS.map(q).join(" ")
+        ));
+    } else {
         lines.push("    read \".\"  # filesystem.allowWrite does not list \".\": the workspace is not writable".into());
     }
     let writable = |c: &str| roots.iter().any(|r| under(c, r));
