@@ -559,8 +559,10 @@ fn srt_settings_from_the_package_readme_decide_as_sandbox_runtime() {
     srt(
         "local-binding.json",
         &[
-            ("connect 127.0.0.1:8080", "allow", "allowed_by_rule"),
-            ("connect [::1]:8080", "allow", "allowed_by_rule"),
+            // The host's loopback stays closed, as under srt on Linux.
+            ("connect 127.0.0.1:8080", "deny", "local_address"),
+            ("connect [::1]:8080", "deny", "local_address"),
+            ("connect github.com:443", "allow", "allowed_by_rule"),
             ("connect 169.254.169.254:80", "deny", "local_address"),
             ("connect 10.0.0.1:80", "deny", "local_address"),
         ],

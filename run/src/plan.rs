@@ -47,6 +47,12 @@ pub enum MountKind {
     /// More access again beneath a hidden or read-only path: the original
     /// bound back, writable or not.
     Expose { write: bool },
+    /// A path that does not exist yet, inside a writable tree, where the
+    /// policy gives less (a protected name, `read ".claude/agents"`): its
+    /// first missing component is made an empty file for the run and bound
+    /// read-only over itself, so that nothing can be created there; the empty file is removed when the run ends (as
+    /// sandbox-runtime does).
+    Block,
 }
 
 /// One mount, in the order they are made (parents first).
@@ -69,6 +75,29 @@ pub struct Plan {
     pub weaker: Vec<String>,
     /// Facts worth a line on stderr (rules on paths that do not exist).
     pub notes: Vec<String>,
+}
+
+impl Plan {
+    /// The empty files the run makes on the host for [`MountKind::Block`].
+    pub fn placeholders(&self) -> impl Iterator<Item = &Path> {
+        (self.mounts.iter())
+            .filter(|m| m.kind == MountKind::Block)
+            .map(|m| m.path.as_path())
+    }
+}
+
+/// The first component of `path` that does not exist (`path` itself when
+/// only it is missing); `None` when it exists.
+fn first_missing(path: &str) -> Option<String> {
+    let mut at = String::new();
+    for seg in segs(path) {
+        at.push('/');
+        at.push_str(seg);
+        if Path::new(&at).symlink_metadata().is_err() {
+            return Some(at);
+        }
+    }
+    None
 }
 
 /// Most entries a glob's expansion may visit.
@@ -143,13 +172,24 @@ pub fn plan(set: &PolicySet, policy: &Policy, ws: &Workspace, allow_weaker: bool
     if let Some(g) = &ws.gitdir {
         anchors.insert(g.clone());
     }
+    // Paths that do not exist, where the policy gives less than the tree
+    // around them: blocked, so that they cannot be created.
+    let mut missing: BTreeSet<String> = BTreeSet::new();
     for root in &view.write_roots {
-        // Protected names as they exist, in any case.
+        // Protected names as they exist, in any case; those that do not
+        // exist yet cannot be created.
+        let mut found: Vec<String> = Vec::new();
         if let Ok(rd) = std::fs::read_dir(root) {
             for e in rd.flatten() {
                 let name = e.file_name().to_string_lossy().into_owned();
                 if view.protect.iter().any(|p| p.eq_ignore_ascii_case(&name)) {
                     anchors.insert(format!("{}/{name}", root.trim_end_matches('/')));
+                    found.push(name);
+                }
+            }
+            for p in &view.protect {
+                if !found.iter().any(|f| f.eq_ignore_ascii_case(p)) {
+                    missing.insert(format!("{}/{p}", root.trim_end_matches('/')));
                 }
             }
         }
@@ -159,7 +199,7 @@ pub fn plan(set: &PolicySet, policy: &Policy, ws: &Workspace, allow_weaker: bool
             (Some(p), _) => {
                 if Path::new(p).symlink_metadata().is_err() {
                     if r.access != FileAccess::Write {
-                        out.notes.push(format!("{} names `{p}`, which does not exist: Landlock can only hold rules on files that exist when the command starts", place(r.rule)));
+                        missing.insert(p.clone());
                     }
                     continue;
                 }
@@ -176,6 +216,32 @@ pub fn plan(set: &PolicySet, policy: &Policy, ws: &Workspace, allow_weaker: bool
         }
     }
     anchors.retain(|a| Path::new(a).symlink_metadata().is_ok());
+    let mut blocks: BTreeSet<String> = BTreeSet::new();
+    for p in &missing {
+        let Some(first) = first_missing(p) else {
+            continue;
+        };
+        let parent = Path::new(&first)
+            .parent()
+            .map_or("/".to_string(), |d| d.display().to_string());
+        let (here, there) = (access(policy, ws, p), access(policy, ws, &parent));
+        if covers(here, there) {
+            continue;
+        }
+        if !there.1 {
+            // Nothing can be created there anyway, and a `none` path that
+            // does not exist has nothing to read.
+            out.notes.push(format!(
+                "`{p}` does not exist: its rule holds if it is made before the command starts"
+            ));
+            continue;
+        }
+        if blocks.insert(first.clone()) && first != *p {
+            out.notes.push(format!(
+                "`{p}` does not exist: `{first}` cannot be created during the run"
+            ));
+        }
+    }
     let anchors: Vec<String> = anchors.into_iter().collect();
     let mut grants = Vec::new();
     let is_dir = |p: &str| Path::new(p).symlink_metadata().is_ok_and(|m| m.is_dir());
@@ -237,6 +303,16 @@ pub fn plan(set: &PolicySet, policy: &Policy, ws: &Workspace, allow_weaker: bool
                     dir,
                 });
             }
+        }
+    }
+    // Not beneath another block, and after every other mount.
+    for b in &blocks {
+        if !blocks.iter().any(|o| beneath(o, b)) {
+            out.mounts.push(Mount {
+                path: b.into(),
+                kind: MountKind::Block,
+                dir: false,
+            });
         }
     }
     for dev in ["/dev/null", "/dev/tty"] {
@@ -347,6 +423,9 @@ mod tests {
                     MountKind::Expose { write: false }
                 ),
                 ("target/release".to_string(), MountKind::ReadOnly),
+                // Protected names that do not exist yet cannot be made.
+                (".agents".to_string(), MountKind::Block),
+                (".zerocode".to_string(), MountKind::Block),
             ]
         );
         // With --allow-weaker the glob holds for the file that exists now.
@@ -358,6 +437,49 @@ mod tests {
             "{:?}",
             plan.mounts
         );
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn missing_paths_under_a_writable_root_are_blocked_at_their_first_missing_part() {
+        let d = std::env::temp_dir().join(format!("gh-run-block-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("ws/.agents")).unwrap();
+        std::fs::create_dir_all(d.join("ws/.zerocode")).unwrap();
+        std::fs::create_dir_all(d.join("ws/.git")).unwrap();
+        std::fs::write(d.join("ws/.BashRC"), "x").unwrap();
+        let ws_dir = d.join("ws");
+        let src = "policy p { sandbox workspace-write { exclude \"/tmp\"; protect \".bashrc\" \".zshrc\"; read \".claude/agents\"; none \"secrets\" \"/nowhere/x\" } }";
+        let set = PolicySet::from_source("p", src).unwrap();
+        let p = set.policies().next().unwrap();
+        let plan = plan(&set, p, &Workspace::new(ws_dir.to_string_lossy()), false);
+        let kinds: Vec<(String, MountKind)> = (plan.mounts.iter())
+            .map(|m| {
+                let r = m.path.strip_prefix(&ws_dir).unwrap_or(&m.path);
+                (r.to_string_lossy().into_owned(), m.kind)
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                // An existing name in another case is held as it is.
+                (".BashRC".to_string(), MountKind::ReadOnly),
+                (".agents".to_string(), MountKind::ReadOnly),
+                (".git".to_string(), MountKind::ReadOnly),
+                (".zerocode".to_string(), MountKind::ReadOnly),
+                // `.claude` is missing: all of it is closed for the run.
+                (".claude".to_string(), MountKind::Block),
+                (".zshrc".to_string(), MountKind::Block),
+                ("secrets".to_string(), MountKind::Block),
+            ]
+        );
+        // Outside the writable roots nothing can be made anyway.
+        assert!(
+            plan.notes.iter().any(|n| n.contains("/nowhere/x")),
+            "{:?}",
+            plan.notes
+        );
+        assert_eq!(plan.placeholders().count(), 3);
         let _ = std::fs::remove_dir_all(&d);
     }
 }

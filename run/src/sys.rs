@@ -180,6 +180,14 @@ fn outer(args: &Args, plan: &Plan, abi: ABI) -> Result<u8, RunError> {
         .status()
         .map_err(io("starting the namespace (user and network namespaces)"))?;
     egress.stop();
+    // The empty files the blocks were mounted on, if still empty files.
+    for p in plan.placeholders() {
+        if p.symlink_metadata()
+            .is_ok_and(|m| m.is_file() && m.len() == 0)
+        {
+            let _ = std::fs::remove_file(p);
+        }
+    }
     Ok(exit_code(status))
 }
 
@@ -231,6 +239,25 @@ fn inner(args: &Args, plan: &Plan, sock: &Path, dir: &Path) -> Result<u8, RunErr
             Ok(126)
         }
     }
+}
+
+/// Binds `path` over itself, read-only (with everything mounted beneath).
+fn bind_read_only(path: &Path) -> Result<(), RunError> {
+    let src = cstr(path)?;
+    mount(
+        Some(&src),
+        path,
+        None,
+        libc::MS_BIND | libc::MS_REC,
+        "binding",
+    )?;
+    mount(
+        None,
+        path,
+        None,
+        libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY,
+        "making read-only",
+    )
 }
 
 /// Applies the grants to this process (and so to what it starts).
@@ -500,22 +527,24 @@ fn mounts(plan: &[Mount]) -> Result<(), RunError> {
             MountKind::Hide => {
                 mount(Some(c"/dev/null"), &m.path, None, libc::MS_BIND, "hiding")?;
             }
-            MountKind::ReadOnly => {
-                let src = cstr(&m.path)?;
-                mount(
-                    Some(&src),
-                    &m.path,
-                    None,
-                    libc::MS_BIND | libc::MS_REC,
-                    "binding",
-                )?;
-                mount(
-                    None,
-                    &m.path,
-                    None,
-                    libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY,
-                    "making read-only",
-                )?;
+            MountKind::ReadOnly => bind_read_only(&m.path)?,
+            MountKind::Block => {
+                // The mount point: an empty file, made only if nothing is
+                // there (never over something made meanwhile).
+                let made = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o400)
+                    .open(&m.path);
+                if made.is_err() && m.path.symlink_metadata().is_ok_and(|md| !md.is_file()) {
+                    return Err(RunError::Landlock(format!(
+                        "{} appeared while the run started",
+                        m.path.display()
+                    )));
+                }
+                // The empty file bound read-only over itself: a write fails
+                // with EROFS (a device like /dev/null would swallow it).
+                bind_read_only(&m.path)?;
             }
             MountKind::Expose { write } => {
                 // Its mount point, inside a hiding tmpfs, may need making.

@@ -277,17 +277,16 @@ pub fn import(text: &str) -> Import {
     );
     out.push_str("    default deny\n");
     out.push_str("    local deny  # loopback, link-local, metadata and private addresses need an exact `allow ip`\n");
-    // allowLocalBinding lets the sandboxed process reach loopback ports;
-    // it opens nothing else (the metadata endpoints stay denied), so it is
-    // the loopback addresses exactly, not `local allow`.
+    // allowLocalBinding lets the sandboxed process bind local ports. On
+    // Linux sandbox-runtime ignores it: the command's network namespace has
+    // a loopback of its own, and the host's stays closed to it (its proxy
+    // refuses 127.0.0.1 unless a list names it). On macOS it also opens
+    // connections to the host's loopback. gatehouse takes the Linux
+    // reading, the stricter: nothing opens (tests/srt/compare.sh holds it).
     if let Some(l) = local {
         let _ = writeln!(
             out,
-            "    allow ip 127.0.0.1  # network.allowLocalBinding (line {l})"
-        );
-        let _ = writeln!(
-            out,
-            "    allow ip ::1  # network.allowLocalBinding (line {l})"
+            "    # network.allowLocalBinding (line {l}): binding inside the sandbox needs no rule; the host's loopback stays closed, as under sandbox-runtime on Linux (for a local server, `allow ip 127.0.0.1 port N`)"
         );
     }
     for (d, l) in &denied {

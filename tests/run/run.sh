@@ -51,6 +51,8 @@ try write-workspace-root sh -c 'echo x > NOTES.md'
 try write-git sh -c 'echo x >> .git/config'
 try write-protected-name sh -c 'echo x > .github/workflows/ci.yml'
 try write-protected-glob sh -c 'echo x >> Cargo.lock'
+try create-protected-name sh -c 'echo x > .agents'
+try create-beneath-protected-name sh -c 'mkdir -p .zerocode/x'
 try write-outside sh -c "echo x > $OUTSIDE/outside.txt"
 try write-etc sh -c 'echo x > /etc/gatehouse-run-test'
 try read-none cat secrets/prod.key
@@ -93,6 +95,8 @@ expect write-workspace-root 'ok'
 expect write-git 'failed: .*(Read-only file system|Permission denied)'
 expect write-protected-name 'failed: .*(Read-only file system|Permission denied)'
 expect write-protected-glob 'failed: .*(Read-only file system|Permission denied)'
+expect create-protected-name 'failed: .*(Read-only file system|Permission denied)'
+expect create-beneath-protected-name 'failed'
 expect write-outside 'failed: .*Permission denied'
 expect write-etc 'failed: .*Permission denied'
 expect read-none 'failed: .*(No such file|Permission denied)'
@@ -106,8 +110,8 @@ expect direct-remote 'failed'
 expect direct-udp 'failed'
 expect proxy-env 'http://127\.0\.0\.1:3128'
 # The files outside are as they were.
-[ ! -e "$work/outside/outside.txt" ] && [ "$(cat "$ws/.git/config")" = '[core]' ] && [ "$(cat "$ws/secrets/prod.key")" = key ] \
-  && echo "ok: nothing outside the rules changed" || { echo "FAIL: a file changed"; fail=1; }
+[ ! -e "$work/outside/outside.txt" ] && [ ! -e "$ws/.agents" ] && [ ! -e "$ws/.zerocode" ] && [ "$(cat "$ws/.git/config")" = '[core]' ] && [ "$(cat "$ws/secrets/prod.key")" = key ] \
+  && echo "ok: nothing outside the rules changed (the run's placeholders for .agents and .zerocode are gone)" || { echo "FAIL: a file changed"; fail=1; }
 # The network decisions are logged.
 if grep -q '"not_allowed"\|refused: not_allowed' "$work/decisions.jsonl"; then echo "ok: the denial is in the decision log"; else echo "FAIL: no denial in the log"; cat "$work/decisions.jsonl"; fail=1; fi
 
