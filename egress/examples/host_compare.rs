@@ -93,6 +93,11 @@ impl World {
             "net.ipv4.ip_forward=1",
             "net.ipv4.ip_local_port_range=1024 65535",
             "net.ipv4.tcp_tw_reuse=1",
+            // Not for those connections: the proxies' listening ports. A
+            // proxy's outgoing connection left in the port range by the
+            // mode before would otherwise hold the next one's port (squid
+            // then runs without its ssl-bump port: "Address already in use").
+            "net.ipv4.ip_local_reserved_ports=3128-3130,15001,15053",
         ] {
             assert!(host.exec("sysctl", &["-qw", setting]).status.success());
         }
@@ -155,6 +160,24 @@ impl World {
         );
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
+}
+
+/// The last lines of each of `names` in `dir` that exists.
+fn tail(dir: &Path, names: &[&str]) -> String {
+    let mut out = String::new();
+    for name in names {
+        if let Ok(text) = std::fs::read_to_string(dir.join(name)) {
+            let lines: Vec<&str> = text.lines().collect();
+            let from = lines.len().saturating_sub(15);
+            let _ = write!(out, "\n--- {name}\n{}", lines[from..].join("\n"));
+        }
+    }
+    out
+}
+
+/// A file in `dir` for a process's stderr (printed when the run fails).
+fn log(dir: &Path, name: &str) -> Stdio {
+    std::fs::File::create(dir.join(name)).map_or_else(|_| Stdio::null(), Stdio::from)
 }
 
 fn nginx(w: &World) -> Proc {
@@ -236,7 +259,7 @@ fn gatehouse(w: &World, bin: &Path, n: usize) -> Proc {
         .arg(w.dir.join("sandboxes.toml"))
         .args(["--upstream-dns", "11.0.0.53:53"])
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(log(&w.dir, "gatehouse-egress.log"))
         .spawn()
         .unwrap();
     let mut p = Proc {
@@ -295,7 +318,7 @@ http_access deny all
         .args(["netns", "exec", &w.host.0, "squid", "-N", "-f"])
         .arg(w.dir.join("squid.conf"))
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(log(&w.dir, "squid-stderr.log"))
         .spawn()
         .expect("squid (apt-get install squid-openssl)");
     let mut p = Proc {
@@ -415,7 +438,20 @@ fn main() {
                 std::thread::sleep(Duration::from_millis(500));
                 got = w.status(url);
             }
-            assert_eq!(got, "200", "{mode}: {url}");
+            assert_eq!(
+                got,
+                "200",
+                "{mode}: {url}; the logs in {}: {}",
+                w.dir.display(),
+                tail(
+                    &w.dir,
+                    &[
+                        "squid-cache.log",
+                        "squid-stderr.log",
+                        "gatehouse-egress.log"
+                    ]
+                )
+            );
         }
         if proc.is_some() {
             assert_ne!(w.status("http://denied.test/"), "200", "{mode}");
