@@ -16,6 +16,7 @@ mod fail_closed;
 mod fmt;
 mod fuzz_regressions;
 mod import;
+mod import_fidelity;
 mod layers;
 mod limits;
 mod live_update;

@@ -227,3 +227,84 @@ fn imported_text_is_in_fmt_layout() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Requirements that ZeroCode itself refuses to start with fail the import
+/// (issue 32, class 3): exit 1, nothing on stdout, and an error with the
+/// requirements file, the line and the key — a `sandbox` list without
+/// read-only, and every malformed `[rules] prefix_rules` entry as its
+/// `requirements_exec_policy.rs` rejects it.
+#[test]
+fn requirements_zerocode_refuses_fail_with_file_line_and_key() {
+    let dir = std::env::temp_dir().join(format!("gatehouse-refused-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("config.toml");
+    std::fs::write(&config, "sandbox_mode = \"workspace-write\"\n").unwrap();
+    let rule = |r: &str| format!("# managed\n[rules]\nprefix_rules = [\n  {r},\n]\n");
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "no-read-only",
+            "allowed_sandbox_modes = [\"workspace-write\"]\n".into(),
+            ":1: `allowed_sandbox_modes` must include \"read-only\"",
+        ),
+        (
+            "allow-decision",
+            rule("{ pattern = [{ token = \"git\" }], decision = \"allow\" }"),
+            ":4: `rules.prefix_rules[0].decision` = \"allow\" is not permitted",
+        ),
+        (
+            "no-decision",
+            rule("{ pattern = [{ token = \"git\" }] }"),
+            ":4: `rules.prefix_rules[0]` has no `decision`",
+        ),
+        (
+            "blank-token",
+            rule("{ pattern = [{ token = \"git\" }, { token = \" \" }], decision = \"prompt\" }"),
+            ":4: `rules.prefix_rules[0].pattern[1].token` cannot be blank",
+        ),
+        (
+            "both",
+            rule("{ pattern = [{ token = \"rm\", any_of = [\"rm\"] }], decision = \"forbidden\" }"),
+            ":4: `rules.prefix_rules[0].pattern[0]`: set either `token` or `any_of`, not both",
+        ),
+        (
+            "empty-any-of",
+            rule("{ pattern = [{ any_of = [] }], decision = \"forbidden\" }"),
+            ":4: `rules.prefix_rules[0].pattern[0].any_of` cannot be empty",
+        ),
+        (
+            "empty-pattern",
+            rule("{ pattern = [], decision = \"forbidden\" }"),
+            ":4: `rules.prefix_rules[0].pattern` cannot be empty",
+        ),
+        (
+            "blank-justification",
+            rule(
+                "{ pattern = [{ token = \"su\" }], decision = \"forbidden\", justification = \"\" }",
+            ),
+            ":4: `rules.prefix_rules[0].justification` cannot be blank",
+        ),
+        (
+            "no-rules",
+            "[rules]\nprefix_rules = []\n".into(),
+            ":2: `rules.prefix_rules` cannot be empty",
+        ),
+    ];
+    for (name, text, expected) in cases {
+        let req = dir.join(format!("{name}.requirements.toml"));
+        std::fs::write(&req, text).unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_policyc"))
+            .args(["import", "zerocode"])
+            .arg(&config)
+            .arg("--requirements")
+            .arg(&req)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{name}: {stderr}");
+        assert!(o.stdout.is_empty(), "{name}");
+        assert!(
+            stderr.contains(&format!("error: {}{expected}", req.display())),
+            "{name}: expected `{expected}` in\n{stderr}"
+        );
+    }
+}

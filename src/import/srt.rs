@@ -318,6 +318,17 @@ pub fn import(text: &str) -> Import {
         }
     }
     for (s, l) in &sockets {
+        // sandbox-runtime expands `~` when it starts; a policy's socket path
+        // is absolute and fixed, and the home is not known here. Left out
+        // (the socket stays refused: the stricter reading), never an error.
+        if s.starts_with('~') {
+            doc.note(
+                Severity::Warning,
+                *l,
+                format!("`network.allowUnixSockets` entry \"{s}\" is left out: a socket path in a policy is absolute, and `~` is the home of whoever runs srt; write the absolute path to allow it"),
+            );
+            continue;
+        }
         let _ = writeln!(
             out,
             "    allow socket {}  # network.allowUnixSockets (line {l})",

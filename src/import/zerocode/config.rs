@@ -206,6 +206,8 @@ pub(super) fn read_config(r: &mut Reader<'_>, table: &DeTable<'_>, c: &mut Confi
             "profile" if top => c.active_profile = r.string(key, v, &[]),
             // Applied after every top-level key (see `read_profile_overlay`).
             "profiles" if top => {}
+            // A profile's text for people; it decides nothing.
+            "description" if !top => {}
             k if keys::IRRELEVANT.contains(&k) => c.skip(k),
             other => r.unknown(line, other, &keys::top_level()),
         }
@@ -451,6 +453,8 @@ fn read_profile(r: &mut Reader<'_>, name: &str, v: &Spanned<DeValue<'_>>) -> Opt
                 let l = r.line_of(k);
                 read_proxy(r, n, &mut p.net, &key, l);
             }
+            // Text for people; it decides nothing.
+            "description" => {}
             other => {
                 let l = r.line_of(k);
                 r.unknown(l, &format!("{prefix}.{other}"), keys::PROFILE);

@@ -35,6 +35,7 @@ pub(super) const IRRELEVANT: &[&str] = &[
     "cli_auth_credentials_store",
     "commit_attribution",
     "compact_prompt",
+    "desktop",
     "developer_instructions",
     "disable_paste_burst",
     "disable_response_storage",
@@ -80,6 +81,7 @@ pub(super) const IRRELEVANT: &[&str] = &[
     "project_root_markers",
     "projects",
     "review_model",
+    "service_tier",
     "shell_environment_policy",
     "show_raw_agent_reasoning",
     "skills",
@@ -160,7 +162,13 @@ pub(super) const MCP_SERVER: &[&str] = &[
 ];
 
 /// Keys of one `[permissions.NAME]` profile.
-pub(super) const PROFILE: &[&str] = &["extends", "filesystem", "network", "workspace_roots"];
+pub(super) const PROFILE: &[&str] = &[
+    "extends",
+    "filesystem",
+    "network",
+    "workspace_roots",
+    "description",
+];
 
 /// The approval modes of MCP tools.
 pub(super) const MCP_MODES: &[&str] = &["auto", "prompt", "approve"];

@@ -168,6 +168,22 @@ impl Writer {
             (Some(d), None) => self.resolve(c, d, 0),
             _ => None,
         };
+        if let (Some(d), Some(list)) = (
+            &c.default_permissions,
+            req.and_then(|q| q.profiles.as_ref()),
+        ) && !list.value.contains(&d.value)
+        {
+            self.error(
+                Input::Config,
+                d.line,
+                format!(
+                    "conflicts with the requirements: `default_permissions` = \"{}\" is not among `allowed_permission_profiles` ({}) (see line {} of the requirements)",
+                    d.value,
+                    list.value.join(", "),
+                    list.line
+                ),
+            );
+        }
         let network = match &profile {
             Some((p, d)) => {
                 let mut net = self.profile_sandbox(p, d);
@@ -184,15 +200,22 @@ impl Writer {
                 }
                 net
             }
-            None => self.legacy_sandbox(c),
+            None => self.legacy_sandbox(c, req),
         };
-        self.approvals(c);
+        self.approvals(c, req);
         if let Some(rv) = &c.reviewer {
             let _ = writeln!(
                 self.out,
                 "  reviewer {}{}",
                 rv.value,
                 rv.comment(Input::Config)
+            );
+        } else {
+            self.kept_default(
+                req.and_then(|q| q.reviewers.as_ref()),
+                "reviewer",
+                "approvals_reviewer",
+                "user",
             );
         }
         if let Some(ws) = &c.web_search {
@@ -201,6 +224,17 @@ impl Writer {
                 "  web_search {}{}",
                 ws.value,
                 ws.comment(Input::Config)
+            );
+        } else {
+            // The mode the policy has, as written above.
+            let full = (self.out.lines())
+                .any(|l| l.trim_start().starts_with("sandbox danger-full-access"));
+            let default = if full { "live" } else { "cached" };
+            self.kept_default(
+                req.and_then(|q| q.web_search.as_ref()),
+                "web_search",
+                "web_search",
+                default,
             );
         }
         if let Some(l) = c.login_shell.as_ref().filter(|l| !l.value) {
@@ -221,11 +255,45 @@ impl Writer {
         }
     }
 
+    /// A capped setting the config leaves out: ZeroCode keeps its own
+    /// default when the requirements' list allows it, else takes the list's
+    /// first — which is what the language does when the default is first
+    /// or absent, so the default is written only when listed later.
+    fn kept_default(
+        &mut self,
+        list: Option<&At<Vec<String>>>,
+        statement: &str,
+        key: &str,
+        default: &str,
+    ) {
+        if let Some(list) = list
+            && list.value.iter().skip(1).any(|v| v == default)
+        {
+            let _ = writeln!(
+                self.out,
+                "  {statement} {default}  # default: {key} is not set; ZeroCode's default is allowed by the requirements (line {})",
+                list.line
+            );
+        }
+    }
+
     /// `sandbox ...` from `sandbox_mode` and `[sandbox_workspace_write]`;
     /// returns the network plan (the seed's table: command network access
     /// × network_proxy).
-    fn legacy_sandbox(&mut self, c: &Config) -> Net {
-        let mode = c.sandbox.as_ref().map(|s| s.value.clone());
+    fn legacy_sandbox(&mut self, c: &Config, req: Option<&requirements::Requirements>) -> Net {
+        // Silent under requirements that do not allow workspace-write:
+        // ZeroCode takes the first allowed mode.
+        let forced = match (&c.sandbox, req.and_then(|q| q.sandbox_modes.as_ref())) {
+            (None, Some(list)) if !list.value.iter().any(|m| m == "workspace-write") => {
+                list.value.first().map(|m| list.with(m.clone()))
+            }
+            _ => None,
+        };
+        let mode = c
+            .sandbox
+            .as_ref()
+            .or(forced.as_ref())
+            .map(|s| s.value.clone());
         let workspace_write = mode.as_deref().is_none_or(|m| m == "workspace-write");
         // The block: writable roots, and `/tmp` taken out when excluded.
         let mut block: Vec<String> = Vec::new();
@@ -243,6 +311,11 @@ impl Writer {
         }
         let header = match &c.sandbox {
             Some(s) => format!("  sandbox {}", s.value),
+            None if forced.is_some() => {
+                let m = forced.as_ref().map_or("read-only", |f| f.value.as_str());
+                self.defaults.push("`sandbox_mode`: ZeroCode's default is not allowed by the requirements, so their first");
+                format!("  sandbox {m}")
+            }
             None if self.managed && block.is_empty() => {
                 self.defaults.push("`sandbox_mode` left open (workspace-write, the default, within the requirements' cap)");
                 self.line("  # sandbox_mode is not set: workspace-write, the default, within the requirements' cap");
@@ -254,9 +327,10 @@ impl Writer {
                 "  sandbox workspace-write".into()
             }
         };
-        let comment = match &c.sandbox {
-            Some(s) => s.comment(Input::Config),
-            None => "  # default: `sandbox_mode` is not set: ZeroCode's default, workspace-write, is assumed".into(),
+        let comment = match (&c.sandbox, &forced) {
+            (Some(s), _) => s.comment(Input::Config),
+            (None, Some(f)) => format!("  # default: sandbox_mode is not set, and workspace-write is not allowed: the requirements' first (line {})", f.line),
+            (None, None) => "  # default: `sandbox_mode` is not set: ZeroCode's default, workspace-write, is assumed".into(),
         };
         if !header.is_empty() {
             if block.is_empty() {
@@ -287,7 +361,7 @@ impl Writer {
         }
     }
 
-    fn approvals(&mut self, c: &Config) {
+    fn approvals(&mut self, c: &Config, req: Option<&requirements::Requirements>) {
         match &c.approval {
             Some(a) if a.value == "granular" => {
                 let _ = writeln!(
@@ -333,10 +407,32 @@ impl Writer {
                     a.comment(Input::Config)
                 );
             }
-            None if self.managed => {
-                self.defaults.push("`approval_policy` left open (the requirements' first allowed policy, or on-request)");
-                self.line("  # approval_policy is not set: the requirements' first allowed policy applies, or on-request");
-            }
+            None if self.managed => match req.and_then(|q| q.approvals.as_ref()) {
+                // ZeroCode keeps its own default when the requirements
+                // allow it (`Constrained` in its config loading): written
+                // out, since the language takes the list's first.
+                Some(list) if list.value.iter().any(|v| v == "on-request") => {
+                    self.defaults.push("`approval_policy` = on-request (ZeroCode's default, allowed by the requirements)");
+                    let _ = writeln!(
+                        self.out,
+                        "  approvals on-request  # default: approval_policy is not set; ZeroCode's default is allowed by the requirements (line {})",
+                        list.line
+                    );
+                }
+                Some(list) => {
+                    self.defaults.push("`approval_policy` left open (ZeroCode's default is not allowed: the requirements' first)");
+                    let _ = writeln!(
+                        self.out,
+                        "  # approval_policy is not set, and ZeroCode's default (on-request) is not allowed: the requirements' first allowed policy applies (line {})",
+                        list.line
+                    );
+                }
+                None => {
+                    self.defaults
+                        .push("`approval_policy` = on-request (ZeroCode's default)");
+                    self.line("  approvals on-request  # default: approval_policy is not set: ZeroCode's default");
+                }
+            },
             None => {
                 let note =
                     "`approval_policy` is not set: ZeroCode's default, on-request, is assumed";

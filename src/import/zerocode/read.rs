@@ -16,6 +16,14 @@ pub(super) struct At<T> {
 }
 
 impl<T> At<T> {
+    /// Another value read at the same place.
+    pub fn with<U>(&self, value: U) -> At<U> {
+        At {
+            value,
+            line: self.line,
+            key: self.key.clone(),
+        }
+    }
     /// The output comment naming where a statement came from.
     pub fn comment(&self, input: Input) -> String {
         match input {

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use toml::de::DeValue;
 
 use super::config::{Proxy, read_proxy};
-use super::read::{At, Effects, Reader, get};
+use super::read::{At, Effects, Reader, Spanned, get};
 use super::{domain_rule, quote};
 use crate::import::{Input, Note};
 
@@ -19,10 +19,24 @@ const KNOWN: &[&str] = &[
     "experimental_network",
     "network",
     "mcp_servers",
+    "rules",
+    "allowed_permission_profiles",
+    "default_permissions",
+    "permissions",
 ];
 
 /// Requirement keys that decide nothing here.
-const IRRELEVANT: &[&str] = &["remote_sandbox_config", "enforce_residency", "features"];
+/// (Hooks are the user's own scripts around a turn, and remote control is
+/// how a session is driven; neither widens or narrows what a decision
+/// allows.)
+const IRRELEVANT: &[&str] = &[
+    "remote_sandbox_config",
+    "enforce_residency",
+    "features",
+    "hooks",
+    "allow_managed_hooks_only",
+    "allow_remote_control",
+];
 
 /// What the requirements give the policy besides their block.
 #[derive(Default)]
@@ -37,6 +51,15 @@ pub(super) struct Requirements {
     pub deny_all_names: bool,
     /// The MCP servers that may run, when the requirements list them.
     pub mcp_allowed: Option<Vec<String>>,
+    /// Each capped setting's allowed values as listed (in order), with the
+    /// line: a config that is silent keeps ZeroCode's own default when it
+    /// is allowed, else takes the first listed.
+    pub approvals: Option<At<Vec<String>>>,
+    pub reviewers: Option<At<Vec<String>>>,
+    pub web_search: Option<At<Vec<String>>>,
+    pub sandbox_modes: Option<At<Vec<String>>>,
+    /// `allowed_permission_profiles`: the profiles a config may choose.
+    pub profiles: Option<At<Vec<String>>>,
 }
 
 pub(super) fn read(text: &str) -> Requirements {
@@ -104,6 +127,7 @@ pub(super) fn read(text: &str) -> Requirements {
                 }
                 if !values.is_empty() {
                     let _ = writeln!(out, "  approvals {}{c}", values.join(" "));
+                    q.approvals = Some(at.with(values.iter().map(|v| v.to_string()).collect()));
                 }
             }
             "allowed_approvals_reviewers" | "allowed_web_search_modes" => {
@@ -124,11 +148,26 @@ pub(super) fn read(text: &str) -> Requirements {
                 }
                 if !values.is_empty() {
                     let _ = writeln!(out, "  {statement} {}{c}", values.join(" "));
+                    let listed = Some(at.with(values));
+                    if statement == "reviewer" {
+                        q.reviewers = listed;
+                    } else {
+                        q.web_search = listed;
+                    }
                 }
             }
             "allowed_sandbox_modes" => {
                 let order = ["read-only", "workspace-write", "danger-full-access"];
                 let l = r.strings(key, v, &order);
+                // ZeroCode refuses requirements that take read-only away:
+                // it is where every session can fall back to.
+                if !l.is_empty() && !l.iter().any(|a| a.value == "read-only") {
+                    r.error(
+                        line,
+                        format!("`{key}` must include \"read-only\": ZeroCode refuses to start with requirements that do not allow it"),
+                    );
+                }
+                q.sandbox_modes = Some(at.with(l.iter().map(|a| a.value.clone()).collect()));
                 if let Some(max) = l
                     .iter()
                     .filter_map(|a| order.iter().position(|o| *o == a.value))
@@ -152,6 +191,18 @@ pub(super) fn read(text: &str) -> Requirements {
                     }
                 }
             }
+            "rules" => {
+                let Some(t) = r.table(key, v) else { continue };
+                rules(&mut r, t, &mut out);
+            }
+            "allowed_permission_profiles" => {
+                let names = r.strings(key, v, &[]);
+                q.profiles = Some(at.with(names.into_iter().map(|a| a.value).collect()));
+            }
+            "default_permissions" | "permissions" => r.warn(
+                line,
+                format!("`{key}` (managed permission profiles) is not imported: the config's own `default_permissions` and `[permissions]` decide; write the managed profile into the config to import it"),
+            ),
             "mcp_servers" => {
                 let Some(t) = r.table(key, v) else { continue };
                 q.mcp_allowed = Some(t.iter().map(|(k, _)| k.get_ref().to_string()).collect());
@@ -190,6 +241,194 @@ pub(super) fn read(text: &str) -> Requirements {
     q.text = out;
     q.notes = r.notes;
     q
+}
+
+/// `[rules] prefix_rules`: each rule a `forbid` or `prompt` command rule in
+/// the requirements. Checked as ZeroCode checks them
+/// (`config_loader/requirements_exec_policy.rs`, `to_policy`): a list that
+/// is empty, a rule without a pattern or a decision, an `allow` decision, a
+/// blank justification, a token that is blank or both or neither of `token`
+/// and `any_of` — each refuses the import, as each stops ZeroCode.
+fn rules(r: &mut Reader<'_>, t: &toml::de::DeTable<'_>, out: &mut String) {
+    let mut lines = Vec::new();
+    for (k, v) in t.iter() {
+        let key = format!("rules.{}", k.get_ref());
+        let line = r.line_of(k);
+        if k.get_ref().as_ref() != "prefix_rules" {
+            r.unknown(line, &key, &["prefix_rules"]);
+            continue;
+        }
+        let DeValue::Array(items) = v.get_ref() else {
+            r.error(line, format!("`{key}` must be a list of rules"));
+            continue;
+        };
+        if items.is_empty() {
+            r.error(line, format!("`{key}` cannot be empty"));
+        }
+        for (i, item) in items.iter().enumerate() {
+            if let Some(rule) = prefix_rule(r, &format!("{key}[{i}]"), item) {
+                lines.push(rule);
+            }
+        }
+    }
+    if !lines.is_empty() {
+        out.push_str("  commands {\n");
+        for l in lines {
+            out.push_str(&l);
+            out.push('\n');
+        }
+        out.push_str("  }\n");
+    }
+}
+
+/// One prefix rule as a command rule line, or `None` after its errors.
+fn prefix_rule(r: &mut Reader<'_>, key: &str, item: &Spanned<DeValue<'_>>) -> Option<String> {
+    let line = r.line_of(item);
+    let DeValue::Table(rule) = item.get_ref() else {
+        r.error(
+            line,
+            format!("`{key}` must be a table with `pattern` and `decision`"),
+        );
+        return None;
+    };
+    let mut ok = true;
+    let effect = match get(rule, "decision").map(|d| (r.line_of(d), d.get_ref())) {
+        Some((_, DeValue::String(d))) if d.as_ref() == "forbidden" => Some("forbid"),
+        Some((_, DeValue::String(d))) if d.as_ref() == "prompt" => Some("prompt"),
+        Some((l, DeValue::String(d))) if d.as_ref() == "allow" => {
+            r.error(l, format!("`{key}.decision` = \"allow\" is not permitted in requirements (ZeroCode merges these rules and keeps the most restrictive; use \"prompt\" or \"forbidden\")"));
+            None
+        }
+        Some((l, _)) => {
+            r.error(
+                l,
+                format!("`{key}.decision` must be \"prompt\" or \"forbidden\""),
+            );
+            None
+        }
+        None => {
+            r.error(
+                line,
+                format!("`{key}` has no `decision` (\"prompt\" or \"forbidden\")"),
+            );
+            None
+        }
+    };
+    let because = match get(rule, "justification").map(|j| (r.line_of(j), j.get_ref())) {
+        Some((_, DeValue::String(j))) if !j.trim().is_empty() => {
+            format!(" because {}", super::quote(j))
+        }
+        Some((l, DeValue::String(_))) => {
+            r.error(l, format!("`{key}.justification` cannot be blank"));
+            ok = false;
+            String::new()
+        }
+        Some((l, _)) => {
+            r.error(l, format!("`{key}.justification` must be a string"));
+            ok = false;
+            String::new()
+        }
+        None => String::new(),
+    };
+    let mut words = Vec::new();
+    match get(rule, "pattern").map(|p| (r.line_of(p), p.get_ref())) {
+        Some((l, DeValue::Array(tokens))) if tokens.is_empty() => {
+            r.error(l, format!("`{key}.pattern` cannot be empty"));
+            ok = false;
+        }
+        Some((_, DeValue::Array(tokens))) => {
+            for (j, token) in tokens.iter().enumerate() {
+                match pattern_token(r, &format!("{key}.pattern[{j}]"), token) {
+                    Some(w) => words.push(w),
+                    None => ok = false,
+                }
+            }
+        }
+        Some((l, _)) => {
+            r.error(l, format!("`{key}.pattern` must be a list of `{{ token = \"...\" }}` or `{{ any_of = [...] }}`"));
+            ok = false;
+        }
+        None => {
+            r.error(line, format!("`{key}` has no `pattern`"));
+            ok = false;
+        }
+    }
+    for (k, _) in rule.iter() {
+        let name = k.get_ref().as_ref();
+        if !["pattern", "decision", "justification"].contains(&name) {
+            let l = r.line_of(k);
+            r.unknown(
+                l,
+                &format!("{key}.{name}"),
+                &["pattern", "decision", "justification"],
+            );
+        }
+    }
+    let effect = effect?;
+    ok.then(|| {
+        format!(
+            "    {effect} {}{because}  # requirements: {key} (line {line})",
+            words.join(" ")
+        )
+    })
+}
+
+/// `{ token = "x" }` as a word, `{ any_of = ["a", "b"] }` as `[a b]`.
+fn pattern_token(r: &mut Reader<'_>, key: &str, v: &Spanned<DeValue<'_>>) -> Option<String> {
+    let line = r.line_of(v);
+    let DeValue::Table(t) = v.get_ref() else {
+        r.error(
+            line,
+            format!("`{key}` must be `{{ token = \"...\" }}` or `{{ any_of = [...] }}`"),
+        );
+        return None;
+    };
+    let word = |s: &str| crate::query::quote_word(s);
+    match (
+        get(t, "token").map(|x| x.get_ref()),
+        get(t, "any_of").map(|x| x.get_ref()),
+    ) {
+        (Some(DeValue::String(s)), None) if !s.trim().is_empty() => Some(word(s)),
+        (Some(DeValue::String(_)), None) => {
+            r.error(line, format!("`{key}.token` cannot be blank"));
+            None
+        }
+        (None, Some(DeValue::Array(alts))) => {
+            let mut out = Vec::new();
+            for a in alts {
+                match a.get_ref() {
+                    DeValue::String(s) if !s.trim().is_empty() => out.push(word(s)),
+                    _ => {
+                        let l = r.line_of(a);
+                        r.error(
+                            l,
+                            format!("`{key}.any_of` entries must be non-blank strings"),
+                        );
+                        return None;
+                    }
+                }
+            }
+            if out.is_empty() {
+                r.error(line, format!("`{key}.any_of` cannot be empty"));
+                return None;
+            }
+            Some(format!("[{}]", out.join(" ")))
+        }
+        (Some(_), Some(_)) => {
+            r.error(
+                line,
+                format!("`{key}`: set either `token` or `any_of`, not both"),
+            );
+            None
+        }
+        _ => {
+            r.error(
+                line,
+                format!("`{key}`: set `token` (a string) or `any_of` (a list of strings)"),
+            );
+            None
+        }
+    }
 }
 
 fn network(out: &mut String, p: &Proxy, c: &str, deny_all: &mut Option<usize>) {

@@ -1,0 +1,90 @@
+//! Import fidelity against the real programs (issue 32): what ZeroCode's
+//! config loading and sandbox-runtime do where a config is silent, and
+//! what they refuse. The corpus rows for these classes are in
+//! `tests/data/import/corpus/` (configs 27-29).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
+
+use gatehouse::PolicySet;
+use gatehouse::import::Severity;
+
+/// `~` in an srt socket path (issue 32, class 6): sandbox-runtime expands
+/// it when it starts; the import leaves the entry out with a warning (the
+/// socket stays refused) and never fails.
+#[test]
+fn srt_home_relative_sockets_are_left_out_with_a_warning() {
+    let i = gatehouse::import::srt::import(
+        "{\n  \"network\": {\n    \"allowedDomains\": [\"github.com\"],\n    \"deniedDomains\": [],\n    \"allowUnixSockets\": [\"~/.docker/run/docker.sock\", \"/var/run/docker.sock\"]\n  },\n  \"filesystem\": { \"denyRead\": [], \"allowWrite\": [\".\"], \"denyWrite\": [] }\n}\n",
+    );
+    assert!(!i.has_errors(), "{:?}", i.notes);
+    let warnings: Vec<(usize, &str)> = (i.notes.iter())
+        .filter(|n| n.severity == Severity::Warning)
+        .map(|n| (n.line, n.message.as_str()))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(warnings[0].0, 5);
+    assert!(
+        warnings[0].1.contains("~/.docker/run/docker.sock"),
+        "{warnings:?}"
+    );
+    let set = PolicySet::from_source("srt", &i.text).unwrap();
+    let p = set.policies().next().unwrap();
+    for (query, outcome) in [
+        ("socket /var/run/docker.sock", "allow"),
+        ("socket /home/me/.docker/run/docker.sock", "deny"),
+    ] {
+        let d = p.decide(&gatehouse::Query::parse(query).unwrap());
+        assert_eq!(d.outcome.as_str(), outcome, "{query}\n{}", i.text);
+    }
+}
+
+/// Requirements that pin the choices without naming the one a config
+/// makes: ZeroCode's own default stays when allowed (issue 32, class 2),
+/// else the first listed; and a config's permission profile outside
+/// `allowed_permission_profiles` is refused with both lines.
+#[test]
+fn silent_settings_under_requirements_keep_zerocodes_default_when_allowed() {
+    let text = |config: &str, req: &str| {
+        let i = gatehouse::import::zerocode::import(config, Some(req), None, None);
+        assert!(!i.has_errors(), "{:?}", i.notes);
+        i.text
+    };
+    let t = text(
+        "",
+        "allowed_approvals_reviewers = [\"auto_review\", \"user\"]\n",
+    );
+    assert!(t.contains("  reviewer user  # default"), "{t}");
+    let t = text("", "allowed_approvals_reviewers = [\"auto_review\"]\n");
+    assert!(!t.contains("  reviewer user"), "{t}");
+    let t = text(
+        "sandbox_mode = \"danger-full-access\"\n",
+        "allowed_web_search_modes = [\"cached\", \"live\"]\n",
+    );
+    assert!(t.contains("  web_search live  # default"), "{t}");
+    let t = text(
+        "",
+        "allowed_approval_policies = [\"never\", \"untrusted\"]\n",
+    );
+    assert!(!t.contains("  approvals on-request"), "{t}");
+    let i = gatehouse::import::zerocode::import(
+        "default_permissions = \"wide\"\n[permissions.wide.filesystem]\n\":root\" = \"write\"\n",
+        Some("allowed_permission_profiles = [\"narrow\"]\n"),
+        None,
+        None,
+    );
+    let errors: Vec<(usize, &str)> = (i.notes.iter())
+        .filter(|n| n.severity == Severity::Error)
+        .map(|n| (n.line, n.message.as_str()))
+        .collect();
+    assert_eq!(errors.len(), 1, "{:?}", i.notes);
+    assert_eq!(errors[0].0, 1);
+    assert!(
+        errors[0].1.contains("`default_permissions` = \"wide\" is not among `allowed_permission_profiles` (narrow) (see line 1 of the requirements)"),
+        "{errors:?}"
+    );
+}
