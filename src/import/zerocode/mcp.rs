@@ -16,6 +16,13 @@ impl Writer {
             return;
         }
         let allowed = req.and_then(|q| q.mcp_allowed.as_ref());
+        // `never` with no sandbox: ZeroCode approves MCP tool calls itself
+        // (nothing may prompt and nothing is contained), so every server
+        // and tool that is on is `approve`. A tool that advertises
+        // `destructive_hint: true` is still denied: the language never
+        // allows one without a prompt (the stricter reading; docs/importing.md).
+        let written = |stmt: &str| (self.out.lines()).any(|l| l.trim_start().starts_with(stmt));
+        let auto_approve = written("approvals never") && written("sandbox danger-full-access");
         self.line("  mcp {");
         for (name, s) in &c.mcp {
             let server = tool_word(name);
@@ -35,13 +42,21 @@ impl Writer {
                 );
                 continue;
             }
-            self.server(name, s);
+            self.server(name, s, auto_approve);
         }
         self.line("  }");
     }
 
-    fn server(&mut self, name: &str, s: &Server) {
+    fn server(&mut self, name: &str, s: &Server, auto_approve: bool) {
         let server = tool_word(name);
+        let never = "  # approval_policy = never under danger-full-access: ZeroCode approves MCP tool calls";
+        let mode = |m: &str| {
+            if auto_approve {
+                "approve".to_string()
+            } else {
+                m.to_string()
+            }
+        };
         let mode_of = |tool: &str| {
             s.tools
                 .iter()
@@ -61,16 +76,21 @@ impl Writer {
                     if s.disabled_tools.iter().any(|d| d.value == t.value) {
                         continue;
                     }
-                    let (mode, why) = match mode_of(&t.value) {
+                    let (m, why) = match mode_of(&t.value) {
                         Some(m) => (m.value.as_str(), m.comment(Input::Config)),
                         None => ("auto", t.comment(Input::Config)),
                     };
+                    let why = if auto_approve { never.to_string() } else { why };
                     let _ = writeln!(
                         self.out,
-                        "    tool {server}/{} {mode}{why}",
-                        tool_word(&t.value)
+                        "    tool {server}/{} {}{why}",
+                        tool_word(&t.value),
+                        mode(m)
                     );
                 }
+            }
+            None if auto_approve => {
+                let _ = writeln!(self.out, "    server {server} approve{never}");
             }
             None => {
                 if let Some(m) = &s.default_mode {
