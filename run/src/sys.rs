@@ -75,7 +75,8 @@ pub fn run(args: &Args) -> Result<u8, RunError> {
         std::fs::canonicalize(&dir).map_err(io(format!("the workspace {}", dir.display())))?;
     let home = std::env::var("HOME").ok().filter(|h| h.starts_with('/'));
     let ws = Workspace::bind(&dir).with_home(home);
-    let plan = crate::plan::plan(&set, policy, &ws, args.allow_weaker);
+    let mut plan = crate::plan::plan(&set, policy, &ws, args.allow_weaker);
+    adopt_live_placeholders(&mut plan.mounts);
     let abi = kernel_abi();
     match &args.inner {
         None => outer(args, &plan, abi),
@@ -182,11 +183,7 @@ fn outer(args: &Args, plan: &Plan, abi: ABI) -> Result<u8, RunError> {
     egress.stop();
     // The empty files the blocks were mounted on, if still empty files.
     for p in plan.placeholders() {
-        if p.symlink_metadata()
-            .is_ok_and(|m| m.is_file() && m.len() == 0)
-        {
-            let _ = std::fs::remove_file(p);
-        }
+        remove_placeholder(p);
     }
     Ok(exit_code(status))
 }
@@ -203,8 +200,10 @@ fn inner(args: &Args, plan: &Plan, sock: &Path, dir: &Path) -> Result<u8, RunErr
             }
         }
     });
+    // Held until the command ends (this process waits for it).
+    let mut _placeholders = Vec::new();
     if let Some(grants) = &plan.grants {
-        mounts(&plan.mounts)?;
+        _placeholders = mounts(&plan.mounts)?;
         restrict(grants, args.allow_weaker)?;
     }
     let proxy = format!("http://127.0.0.1:{PROXY_PORT}");
@@ -488,9 +487,12 @@ fn mount(
 /// The plan's mounts, in this process's own mount namespace: hidden paths
 /// covered, read-only paths bound read-only, and paths beneath them that
 /// give more again bound back from a descriptor opened before any mount.
-fn mounts(plan: &[Mount]) -> Result<(), RunError> {
+/// Makes the mounts; returns the placeholders it holds, to keep open for
+/// as long as the command runs.
+fn mounts(plan: &[Mount]) -> Result<Vec<std::fs::File>, RunError> {
+    let mut held = Vec::new();
     if plan.is_empty() {
-        return Ok(());
+        return Ok(held);
     }
     mount(
         None,
@@ -530,17 +532,10 @@ fn mounts(plan: &[Mount]) -> Result<(), RunError> {
             MountKind::ReadOnly => bind_read_only(&m.path)?,
             MountKind::Block => {
                 // The mount point: an empty file, made only if nothing is
-                // there (never over something made meanwhile).
-                let made = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o400)
-                    .open(&m.path);
-                if made.is_err() && m.path.symlink_metadata().is_ok_and(|md| !md.is_file()) {
-                    return Err(RunError::Landlock(format!(
-                        "{} appeared while the run started",
-                        m.path.display()
-                    )));
+                // there (never over something made meanwhile), and held
+                // for the run (see `hold_placeholder`).
+                if let Some(f) = hold_placeholder(&m.path)? {
+                    held.push(f);
                 }
                 // The empty file bound read-only over itself: a write fails
                 // with EROFS (a device like /dev/null would swallow it).
@@ -586,7 +581,102 @@ fn mounts(plan: &[Mount]) -> Result<(), RunError> {
             "making read-only",
         )?;
     }
-    Ok(())
+    Ok(held)
+}
+
+/// Two runs in one workspace share a placeholder: each holds a shared lock
+/// on it while its command runs, and a run that ends removes it only when
+/// it can take the lock alone (`remove_placeholder`). Otherwise the first
+/// to end would unlink the file the other's block is mounted on, and the
+/// kernel would drop that mount: the name would become creatable.
+///
+/// Makes the empty file at `path` (or opens the empty file another run
+/// made), locks it shared, and checks it is still the file at `path` (a
+/// run ending may have removed it between the open and the lock: then it
+/// is made again). `None` when a file with content appeared there meanwhile
+/// (it is bound read-only all the same, and never removed); an error when
+/// something else did.
+fn hold_placeholder(path: &Path) -> Result<Option<std::fs::File>, RunError> {
+    use std::os::unix::fs::MetadataExt;
+    let appeared =
+        || RunError::Landlock(format!("{} appeared while the run started", path.display()));
+    for _ in 0..16 {
+        let f = match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o400)
+            .open(path)
+        {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                match path.symlink_metadata() {
+                    Ok(md) if md.is_file() && md.len() == 0 => {}
+                    Ok(md) if md.is_file() => return Ok(None),
+                    Ok(_) => return Err(appeared()),
+                    Err(_) => continue,
+                }
+                match std::fs::File::open(path) {
+                    Ok(f) => f,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(io("a placeholder")(e)),
+                }
+            }
+            Err(e) => return Err(io("a placeholder")(e)),
+        };
+        f.lock_shared().map_err(io("locking a placeholder"))?;
+        let (Ok(held), Ok(now)) = (f.metadata(), path.symlink_metadata()) else {
+            continue;
+        };
+        if held.ino() == now.ino() && held.dev() == now.dev() {
+            return Ok(Some(f));
+        }
+    }
+    Err(appeared())
+}
+
+/// An empty file that another run holds (`hold_placeholder`) is that run's
+/// placeholder, not the user's: this run shares it as a block of its own,
+/// so that the other run, ending first, leaves it in place (unlinking it
+/// would drop this run's mount on it), and the last run to end removes it.
+fn adopt_live_placeholders(mounts: &mut [Mount]) {
+    for m in mounts.iter_mut() {
+        if m.dir || !matches!(m.kind, MountKind::ReadOnly | MountKind::Hide) {
+            continue;
+        }
+        if !(m.path.symlink_metadata()).is_ok_and(|md| md.is_file() && md.len() == 0) {
+            continue;
+        }
+        let live = std::fs::File::open(&m.path)
+            .is_ok_and(|f| matches!(f.try_lock(), Err(std::fs::TryLockError::WouldBlock)));
+        if live {
+            m.kind = MountKind::Block;
+        }
+    }
+}
+
+/// Removes a placeholder the run made or shared once no run holds it and
+/// it is still an empty file (`hold_placeholder`).
+fn remove_placeholder(path: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    if !path
+        .symlink_metadata()
+        .is_ok_and(|m| m.is_file() && m.len() == 0)
+    {
+        return;
+    }
+    let Ok(f) = std::fs::File::open(path) else {
+        return;
+    };
+    // Another run holds it: that run removes it when it ends.
+    if f.try_lock().is_err() {
+        return;
+    }
+    let (Ok(held), Ok(now)) = (f.metadata(), path.symlink_metadata()) else {
+        return;
+    };
+    if held.ino() == now.ino() && held.dev() == now.dev() && now.is_file() && now.len() == 0 {
+        let _ = std::fs::remove_file(path);
+    }
 }
 
 /// The Landlock ABI this kernel has (0 when none).

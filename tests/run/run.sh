@@ -115,6 +115,32 @@ expect proxy-env 'http://127\.0\.0\.1:3128'
 # The network decisions are logged.
 if grep -q '"not_allowed"\|refused: not_allowed' "$work/decisions.jsonl"; then echo "ok: the denial is in the decision log"; else echo "FAIL: no denial in the log"; cat "$work/decisions.jsonl"; fail=1; fi
 
+echo "== two runs in one workspace: the first to end leaves the other's blocks in place"
+# A makes the placeholders for .agents and .zerocode; B starts while they
+# are there (to B they are existing files, bound read-only); A ends first;
+# then B tries the protected names.
+w2=$work/ws2 && mkdir -p "$w2/src"
+(cd "$w2" && "$run" "$work/policy.policy" --allow-weaker -- sh -c '
+  touch src/a-started
+  for _ in $(seq 100); do [ -e src/b-started ] && break; sleep 0.1; done') 2>/dev/null &
+a=$!
+for _ in $(seq 100); do [ -e "$w2/src/a-started" ] && break; sleep 0.1; done
+(cd "$w2" && "$run" "$work/policy.policy" --allow-weaker -- sh -c '
+  touch src/b-started
+  for _ in $(seq 100); do [ -e src/a-done ] && break; sleep 0.1; done
+  [ -e src/a-done ] || echo "a-never-ended"
+  mkdir -p .zerocode/x 2>/dev/null && echo "zerocode-created" || echo "zerocode-blocked"
+  echo x > .agents 2>/dev/null && echo "agents-written" || echo "agents-blocked"') > "$work/b.out" 2> "$work/b.err" &
+b=$!
+wait "$a" || { echo "FAIL: run A"; fail=1; }
+touch "$w2/src/a-done"
+wait "$b" || true
+if [ "$(echo $(cat "$work/b.out"))" = "zerocode-blocked agents-blocked" ] && [ ! -e "$w2/.zerocode" ] && [ ! -e "$w2/.agents" ]; then
+  echo "ok: run B's blocks held after run A ended, and the placeholders went with the last run"
+else
+  echo "FAIL: two runs: $(cat "$work/b.out"); left: $(ls -A "$w2")"; fail=1
+fi
+
 echo "== unprivileged: a user namespace of its own (as nobody)"
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
   nb=$work/nobody && mkdir -p "$nb/ws/src" && chmod -R 777 "$nb" && chmod 755 "$work" && chmod 644 "$work/policy.policy"
