@@ -615,7 +615,7 @@ fn hold_placeholder(path: &Path) -> Result<Option<std::fs::File>, RunError> {
                     Ok(_) => return Err(appeared()),
                     Err(_) => continue,
                 }
-                match std::fs::File::open(path) {
+                match open_plain(path) {
                     Ok(f) => f,
                     Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
                     Err(e) => return Err(io("a placeholder")(e)),
@@ -628,10 +628,24 @@ fn hold_placeholder(path: &Path) -> Result<Option<std::fs::File>, RunError> {
             continue;
         };
         if held.ino() == now.ino() && held.dev() == now.dev() {
+            if !held.is_file() {
+                return Err(appeared());
+            }
             return Ok(Some(f));
         }
     }
     Err(appeared())
+}
+
+/// Opens `path` for reading as it is: never through a symbolic link, and
+/// never waiting (a FIFO swapped in by a command still running elsewhere
+/// must not hang the launcher); the callers check it is the empty file
+/// they expect.
+fn open_plain(path: &Path) -> io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
 }
 
 /// An empty file that another run holds (`hold_placeholder`) is that run's
@@ -646,7 +660,7 @@ fn adopt_live_placeholders(mounts: &mut [Mount]) {
         if !(m.path.symlink_metadata()).is_ok_and(|md| md.is_file() && md.len() == 0) {
             continue;
         }
-        let live = std::fs::File::open(&m.path)
+        let live = open_plain(&m.path)
             .is_ok_and(|f| matches!(f.try_lock(), Err(std::fs::TryLockError::WouldBlock)));
         if live {
             m.kind = MountKind::Block;
@@ -664,7 +678,7 @@ fn remove_placeholder(path: &Path) {
     {
         return;
     }
-    let Ok(f) = std::fs::File::open(path) else {
+    let Ok(f) = open_plain(path) else {
         return;
     };
     // Another run holds it: that run removes it when it ends.
