@@ -110,6 +110,8 @@ pub const MCP_RULES: &[&str] = &[
     "tool slack/post approve",
     "server slack off",
     "tool github/delete_repo off",
+    "server github approve_destructive",
+    "tool github/delete_repo approve_destructive",
 ];
 
 /// `guardian` statements for generated policies.

@@ -91,7 +91,13 @@ keyword_enum!(
 );
 keyword_enum!(
     /// MCP tool approval modes.
-    McpMode { Auto = "auto", Prompt = "prompt", Approve = "approve", Off = "off" }
+    McpMode {
+        Auto = "auto",
+        Prompt = "prompt",
+        Approve = "approve",
+        ApproveDestructive = "approve_destructive",
+        Off = "off",
+    }
 );
 keyword_enum!(
     /// Effects of `commands` rules, least to most strict.

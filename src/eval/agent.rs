@@ -366,6 +366,7 @@ impl Policy {
         match mode {
             McpMode::Off => Decision::deny(Reason::ToolDisabled, rule),
             McpMode::Prompt => prompt(Reason::ApprovalMode),
+            McpMode::ApproveDestructive => Decision::allow(Reason::ApprovalMode, rule),
             _ if destructive => prompt(Reason::DestructiveTool),
             McpMode::Approve => Decision::allow(Reason::ApprovalMode, rule),
             McpMode::Auto if ann.read_only_hint == Some(true) => {

@@ -391,6 +391,9 @@ impl RefPolicy<'_> {
         if mode == McpMode::Prompt {
             return p("approval_mode");
         }
+        if mode == McpMode::ApproveDestructive {
+            return d("allow", "approval_mode", at);
+        }
         if a.destructive_hint == Some(true) {
             return p("destructive_tool");
         }

@@ -16,13 +16,12 @@ impl Writer {
             return;
         }
         let allowed = req.and_then(|q| q.mcp_allowed.as_ref());
-        // `never` with no sandbox: ZeroCode approves MCP tool calls itself
-        // (nothing may prompt and nothing is contained), so every server
-        // and tool that is on is `approve`. A tool that advertises
-        // `destructive_hint: true` is still denied: the language never
-        // allows one without a prompt (the stricter reading; docs/importing.md).
-        let written = |stmt: &str| (self.out.lines()).any(|l| l.trim_start().starts_with(stmt));
-        let auto_approve = written("approvals never") && written("sandbox danger-full-access");
+        // `never` with no sandbox: ZeroCode approves MCP tool calls itself,
+        // destructive ones too (nothing may prompt and nothing is
+        // contained), so every server and tool that is on is
+        // `approve_destructive`.
+        let auto_approve = self.approvals.as_deref() == Some("never")
+            && self.sandbox.as_deref() == Some("danger-full-access");
         self.line("  mcp {");
         for (name, s) in &c.mcp {
             let server = tool_word(name);
@@ -52,7 +51,7 @@ impl Writer {
         let never = "  # approval_policy = never under danger-full-access: ZeroCode approves MCP tool calls";
         let mode = |m: &str| {
             if auto_approve {
-                "approve".to_string()
+                "approve_destructive".to_string()
             } else {
                 m.to_string()
             }
@@ -90,7 +89,7 @@ impl Writer {
                 }
             }
             None if auto_approve => {
-                let _ = writeln!(self.out, "    server {server} approve{never}");
+                let _ = writeln!(self.out, "    server {server} approve_destructive{never}");
             }
             None => {
                 if let Some(m) = &s.default_mode {

@@ -96,6 +96,8 @@ pub fn import(
         notes: Vec::new(),
         defaults: Vec::new(),
         managed: req.is_some(),
+        sandbox: None,
+        approvals: None,
     };
     let name = profile
         .map(str::to_string)
@@ -120,6 +122,10 @@ struct Writer {
     /// Requirements are imported too: an open setting is left open, for
     /// their caps and lists to decide.
     managed: bool,
+    /// The `sandbox` mode the policy states, once written.
+    sandbox: Option<String>,
+    /// The `approvals` mode the policy states, once written.
+    approvals: Option<String>,
 }
 
 impl Writer {
@@ -226,9 +232,7 @@ impl Writer {
                 ws.comment(Input::Config)
             );
         } else {
-            // The mode the policy has, as written above.
-            let full = (self.out.lines())
-                .any(|l| l.trim_start().starts_with("sandbox danger-full-access"));
+            let full = self.sandbox.as_deref() == Some("danger-full-access");
             let default = if full { "live" } else { "cached" };
             self.kept_default(
                 req.and_then(|q| q.web_search.as_ref()),
@@ -333,6 +337,12 @@ impl Writer {
             (None, None) => "  # default: `sandbox_mode` is not set: ZeroCode's default, workspace-write, is assumed".into(),
         };
         if !header.is_empty() {
+            self.sandbox = Some(
+                header
+                    .trim_start()
+                    .trim_start_matches("sandbox ")
+                    .to_string(),
+            );
             if block.is_empty() {
                 let _ = writeln!(self.out, "{header}{comment}");
             } else {
@@ -364,6 +374,7 @@ impl Writer {
     fn approvals(&mut self, c: &Config, req: Option<&requirements::Requirements>) {
         match &c.approval {
             Some(a) if a.value == "granular" => {
+                self.approvals = Some("granular".into());
                 let _ = writeln!(
                     self.out,
                     "  approvals granular {{{}",
@@ -392,7 +403,8 @@ impl Writer {
                 self.line("  }");
             }
             Some(a) if a.value == "on-failure" => {
-                self.warn(Input::Config, a.line, "`approval_policy` = \"on-failure\" is deprecated; decided as \"on-request\", as the real system does for sandbox escalations".into());
+                self.approvals = Some("on-request".into());
+                self.warn(Input::Config, a.line, "`approval_policy` = \"on-failure\" is deprecated; decided as \"on-request\": ZeroCode runs an escalation request in the sandbox first and asks when the sandbox stops it; gatehouse asks before it runs".into());
                 let _ = writeln!(
                     self.out,
                     "  approvals on-request{}: on-failure, deprecated",
@@ -400,6 +412,7 @@ impl Writer {
                 );
             }
             Some(a) => {
+                self.approvals = Some(a.value.clone());
                 let _ = writeln!(
                     self.out,
                     "  approvals {}{}",
@@ -412,6 +425,7 @@ impl Writer {
                 // allow it (`Constrained` in its config loading): written
                 // out, since the language takes the list's first.
                 Some(list) if list.value.iter().any(|v| v == "on-request") => {
+                    self.approvals = Some("on-request".into());
                     self.defaults.push("`approval_policy` = on-request (ZeroCode's default, allowed by the requirements)");
                     let _ = writeln!(
                         self.out,
@@ -428,12 +442,14 @@ impl Writer {
                     );
                 }
                 None => {
+                    self.approvals = Some("on-request".into());
                     self.defaults
                         .push("`approval_policy` = on-request (ZeroCode's default)");
                     self.line("  approvals on-request  # default: approval_policy is not set: ZeroCode's default");
                 }
             },
             None => {
+                self.approvals = Some("on-request".into());
                 let note =
                     "`approval_policy` is not set: ZeroCode's default, on-request, is assumed";
                 self.defaults

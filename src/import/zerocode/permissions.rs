@@ -244,6 +244,7 @@ impl Writer {
             }
         }
         if root == Some("write") {
+            self.sandbox = Some("danger-full-access".into());
             let _ = writeln!(
                 self.out,
                 "  sandbox danger-full-access  # {why}: `:root` is writable"
@@ -298,6 +299,7 @@ impl Writer {
             for n in &protect {
                 lines.push(format!("    protect {n}"));
             }
+            self.sandbox = Some(mode.to_string());
             if lines.is_empty() {
                 let _ = writeln!(self.out, "  sandbox {mode}  # {why}");
             } else {
