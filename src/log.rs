@@ -39,6 +39,10 @@ pub struct DecisionEvent<'a> {
     /// For agent actions, what the seed's `tool_decision` telemetry names.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_decision: Option<ToolDecision>,
+    /// How long the decision took (for latency metrics; not written to a
+    /// JSON log).
+    #[serde(skip)]
+    pub elapsed: std::time::Duration,
 }
 
 /// `approved`/`denied`/`pending`, and who decided.
@@ -82,6 +86,26 @@ pub trait DecisionSink: Send + Sync {
     /// record of a request: what was asked and how it ended), written as
     /// one JSON line in the same stream. The default drops it.
     fn record_other(&self, _record: &serde_json::Value) {}
+}
+
+/// Several sinks as one: a JSON decision log and an OpenTelemetry export
+/// side by side. Enabled when any of them is; each gets every event.
+pub struct Tee(pub Vec<std::sync::Arc<dyn DecisionSink>>);
+
+impl DecisionSink for Tee {
+    fn record(&self, event: &DecisionEvent<'_>) {
+        for s in self.0.iter().filter(|s| s.enabled()) {
+            s.record(event);
+        }
+    }
+    fn enabled(&self) -> bool {
+        self.0.iter().any(|s| s.enabled())
+    }
+    fn record_other(&self, record: &serde_json::Value) {
+        for s in self.0.iter().filter(|s| s.enabled()) {
+            s.record_other(record);
+        }
+    }
 }
 
 /// A sink writing JSON lines to any writer (a file for `policyc eval --log`).
@@ -184,8 +208,10 @@ impl PolicySet {
         workspace: Option<&Workspace>,
         sink: &dyn DecisionSink,
     ) -> Decision {
+        let start = sink.enabled().then(std::time::Instant::now);
         let d = policy.decide_in(query, workspace);
-        self.report_to(policy, query, &d, sink);
+        let elapsed = start.map(|s| s.elapsed()).unwrap_or_default();
+        self.report_to(policy, query, &d, elapsed, sink);
         d
     }
 
@@ -197,18 +223,27 @@ impl PolicySet {
         query: QueryRef<'_>,
         sink: &dyn DecisionSink,
     ) -> Decision {
+        let start = sink.enabled().then(std::time::Instant::now);
         let d = policy.decide_ref(query);
-        if sink.enabled() {
+        if let Some(start) = start {
+            let elapsed = start.elapsed();
             let owned = match query {
                 QueryRef::Owned(q) => std::borrow::Cow::Borrowed(q),
                 other => std::borrow::Cow::Owned(other.to_owned_query()),
             };
-            self.report_to(policy, &owned, &d, sink);
+            self.report_to(policy, &owned, &d, elapsed, sink);
         }
         d
     }
 
-    fn report_to(&self, policy: &Policy, query: &Query, d: &Decision, sink: &dyn DecisionSink) {
+    fn report_to(
+        &self,
+        policy: &Policy,
+        query: &Query,
+        d: &Decision,
+        elapsed: std::time::Duration,
+        sink: &dyn DecisionSink,
+    ) {
         if !sink.enabled() {
             return;
         }
@@ -221,6 +256,7 @@ impl PolicySet {
             reason: d.reason.as_str(),
             rule: d.rule.and_then(|r| self.rule(r)),
             tool_decision: tool_decision(query, d),
+            elapsed,
         };
         // A sink that panics must not take the decision with it.
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sink.record(&event)));

@@ -253,6 +253,21 @@ pub struct EvalArgs {
     /// Policy files or directories (read recursively for *.policy)
     #[arg(value_name = "PATH", required_unless_present = "artifact")]
     pub paths: Vec<String>,
+    /// Export each decision over OpenTelemetry with these settings (a TOML
+    /// file; docs/telemetry.md). The OTEL_EXPORTER_OTLP_* variables work
+    /// too
+    #[arg(long = "otel", value_name = "FILE")]
+    pub otel: Option<String>,
+    /// OpenTelemetry exporter: none, otlp-http or otlp-grpc
+    #[arg(long = "otel-exporter", value_name = "KIND")]
+    pub otel_exporter: Option<String>,
+    /// OpenTelemetry collector URL (http://127.0.0.1:4318 for otlp-http)
+    #[arg(long = "otel-endpoint", value_name = "URL")]
+    pub otel_endpoint: Option<String>,
+    /// Also export command lines and paths (as the policy's masks leave
+    /// them); off by default
+    #[arg(long = "otel-log-commands")]
+    pub otel_log_commands: bool,
 }
 
 #[derive(Args)]

@@ -75,6 +75,20 @@ pub fn run(a: &EvalArgs) -> Exit {
             Err(e) => return Exit::Usage(format!("cannot write `{path}`: {e}")),
         },
     };
+    let telemetry = match crate::telemetry::start(a) {
+        Ok(t) => t,
+        Err(e) => return e,
+    };
+    let sink: Option<std::sync::Arc<dyn gatehouse::log::DecisionSink>> =
+        match (sink, telemetry.sink()) {
+            (None, None) => None,
+            (Some(s), None) => Some(std::sync::Arc::new(s)),
+            (None, Some(t)) => Some(t),
+            (Some(s), Some(t)) => Some(std::sync::Arc::new(gatehouse::log::Tee(vec![
+                std::sync::Arc::new(s),
+                t,
+            ]))),
+        };
     // One buffer for every answer: a stream allocates per line only what
     // its query holds.
     let mut json = Vec::with_capacity(256);
@@ -84,9 +98,7 @@ pub fn run(a: &EvalArgs) -> Exit {
         if line.is_empty() || line.starts_with('#') {
             return Ok(());
         }
-        let sink = sink
-            .as_ref()
-            .map(|s| s as &dyn gatehouse::log::DecisionSink);
+        let sink = sink.as_deref();
         json.clear();
         if let Err(e) = answer(
             set,
@@ -140,6 +152,8 @@ pub fn run(a: &EvalArgs) -> Exit {
         return Exit::Failed;
     }
     drop(out);
+    drop(sink);
+    telemetry.shutdown();
     if bad { Exit::BadQueries } else { Exit::Ok }
 }
 

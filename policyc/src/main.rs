@@ -37,6 +37,7 @@ mod keys;
 mod load;
 mod lsp;
 mod output;
+mod telemetry;
 mod test;
 
 use std::process::ExitCode;

@@ -1,0 +1,483 @@
+//! OpenTelemetry export for gatehouse's programs: every decision as an OTLP
+//! log record (`gatehouse.decision`), decision counts and latencies as OTLP
+//! metrics, and whatever counters the program registers (the daemon's
+//! connections, refusals, bytes, reloads), over OTLP/HTTP or OTLP/gRPC.
+//!
+//! Never on the hot path: a decision hands a small owned event to a bounded
+//! queue and returns; a background runtime batches and exports. When the
+//! queue is full (a slow, hanging or refusing collector), the event is
+//! dropped and counted, and so is every event of an export that failed or
+//! timed out: [`Telemetry::dropped`] says what was lost, and is itself
+//! exported (`gatehouse.telemetry.dropped`). [`Telemetry::shutdown`] sends
+//! what is queued within a bounded time.
+//!
+//! ```no_run
+//! use gatehouse_otel::{Settings, Telemetry};
+//! let settings = Settings::from_env();
+//! let telemetry = Telemetry::start(&settings, "my-proxy")?;
+//! let sink = telemetry.sink(); // a gatehouse::log::DecisionSink
+//! // ... set.decide_logged(policy, &query, None, sink.as_ref()) ...
+//! telemetry.shutdown(std::time::Duration::from_secs(5));
+//! # Ok::<(), gatehouse_otel::OtelError>(())
+//! ```
+
+mod event;
+mod settings;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use gatehouse::log::{DecisionEvent, DecisionSink};
+pub use opentelemetry::KeyValue;
+use opentelemetry::metrics::{Counter, Histogram, MeterProvider as _};
+use opentelemetry_otlp::{WithExportConfig as _, WithHttpConfig as _, WithTonicConfig as _};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
+
+pub use settings::{Encoding, Exporter, Settings, SettingsError};
+
+/// Telemetry that could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum OtelError {
+    /// The settings are not usable.
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    /// An exporter could not be built (a malformed endpoint or header).
+    #[error("telemetry: the {signal} exporter: {message}")]
+    Exporter {
+        /// `logs` or `metrics`.
+        signal: &'static str,
+        /// What went wrong.
+        message: String,
+    },
+    /// The background runtime could not be started.
+    #[error("telemetry: the export runtime: {0}")]
+    Runtime(#[from] std::io::Error),
+}
+
+/// Counts kept by the export side.
+#[derive(Default)]
+struct Counts {
+    /// Events that reached the collector.
+    sent: AtomicU64,
+    /// Events dropped at a full queue.
+    queue_full: AtomicU64,
+    /// Events of an export that failed or timed out.
+    failed: AtomicU64,
+}
+
+struct Live {
+    tx: tokio::sync::mpsc::Sender<event::Msg>,
+    counts: Arc<Counts>,
+    decisions: Counter<u64>,
+    latency: Histogram<f64>,
+    meters: SdkMeterProvider,
+    worker: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+    runtime: std::sync::Mutex<Option<tokio::runtime::Runtime>>,
+    log_commands: bool,
+}
+
+/// The telemetry of one program; cheap to clone.
+#[derive(Clone)]
+pub struct Telemetry {
+    live: Option<Arc<Live>>,
+}
+
+impl Telemetry {
+    /// Telemetry that sends nothing (`exporter = "none"`).
+    pub fn off() -> Self {
+        Telemetry { live: None }
+    }
+
+    /// Starts export by `settings`; `program` is the `service.name` unless
+    /// the settings or `OTEL_SERVICE_NAME` name one. With `exporter =
+    /// "none"` nothing is started and nothing is sent.
+    pub fn start(settings: &Settings, program: &str) -> Result<Self, OtelError> {
+        settings.validate()?;
+        if settings.exporter == Exporter::None {
+            return Ok(Telemetry::off());
+        }
+        let headers = settings.resolved_headers(|k| std::env::var(k).ok())?;
+        let resource = resource(settings, program);
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("gatehouse-otel")
+            .enable_all()
+            .build()?;
+        // The exporters are built inside the runtime: gRPC's channel and
+        // the HTTP client live on it.
+        let client = OnRuntime {
+            client: reqwest::Client::builder()
+                .timeout(settings.export_timeout())
+                .build()
+                .map_err(|e| OtelError::Exporter {
+                    signal: "logs",
+                    message: e.to_string(),
+                })?,
+            handle: runtime.handle().clone(),
+        };
+        let (logs, metrics) = runtime.block_on(async {
+            let logs = log_exporter(settings, &headers, client.clone());
+            let metrics = metric_exporter(settings, &headers, client);
+            (logs, metrics)
+        });
+        let mut logs = logs?;
+        let metrics = metrics?;
+        opentelemetry_sdk::logs::LogExporter::set_resource(&mut logs, &resource);
+        let reader = PeriodicReader::builder(metrics)
+            .with_interval(settings.metric_interval())
+            .build();
+        let meters = SdkMeterProvider::builder()
+            .with_resource(resource)
+            .with_reader(reader)
+            .build();
+        let meter = meters.meter("gatehouse");
+        let decisions = meter
+            .u64_counter("gatehouse.decisions")
+            .with_description("Decisions, by policy, outcome, reason and query kind")
+            .with_unit("{decision}")
+            .build();
+        let latency = meter
+            .f64_histogram("gatehouse.decision.duration")
+            .with_description("How long a decision took")
+            .with_unit("s")
+            .with_boundaries(vec![
+                1e-7, 2.5e-7, 5e-7, 1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 1e-3, 1e-2,
+            ])
+            .build();
+        let counts = Arc::new(Counts::default());
+        let c = counts.clone();
+        let _dropped = meter
+            .u64_observable_counter("gatehouse.telemetry.dropped")
+            .with_description("Decision events not delivered: queue full, or export failed")
+            .with_unit("{event}")
+            .with_callback(move |o| {
+                o.observe(
+                    c.queue_full.load(Ordering::Relaxed),
+                    &[KeyValue::new("error.type", "queue_full")],
+                );
+                o.observe(
+                    c.failed.load(Ordering::Relaxed),
+                    &[KeyValue::new("error.type", "export_failed")],
+                );
+            })
+            .build();
+        let (tx, rx) = tokio::sync::mpsc::channel(settings.queue_capacity());
+        let worker = runtime.spawn(event::export_loop(
+            rx,
+            logs,
+            counts.clone(),
+            settings.export_timeout(),
+        ));
+        Ok(Telemetry {
+            live: Some(Arc::new(Live {
+                tx,
+                counts,
+                decisions,
+                latency,
+                meters,
+                worker: std::sync::Mutex::new(Some(worker)),
+                runtime: std::sync::Mutex::new(Some(runtime)),
+                log_commands: settings.log_commands,
+            })),
+        })
+    }
+
+    /// Whether anything is sent.
+    pub fn is_on(&self) -> bool {
+        self.live.is_some()
+    }
+
+    /// The decision sink: each decision becomes a log record and a count.
+    pub fn sink(&self) -> Arc<OtelSink> {
+        Arc::new(OtelSink {
+            live: self.live.clone(),
+            extra: Vec::new(),
+        })
+    }
+
+    /// A sink whose events carry one more attribute (host mode's
+    /// `gatehouse.sandbox`).
+    pub fn sink_with(&self, key: &'static str, value: &str) -> Arc<OtelSink> {
+        Arc::new(OtelSink {
+            live: self.live.clone(),
+            extra: vec![(key, value.to_string())],
+        })
+    }
+
+    /// Events not delivered: dropped at a full queue, or in a failed export.
+    pub fn dropped(&self) -> u64 {
+        self.live.as_ref().map_or(0, |l| {
+            l.counts.queue_full.load(Ordering::Relaxed) + l.counts.failed.load(Ordering::Relaxed)
+        })
+    }
+
+    /// Events that reached the collector.
+    pub fn sent(&self) -> u64 {
+        self.live
+            .as_ref()
+            .map_or(0, |l| l.counts.sent.load(Ordering::Relaxed))
+    }
+
+    /// Registers a counter read when metrics are collected (never on a
+    /// hot path): `read` returns each value with its attributes.
+    pub fn observe_counter(
+        &self,
+        name: &'static str,
+        description: &'static str,
+        unit: &'static str,
+        read: impl Fn() -> Vec<(u64, Vec<KeyValue>)> + Send + Sync + 'static,
+    ) {
+        if let Some(l) = &self.live {
+            let _ = l
+                .meters
+                .meter("gatehouse")
+                .u64_observable_counter(name)
+                .with_description(description)
+                .with_unit(unit)
+                .with_callback(move |o| {
+                    for (v, attrs) in read() {
+                        o.observe(v, &attrs);
+                    }
+                })
+                .build();
+        }
+    }
+
+    /// Registers a gauge read when metrics are collected.
+    pub fn observe_gauge(
+        &self,
+        name: &'static str,
+        description: &'static str,
+        unit: &'static str,
+        read: impl Fn() -> Vec<(i64, Vec<KeyValue>)> + Send + Sync + 'static,
+    ) {
+        if let Some(l) = &self.live {
+            let _ = l
+                .meters
+                .meter("gatehouse")
+                .i64_observable_gauge(name)
+                .with_description(description)
+                .with_unit(unit)
+                .with_callback(move |o| {
+                    for (v, attrs) in read() {
+                        o.observe(v, &attrs);
+                    }
+                })
+                .build();
+        }
+    }
+
+    /// Sends what is queued and the metrics' last values, waiting at most
+    /// `within`; then stops. Later events are dropped and counted.
+    pub fn shutdown(&self, within: Duration) {
+        let Some(l) = &self.live else { return };
+        let deadline = std::time::Instant::now() + within;
+        let worker = l.worker.lock().ok().and_then(|mut w| w.take());
+        let runtime = l.runtime.lock().ok().and_then(|mut r| r.take());
+        let Some(runtime) = runtime else { return };
+        // The worker exports everything queued before the marker, then ends.
+        runtime.block_on(async {
+            let _ = tokio::time::timeout_at(deadline.into(), l.tx.send(event::Msg::Stop)).await;
+            if let Some(w) = worker {
+                let _ = tokio::time::timeout_at(deadline.into(), w).await;
+            }
+        });
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let _ = l
+            .meters
+            .shutdown_with_timeout(left.max(Duration::from_millis(100)));
+        runtime.shutdown_timeout(Duration::from_millis(100));
+    }
+}
+
+/// The [`DecisionSink`] of a [`Telemetry`].
+pub struct OtelSink {
+    live: Option<Arc<Live>>,
+    extra: Vec<(&'static str, String)>,
+}
+
+impl DecisionSink for OtelSink {
+    fn record(&self, e: &DecisionEvent<'_>) {
+        let Some(l) = &self.live else { return };
+        let kind = e.query.get("kind").and_then(|k| k.as_str()).unwrap_or("");
+        let kind = event::kind_word(kind);
+        let attrs = [
+            KeyValue::new("gatehouse.policy", e.policy.to_string()),
+            KeyValue::new("gatehouse.decision", e.decision),
+            KeyValue::new("gatehouse.reason", e.reason),
+            KeyValue::new("gatehouse.query.kind", kind),
+        ];
+        l.decisions.add(1, &attrs);
+        l.latency.record(
+            e.elapsed.as_secs_f64(),
+            &[
+                KeyValue::new("gatehouse.policy", e.policy.to_string()),
+                KeyValue::new("gatehouse.query.kind", kind),
+            ],
+        );
+        let ev = event::Event::from_decision(e, kind, l.log_commands, &self.extra);
+        if l.tx.try_send(event::Msg::Event(ev)).is_err() {
+            l.counts.queue_full.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn enabled(&self) -> bool {
+        self.live.is_some()
+    }
+}
+
+fn resource(settings: &Settings, program: &str) -> Resource {
+    let mut b = Resource::builder();
+    let from_env = std::env::var("OTEL_SERVICE_NAME")
+        .ok()
+        .filter(|s| !s.is_empty());
+    let name = settings
+        .service_name
+        .clone()
+        .or(from_env)
+        .unwrap_or_else(|| program.to_string());
+    b = b.with_service_name(name);
+    b = b.with_attribute(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")));
+    if let Some(env) = &settings.environment {
+        b = b.with_attribute(KeyValue::new("deployment.environment.name", env.clone()));
+    }
+    b.build()
+}
+
+fn log_exporter(
+    s: &Settings,
+    headers: &[(String, String)],
+    client: OnRuntime,
+) -> Result<opentelemetry_otlp::LogExporter, OtelError> {
+    let err = |e: opentelemetry_otlp::ExporterBuildError| OtelError::Exporter {
+        signal: "logs",
+        message: e.to_string(),
+    };
+    let b = opentelemetry_otlp::LogExporter::builder();
+    match s.exporter {
+        Exporter::OtlpGrpc => {
+            let mut b = b
+                .with_tonic()
+                .with_timeout(s.export_timeout())
+                .with_metadata(metadata(headers)?);
+            if let Some(e) = s.signal_endpoint("logs") {
+                b = grpc_tls(b.with_endpoint(e.clone()), &e);
+            }
+            b.build().map_err(err)
+        }
+        _ => {
+            let mut b = b
+                .with_http()
+                .with_http_client(client)
+                .with_protocol(http_protocol(s))
+                .with_timeout(s.export_timeout());
+            if !headers.is_empty() {
+                b = b.with_headers(headers.iter().cloned().collect());
+            }
+            if let Some(e) = s.signal_endpoint("logs") {
+                b = b.with_endpoint(e);
+            }
+            b.build().map_err(err)
+        }
+    }
+}
+
+fn metric_exporter(
+    s: &Settings,
+    headers: &[(String, String)],
+    client: OnRuntime,
+) -> Result<opentelemetry_otlp::MetricExporter, OtelError> {
+    let err = |e: opentelemetry_otlp::ExporterBuildError| OtelError::Exporter {
+        signal: "metrics",
+        message: e.to_string(),
+    };
+    let b = opentelemetry_otlp::MetricExporter::builder();
+    match s.exporter {
+        Exporter::OtlpGrpc => {
+            let mut b = b
+                .with_tonic()
+                .with_timeout(s.export_timeout())
+                .with_metadata(metadata(headers)?);
+            if let Some(e) = s.signal_endpoint("metrics") {
+                b = grpc_tls(b.with_endpoint(e.clone()), &e);
+            }
+            b.build().map_err(err)
+        }
+        _ => {
+            let mut b = b
+                .with_http()
+                .with_http_client(client)
+                .with_protocol(http_protocol(s))
+                .with_timeout(s.export_timeout());
+            if !headers.is_empty() {
+                b = b.with_headers(headers.iter().cloned().collect());
+            }
+            if let Some(e) = s.signal_endpoint("metrics") {
+                b = b.with_endpoint(e);
+            }
+            b.build().map_err(err)
+        }
+    }
+}
+
+fn http_protocol(s: &Settings) -> opentelemetry_otlp::Protocol {
+    match s.protocol {
+        Encoding::Binary => opentelemetry_otlp::Protocol::HttpBinary,
+        Encoding::Json => opentelemetry_otlp::Protocol::HttpJson,
+    }
+}
+
+fn grpc_tls<B: opentelemetry_otlp::WithTonicConfig>(b: B, endpoint: &str) -> B {
+    if endpoint.starts_with("https://") {
+        b.with_tls_config(
+            opentelemetry_otlp::tonic_types::transport::ClientTlsConfig::new().with_webpki_roots(),
+        )
+    } else {
+        b
+    }
+}
+
+fn metadata(
+    headers: &[(String, String)],
+) -> Result<opentelemetry_otlp::tonic_types::metadata::MetadataMap, OtelError> {
+    let mut map = http::HeaderMap::new();
+    for (k, v) in headers {
+        let bad = |what: &str| OtelError::Exporter {
+            signal: "logs",
+            message: format!("header `{k}`: not a valid {what}"),
+        };
+        let name = http::HeaderName::from_bytes(k.to_ascii_lowercase().as_bytes())
+            .map_err(|_| bad("name"))?;
+        let value = http::HeaderValue::from_str(v).map_err(|_| bad("value"))?;
+        map.insert(name, value);
+    }
+    Ok(opentelemetry_otlp::tonic_types::metadata::MetadataMap::from_headers(map))
+}
+
+/// The HTTP client of the exporters: each request runs on the export
+/// runtime, whichever thread asks (the SDK's metric reader asks from a
+/// thread of its own, with no runtime).
+#[derive(Clone, Debug)]
+struct OnRuntime {
+    client: reqwest::Client,
+    handle: tokio::runtime::Handle,
+}
+
+#[async_trait::async_trait]
+impl opentelemetry_http::HttpClient for OnRuntime {
+    async fn send_bytes(
+        &self,
+        request: opentelemetry_http::Request<opentelemetry_http::Bytes>,
+    ) -> Result<
+        opentelemetry_http::Response<opentelemetry_http::Bytes>,
+        opentelemetry_http::HttpError,
+    > {
+        let client = self.client.clone();
+        self.handle
+            .spawn(async move { client.send_bytes(request).await })
+            .await
+            .map_err(|e| Box::new(e) as opentelemetry_http::HttpError)?
+    }
+}

@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""A real OTLP receiver for gatehouse's telemetry tests.
+
+It decodes with the official protocol definitions (PyPI `opentelemetry-proto`)
+and serves OTLP/gRPC with `grpcio` and OTLP/HTTP (protobuf) with the standard
+library's HTTP server. Every log record and every metric data point it gets
+is written as one JSON line to OUT:
+
+  {"signal": "log", "transport": "grpc"|"http", "resource": {...},
+   "event_name": ..., "body": ..., "attributes": {...}}
+  {"signal": "metric", "transport": ..., "resource": {...}, "name": ...,
+   "kind": "sum"|"histogram"|"gauge", "value": N, "count": N, "attributes": {...}}
+
+Usage: receiver.py --grpc PORT --http PORT --out FILE [--hang SECONDS]
+With --hang every export waits that long before it is answered (a collector
+that hangs). Listens on 127.0.0.1 only.
+"""
+
+import argparse
+import json
+import sys
+import threading
+import time
+from concurrent import futures
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import grpc
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
+from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2, metrics_service_pb2_grpc
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+
+LOCK = threading.Lock()
+ARGS = None
+
+
+def value(v):
+    kind = v.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind == "array_value":
+        return [value(x) for x in v.array_value.values]
+    if kind == "kvlist_value":
+        return {kv.key: value(kv.value) for kv in v.kvlist_value.values}
+    return getattr(v, kind)
+
+
+def attrs(kvs):
+    return {kv.key: value(kv.value) for kv in kvs}
+
+
+def write(rows):
+    with LOCK, open(ARGS.out, "a", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r, sort_keys=True) + "\n")
+
+
+def logs(req, transport):
+    rows = []
+    for rl in req.resource_logs:
+        res = attrs(rl.resource.attributes)
+        for sl in rl.scope_logs:
+            for r in sl.log_records:
+                rows.append({
+                    "signal": "log", "transport": transport, "resource": res,
+                    "scope": sl.scope.name, "event_name": r.event_name,
+                    "body": value(r.body), "attributes": attrs(r.attributes),
+                    "time_unix_nano": r.time_unix_nano,
+                })
+    write(rows)
+
+
+def metrics(req, transport):
+    rows = []
+    for rm in req.resource_metrics:
+        res = attrs(rm.resource.attributes)
+        for sm in rm.scope_metrics:
+            for m in sm.metrics:
+                kind = m.WhichOneof("data")
+                for p in getattr(m, kind).data_points:
+                    row = {"signal": "metric", "transport": transport, "resource": res,
+                           "name": m.name, "kind": kind, "attributes": attrs(p.attributes)}
+                    if kind == "histogram":
+                        row["count"] = p.count
+                        row["sum"] = p.sum
+                    else:
+                        row["value"] = p.as_int if p.WhichOneof("value") == "as_int" else p.as_double
+                    rows.append(row)
+    write(rows)
+
+
+def hang():
+    if ARGS.hang:
+        time.sleep(ARGS.hang)
+
+
+class Logs(logs_service_pb2_grpc.LogsServiceServicer):
+    def Export(self, request, context):
+        hang()
+        logs(request, "grpc")
+        return logs_service_pb2.ExportLogsServiceResponse()
+
+
+class Metrics(metrics_service_pb2_grpc.MetricsServiceServicer):
+    def Export(self, request, context):
+        hang()
+        metrics(request, "grpc")
+        return metrics_service_pb2.ExportMetricsServiceResponse()
+
+
+class Traces(trace_service_pb2_grpc.TraceServiceServicer):
+    def Export(self, request, context):
+        hang()
+        return trace_service_pb2.ExportTraceServiceResponse()
+
+
+class Http(BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("content-length", "0")))
+        hang()
+        if self.path == "/v1/logs":
+            req = logs_service_pb2.ExportLogsServiceRequest()
+            req.ParseFromString(body)
+            logs(req, "http")
+            resp = logs_service_pb2.ExportLogsServiceResponse()
+        elif self.path == "/v1/metrics":
+            req = metrics_service_pb2.ExportMetricsServiceRequest()
+            req.ParseFromString(body)
+            metrics(req, "http")
+            resp = metrics_service_pb2.ExportMetricsServiceResponse()
+        elif self.path == "/v1/traces":
+            resp = trace_service_pb2.ExportTraceServiceResponse()
+        else:
+            self.send_response(404)
+            self.end_headers()
+            return
+        out = resp.SerializeToString()
+        self.send_response(200)
+        self.send_header("content-type", "application/x-protobuf")
+        self.send_header("content-length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
+    def log_message(self, *a):
+        pass
+
+
+def main():
+    global ARGS
+    p = argparse.ArgumentParser()
+    p.add_argument("--grpc", type=int, required=True)
+    p.add_argument("--http", type=int, required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--hang", type=float, default=0)
+    ARGS = p.parse_args()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+    logs_service_pb2_grpc.add_LogsServiceServicer_to_server(Logs(), server)
+    metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(Metrics(), server)
+    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Traces(), server)
+    server.add_insecure_port(f"127.0.0.1:{ARGS.grpc}")
+    server.start()
+    http = ThreadingHTTPServer(("127.0.0.1", ARGS.http), Http)
+    threading.Thread(target=http.serve_forever, daemon=True).start()
+    print("ready", flush=True)
+    try:
+        server.wait_for_termination()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())
