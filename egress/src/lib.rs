@@ -75,6 +75,9 @@ pub struct Config {
     pub metrics: Option<SocketAddr>,
     /// Trusted keys, bundle polling, shipped decision records.
     pub fleet: fleet::Options,
+    /// OpenTelemetry export of decisions and metrics (docs/telemetry.md);
+    /// started by the caller, outside any runtime.
+    pub telemetry: gatehouse_otel::Telemetry,
 }
 
 impl Config {
@@ -96,6 +99,7 @@ impl Config {
             max_connections: None,
             metrics: None,
             fleet: fleet::Options::default(),
+            telemetry: gatehouse_otel::Telemetry::off(),
         }
     }
 }
@@ -188,6 +192,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         .fleet
         .prepare(&config.policy, config.policy_name.as_deref())?;
     let sink = config.fleet.sink(config.log.as_deref(), &metrics)?;
+    let sink = metrics::with_telemetry(sink, &config.telemetry, &metrics);
     let policies = Arc::new(policy::Policies::open(
         policy::PolicyOptions {
             path: config.policy.clone(),

@@ -200,6 +200,65 @@ struct ProxyArgs {
     no_policy: bool,
     #[command(flatten)]
     policy: PolicyArgs,
+    #[command(flatten)]
+    otel: OtelArgs,
+}
+
+/// OpenTelemetry export (docs/telemetry.md).
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "OpenTelemetry")]
+struct OtelArgs {
+    /// Export decisions and metrics with these settings (TOML; the
+    /// OTEL_EXPORTER_OTLP_* variables work too).
+    #[arg(long = "otel", value_name = "FILE")]
+    otel: Option<PathBuf>,
+    /// Exporter: none, otlp-http or otlp-grpc.
+    #[arg(long = "otel-exporter", value_name = "KIND")]
+    otel_exporter: Option<String>,
+    /// Collector URL (http://127.0.0.1:4318 for otlp-http).
+    #[arg(long = "otel-endpoint", value_name = "URL", value_parser = http_url)]
+    otel_endpoint: Option<String>,
+    /// Also export command lines and paths (as the policy's masks leave
+    /// them).
+    #[arg(long = "otel-log-commands")]
+    otel_log_commands: bool,
+}
+
+impl OtelArgs {
+    /// Starts the export (outside any runtime: it has its own).
+    fn start(&self, program: &str) -> Result<gatehouse_otel::Telemetry, String> {
+        use gatehouse_otel::{Exporter, Settings};
+        let mut flags = Settings::default();
+        if let Some(e) = &self.otel_exporter {
+            flags.exporter = Exporter::parse(e).ok_or_else(|| {
+                format!("`--otel-exporter {e}`: expected none, otlp-http or otlp-grpc")
+            })?;
+        }
+        flags.endpoint = self.otel_endpoint.clone();
+        if flags.endpoint.is_some() && self.otel_exporter.is_none() && self.otel.is_none() {
+            flags.exporter = Exporter::OtlpHttp;
+        }
+        flags.log_commands = self.otel_log_commands;
+        let settings =
+            Settings::assemble(self.otel.as_deref(), flags).map_err(|e| e.to_string())?;
+        gatehouse_otel::Telemetry::start(&settings, program).map_err(|e| e.to_string())
+    }
+}
+
+/// Waits for SIGINT or SIGTERM.
+async fn stopped() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
 }
 
 /// An adapter's flags: the policy, its log, the fleet.
@@ -348,12 +407,32 @@ fn fixed_mmap_threshold() {
 
 fn proxy(args: &ProxyArgs) -> i32 {
     let threads = args.threads.map_or_else(default_threads, usize::from);
+    let telemetry = match args.otel.start("gatehouse-egress") {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("gatehouse-egress: {e}");
+            return 2;
+        }
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
         .enable_all()
         .build();
+    let mut config = args.config();
+    config.telemetry = telemetry.clone();
     match runtime {
-        Ok(rt) => rt.block_on(serve(args.config())),
+        Ok(rt) => {
+            let code = rt.block_on(serve(config));
+            // What is queued reaches the collector, within a bound.
+            telemetry.shutdown(Duration::from_secs(5));
+            if telemetry.dropped() > 0 {
+                eprintln!(
+                    "gatehouse-egress: telemetry: {} decision events were not delivered",
+                    telemetry.dropped()
+                );
+            }
+            code
+        }
         Err(e) => {
             eprintln!("gatehouse-egress: {e}");
             1
@@ -428,7 +507,7 @@ async fn serve(config: Config) -> i32 {
             if let Some(a) = r.metrics {
                 eprintln!("gatehouse-egress: metrics on http://{a}/metrics");
             }
-            let _ = tokio::signal::ctrl_c().await;
+            stopped().await;
             0
         }
         Err(e) => {

@@ -95,6 +95,7 @@ pub struct Metrics {
     /// share of the listener ([`crate::listener::share`]).
     pub client_share_refusals: Counter,
     log: std::sync::OnceLock<Arc<gatehouse::log::BackgroundSink>>,
+    telemetry: std::sync::OnceLock<gatehouse_otel::Telemetry>,
     revision: std::sync::Mutex<String>,
     more: std::sync::OnceLock<Renderer>,
 }
@@ -125,6 +126,7 @@ impl Default for Metrics {
             accept_backoffs: Counter::default(),
             client_share_refusals: Counter::default(),
             log: std::sync::OnceLock::new(),
+            telemetry: std::sync::OnceLock::new(),
             revision: std::sync::Mutex::new(String::new()),
             more: std::sync::OnceLock::new(),
         }
@@ -260,6 +262,15 @@ impl Metrics {
             "log_dropped_total",
             "Decision-log and access records dropped because the log writer fell behind.",
             &[(String::new(), self.log.get().map_or(0, |l| l.dropped()))],
+        );
+        counter(
+            &mut o,
+            "telemetry_dropped_total",
+            "OpenTelemetry decision events not delivered: the export queue was full, or an export failed or timed out.",
+            &[(
+                String::new(),
+                self.telemetry.get().map_or(0, |t| t.dropped()),
+            )],
         );
         let gauge = |o: &mut String, name: &str, help: &str, v: i64| {
             let _ = writeln!(o, "# HELP gatehouse_egress_{name} {help}");
@@ -469,4 +480,102 @@ fn respond<B>(
         hyper::header::HeaderValue::from_static("text/plain; version=0.0.4"),
     );
     r
+}
+
+/// The decision sink with OpenTelemetry export beside it, when export is
+/// on; the daemon's counters are registered with the export (read when
+/// metrics are collected, never on a request's path), and its dropped
+/// events shown on `/metrics`.
+pub fn with_telemetry(
+    sink: Option<Arc<dyn gatehouse::log::DecisionSink>>,
+    telemetry: &gatehouse_otel::Telemetry,
+    metrics: &Arc<Metrics>,
+) -> Option<Arc<dyn gatehouse::log::DecisionSink>> {
+    use gatehouse_otel::KeyValue;
+    if !telemetry.is_on() {
+        return sink;
+    }
+    let _ = metrics.telemetry.set(telemetry.clone());
+    let m = metrics.clone();
+    telemetry.observe_counter(
+        "gatehouse.egress.requests",
+        "Requests, by kind: HTTP, CONNECT, SOCKS5, DNS, transparent",
+        "{request}",
+        move || {
+            [
+                ("http", &m.http_requests),
+                ("connect", &m.connect_requests),
+                ("socks5", &m.socks_requests),
+                ("dns", &m.dns_questions),
+                ("transparent", &m.transparent_connections),
+            ]
+            .iter()
+            .map(|(k, c)| (c.get(), vec![KeyValue::new("gatehouse.request.kind", *k)]))
+            .collect()
+        },
+    );
+    let m = metrics.clone();
+    telemetry.observe_counter(
+        "gatehouse.egress.refusals",
+        "Requests the proxy itself refused, by kind",
+        "{request}",
+        move || {
+            crate::gate::Refusal::ALL
+                .iter()
+                .filter_map(|r| {
+                    let i = r.metric()?;
+                    let c = m.refusals.get(i)?;
+                    Some((c.get(), vec![KeyValue::new("error.type", r.as_str())]))
+                })
+                .collect()
+        },
+    );
+    let m = metrics.clone();
+    telemetry.observe_counter(
+        "gatehouse.egress.tunnel.bytes",
+        "Bytes tunnelled, by direction",
+        "By",
+        move || {
+            vec![
+                (
+                    m.tunnel_bytes_up.get(),
+                    vec![KeyValue::new("network.io.direction", "transmit")],
+                ),
+                (
+                    m.tunnel_bytes_down.get(),
+                    vec![KeyValue::new("network.io.direction", "receive")],
+                ),
+            ]
+        },
+    );
+    let m = metrics.clone();
+    telemetry.observe_counter(
+        "gatehouse.egress.reloads",
+        "Policy reloads, by result",
+        "{reload}",
+        move || {
+            vec![
+                (
+                    m.reloads.get(),
+                    vec![KeyValue::new("gatehouse.reload.result", "ok")],
+                ),
+                (
+                    m.reload_failures.get(),
+                    vec![KeyValue::new("gatehouse.reload.result", "refused")],
+                ),
+            ]
+        },
+    );
+    let m = metrics.clone();
+    telemetry.observe_gauge(
+        "gatehouse.egress.connections.open",
+        "Client connections open now",
+        "{connection}",
+        move || vec![(m.open_connections.get(), Vec::new())],
+    );
+    let t: Arc<dyn gatehouse::log::DecisionSink> = telemetry.sink();
+    Some(match sink {
+        None => t,
+        Some(s) => Arc::new(gatehouse::log::Tee(vec![s, t])),
+    })
 }

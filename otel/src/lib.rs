@@ -84,6 +84,15 @@ pub struct Telemetry {
     live: Option<Arc<Live>>,
 }
 
+impl std::fmt::Debug for Telemetry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Telemetry")
+            .field("on", &self.is_on())
+            .field("dropped", &self.dropped())
+            .finish()
+    }
+}
+
 impl Telemetry {
     /// Telemetry that sends nothing (`exporter = "none"`).
     pub fn off() -> Self {

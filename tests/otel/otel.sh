@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# OpenTelemetry export, end to end, against a real OTLP receiver built on the
+# official protocol definitions (tests/otel/receiver.py: PyPI
+# opentelemetry-proto, grpcio). Drives `policyc eval` (OTLP/HTTP, then gRPC
+# with command lines on) and `gatehouse-egress` (gRPC, stopped by SIGTERM),
+# and checks that every decision arrived once with its attributes, that the
+# metric sums equal the requests made, and that a command line is absent
+# unless enabled. Needs release binaries: BIN=target/release (policyc built
+# with --features otel). Loopback only; bounded.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BIN=${BIN:-target/release}
+# The receiver's packages, from PyPI, in a venv of their own.
+venv=$PWD/target/otel-venv
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import grpc, opentelemetry.proto" 2>/dev/null; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet -r tests/otel/requirements.txt
+fi
+work=$(mktemp -d /tmp/gatehouse-otel-XXXXXX)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
+trap cleanup EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+GRPC=$(free_port); HTTP=$(free_port); PROXY=$(free_port)
+out=$work/received.jsonl
+"$venv/bin/python" tests/otel/receiver.py --grpc "$GRPC" --http "$HTTP" --out "$out" > "$work/receiver.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 50); do grep -q ready "$work/receiver.log" 2>/dev/null && break; sleep 0.1; done
+grep -q ready "$work/receiver.log" || { cat "$work/receiver.log"; exit 1; }
+
+# 1. policyc eval over OTLP/HTTP: 40 queries of 4 kinds, command lines off.
+queries=$work/queries.txt
+for i in $(seq 10); do
+  echo "connect github.com:443"
+  echo "dns exfil$i.attacker.example"
+  echo "exec git push origin secret-branch-$i"
+  echo "mcp github/delete_repo destructive=true"
+done > "$queries"
+OTEL_SERVICE_NAME=eval-http "$BIN/policyc" eval tests/data/spec-agent.policy --policy coding-agent \
+  --queries "$queries" --otel-exporter otlp-http --otel-endpoint "http://127.0.0.1:$HTTP" > "$work/eval1.jsonl"
+# 2. the same over gRPC with the standard variables, command lines on.
+OTEL_SERVICE_NAME=eval-grpc OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$GRPC" OTEL_EXPORTER_OTLP_PROTOCOL=grpc \
+  "$BIN/policyc" eval tests/data/spec-agent.policy --policy coding-agent \
+  --queries "$queries" --otel-log-commands > "$work/eval2.jsonl"
+
+# 3. the proxy over gRPC: 8 allowed and 12 denied requests, then SIGTERM
+# with events queued (the metric interval is long: only the flush sends them).
+cat > "$work/egress.policy" <<'P'
+policy egress {
+  network {
+    default deny
+    local deny
+    allow domain allowed.test
+  }
+}
+P
+cat > "$work/otel.toml" <<T
+exporter = "otlp-grpc"
+endpoint = "http://127.0.0.1:$GRPC"
+environment = "ci"
+service_name = "egress-ci"
+metric_interval_ms = 600000
+T
+"$BIN/gatehouse-egress" --policy "$work/egress.policy" --http "127.0.0.1:$PROXY" \
+  --upstream-dns 127.0.0.1:9 --otel "$work/otel.toml" > "$work/egress.out" 2> "$work/egress.err" &
+egress=$!
+pids+=($egress)
+for _ in $(seq 50); do grep -q "http proxy on" "$work/egress.err" 2>/dev/null && break; sleep 0.1; done
+{ for i in $(seq 8); do echo "http://allowed.test/$i"; done
+  for i in $(seq 12); do echo "http://denied$i.test/x"; done; } |
+  xargs -P 20 -I{} curl -s -o /dev/null --max-time 10 -x "http://127.0.0.1:$PROXY" {} || true
+kill -TERM "$egress"
+wait "$egress" || { echo "gatehouse-egress exited $? on SIGTERM"; cat "$work/egress.err"; exit 1; }
+
+python3 - "$out" <<'PY'
+import collections, json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+logs = collections.defaultdict(list)
+for r in rows:
+    svc = r["resource"].get("service.name")
+    if r["signal"] == "log":
+        logs[svc].append(r)
+last = {}
+for r in rows:
+    if r["signal"] == "metric" and r["name"] == "gatehouse.decisions":
+        last[(r["resource"]["service.name"], json.dumps(r["attributes"], sort_keys=True))] = r["value"]
+metric_sum = collections.Counter()
+for (svc, _), v in last.items():
+    metric_sum[svc] += v
+fails = []
+passes = []
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    (passes if cond else fails).append(what)
+for svc, transport in (("eval-http", "http"), ("eval-grpc", "grpc")):
+    got = logs[svc]
+    check(len(got) == 40, f"{svc}: 40 decision events arrived once each (got {len(got)})")
+    check(all(r["transport"] == transport and r["event_name"] == "gatehouse.decision" for r in got), f"{svc}: over {transport}, named gatehouse.decision")
+    check(metric_sum[svc] == 40, f"{svc}: gatehouse.decisions sums to 40 (got {metric_sum[svc]})")
+    dns = sorted(r["attributes"].get("dns.question.name", "") for r in got if r["attributes"]["gatehouse.query.kind"] == "dns")
+    check(dns == sorted(f"exfil{i}.attacker.example" for i in range(1, 11)), f"{svc}: each dns name once")
+    conn = [r for r in got if r["attributes"]["gatehouse.query.kind"] == "connect"]
+    check(all(r["attributes"].get("server.address") == "github.com" and r["attributes"].get("server.port") == 443
+              and r["attributes"]["gatehouse.decision"] == "allow" and r["attributes"].get("gatehouse.rule", "").endswith(":11:5") for r in conn),
+          f"{svc}: connect events carry server.address, server.port, the decision and the rule")
+    mcp = [r for r in got if r["attributes"]["gatehouse.query.kind"] == "mcp"]
+    check(all(r["attributes"].get("gen_ai.tool.name") == "delete_repo" and r["attributes"].get("gatehouse.escalation") == "user" for r in mcp),
+          f"{svc}: mcp events carry the tool and the escalation")
+text = json.dumps(logs["eval-http"])
+check("secret-branch" not in text and "process.command_line" not in text, "eval-http: no command line without --otel-log-commands")
+lines = [r["attributes"].get("process.command_line") for r in logs["eval-grpc"] if r["attributes"]["gatehouse.query.kind"] == "exec"]
+check(len(lines) == 10 and all(l and l.startswith("git ") for l in lines), "eval-grpc: command lines with --otel-log-commands (masked as the policy says)")
+eg = logs["egress-ci"]
+allowed = [r for r in eg if r["attributes"].get("server.address") == "allowed.test"]
+denied = [r for r in eg if r["attributes"]["gatehouse.decision"] == "deny"]
+check(len(eg) == 20 and len(allowed) == 8 and len(denied) == 12, f"egress: 20 decisions after SIGTERM (8 allowed, 12 denied; got {len(eg)}, {len(allowed)}, {len(denied)})")
+check(all(r["resource"].get("deployment.environment.name") == "ci" for r in eg), "egress: the environment label on everything")
+check(metric_sum["egress-ci"] == 20, f"egress: gatehouse.decisions sums to 20 (got {metric_sum['egress-ci']})")
+reqs = {json.dumps(r["attributes"]): r["value"] for r in rows if r["signal"] == "metric" and r["name"] == "gatehouse.egress.requests" and r["resource"]["service.name"] == "egress-ci"}
+check(reqs.get(json.dumps({"gatehouse.request.kind": "http"})) == 20, f"egress: gatehouse.egress.requests http = 20 (got {reqs})")
+print(f"otel: {len(passes)} passed, {len(fails)} failed")
+sys.exit(1 if fails else 0)
+PY
