@@ -326,6 +326,7 @@ pub enum Import {
 Examples:
   policyc import zerocode ~/.zerocode/config.toml > agent.policy
   policyc import zerocode config.toml --requirements /etc/zerocode/requirements.toml --profile ci
+  policyc import zerocode config.toml --telemetry telemetry.toml > agent.policy
 
 The policy text goes to standard output; warnings and errors, each with its
 file and line, to standard error. The output is checked before it is
@@ -341,6 +342,11 @@ written: an import never succeeds with text that `policyc check` refuses.")]
         /// file
         #[arg(long, value_name = "NAME|FILE")]
         profile: Option<String>,
+        /// Also write the config's `[otel]` block as gatehouse's telemetry
+        /// settings to FILE (docs/telemetry.md); header tokens stay
+        /// environment references
+        #[arg(long, value_name = "FILE")]
+        telemetry: Option<String>,
     },
     /// A Zoo sandbox service policy (JSON)
     #[command(after_help = "\

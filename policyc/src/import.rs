@@ -15,11 +15,30 @@ pub fn run(cmd: &ImportCmd) -> Exit {
             config,
             requirements,
             profile,
+            telemetry,
         } => {
             let text = match read(config) {
                 Ok(t) => t,
                 Err(e) => return e,
             };
+            let otel = gatehouse::import::zerocode::telemetry(&text);
+            match (telemetry, &otel) {
+                (Some(out), Some(t)) => {
+                    for n in &t.notes {
+                        errln!("warning: {config}:{}: {}", n.line, n.message);
+                    }
+                    if let Err(e) = std::fs::write(out, &t.text) {
+                        return Exit::Usage(format!("cannot write `{out}`: {e}"));
+                    }
+                }
+                (Some(out), None) => {
+                    errln!("warning: {config}: no `[otel]` block: `{out}` is not written");
+                }
+                (None, Some(_)) => errln!(
+                    "warning: {config}: `[otel]` is telemetry, not policy: give `--telemetry FILE` to write it as gatehouse's telemetry settings (docs/telemetry.md)"
+                ),
+                (None, None) => {}
+            }
             let req_text = match requirements.as_deref().map(read).transpose() {
                 Ok(r) => r,
                 Err(e) => return e,

@@ -72,6 +72,28 @@ for _ in $(seq 50); do grep -q "http proxy on" "$work/egress.err" 2>/dev/null &&
 kill -TERM "$egress"
 wait "$egress" || { echo "gatehouse-egress exited $? on SIGTERM"; cat "$work/egress.err"; exit 1; }
 
+# 4. `policyc import zerocode --telemetry` on the seed's [otel] examples:
+# settings the daemon accepts, with no token in them. The gRPC example's
+# collector is moved to the local receiver (nothing leaves the machine); its
+# literal header comes from the variable the import names.
+for f in zc-otel zc-otel-exporter zc-otel-grpc; do
+  "$BIN/policyc" import zerocode "tests/data/import/$f.toml" --telemetry "$work/$f.otel.toml" > /dev/null 2> "$work/$f.import.err"
+done
+if grep -l "abc123" "$work"/*.otel.toml; then echo "FAIL a header token was copied into the settings"; exit 1; fi
+grep -q '"${OTLP_TOKEN}"' "$work/zc-otel-exporter.otel.toml" || { echo "FAIL the \${OTLP_TOKEN} reference was not kept"; exit 1; }
+sed -i "s#https://otel.example.com:4317#http://127.0.0.1:$GRPC#" "$work/zc-otel-grpc.otel.toml"
+for f in zc-otel zc-otel-grpc; do
+  PORT=$(free_port)
+  OTEL_SERVICE_NAME="import-$f" GATEHOUSE_OTEL_HEADER_X_OTLP_META=abc123 \
+    "$BIN/gatehouse-egress" --policy "$work/egress.policy" --http "127.0.0.1:$PORT" \
+    --upstream-dns 127.0.0.1:9 --otel "$work/$f.otel.toml" > /dev/null 2> "$work/$f.egress.err" &
+  p=$!
+  for _ in $(seq 50); do grep -q "http proxy on" "$work/$f.egress.err" 2>/dev/null && break; sleep 0.1; done
+  grep -q "http proxy on" "$work/$f.egress.err" || { echo "FAIL gatehouse-egress refused the imported $f settings"; cat "$work/$f.egress.err"; exit 1; }
+  curl -s -o /dev/null --max-time 5 -x "http://127.0.0.1:$PORT" "http://denied.test/" || true
+  kill -TERM "$p"; wait "$p"
+done
+
 python3 - "$out" <<'PY'
 import collections, json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
@@ -118,6 +140,10 @@ check(all(r["resource"].get("deployment.environment.name") == "ci" for r in eg),
 check(metric_sum["egress-ci"] == 20, f"egress: gatehouse.decisions sums to 20 (got {metric_sum['egress-ci']})")
 reqs = {json.dumps(r["attributes"]): r["value"] for r in rows if r["signal"] == "metric" and r["name"] == "gatehouse.egress.requests" and r["resource"]["service.name"] == "egress-ci"}
 check(reqs.get(json.dumps({"gatehouse.request.kind": "http"})) == 20, f"egress: gatehouse.egress.requests http = 20 (got {reqs})")
+imp = logs["import-zc-otel-grpc"]
+check(len(imp) == 1 and imp[0]["headers"].get("x-otlp-meta") == "abc123",
+      "import: the daemon runs the imported gRPC settings, its header from the variable the import named")
+check(not logs["import-zc-otel"], "import: exporter = none sends nothing")
 print(f"otel: {len(passes)} passed, {len(fails)} failed")
 sys.exit(1 if fails else 0)
 PY

@@ -7,7 +7,8 @@ library's HTTP server. Every log record and every metric data point it gets
 is written as one JSON line to OUT:
 
   {"signal": "log", "transport": "grpc"|"http", "resource": {...},
-   "event_name": ..., "body": ..., "attributes": {...}}
+   "event_name": ..., "body": ..., "attributes": {...},
+   "headers": {the request's x-* headers or gRPC metadata}}
   {"signal": "metric", "transport": ..., "resource": {...}, "name": ...,
    "kind": "sum"|"histogram"|"gauge", "value": N, "count": N, "attributes": {...}}
 
@@ -54,7 +55,7 @@ def write(rows):
             f.write(json.dumps(r, sort_keys=True) + "\n")
 
 
-def logs(req, transport):
+def logs(req, transport, headers=None):
     rows = []
     for rl in req.resource_logs:
         res = attrs(rl.resource.attributes)
@@ -65,6 +66,7 @@ def logs(req, transport):
                     "scope": sl.scope.name, "event_name": r.event_name,
                     "body": value(r.body), "attributes": attrs(r.attributes),
                     "time_unix_nano": r.time_unix_nano,
+                    "headers": headers or {},
                 })
     write(rows)
 
@@ -96,7 +98,8 @@ def hang():
 class Logs(logs_service_pb2_grpc.LogsServiceServicer):
     def Export(self, request, context):
         hang()
-        logs(request, "grpc")
+        meta = {k: v for k, v in context.invocation_metadata() if k.startswith("x-")}
+        logs(request, "grpc", meta)
         return logs_service_pb2.ExportLogsServiceResponse()
 
 
@@ -120,7 +123,7 @@ class Http(BaseHTTPRequestHandler):
         if self.path == "/v1/logs":
             req = logs_service_pb2.ExportLogsServiceRequest()
             req.ParseFromString(body)
-            logs(req, "http")
+            logs(req, "http", {k.lower(): v for k, v in self.headers.items() if k.lower().startswith("x-")})
             resp = logs_service_pb2.ExportLogsServiceResponse()
         elif self.path == "/v1/metrics":
             req = metrics_service_pb2.ExportMetricsServiceRequest()

@@ -10,9 +10,12 @@
 mod config;
 mod keys;
 mod mcp;
+mod otel;
 mod permissions;
 mod read;
 mod requirements;
+
+pub use otel::{Telemetry, telemetry};
 
 use std::fmt::Write as _;
 
