@@ -43,6 +43,10 @@ pub struct DecisionEvent<'a> {
     /// JSON log).
     #[serde(skip)]
     pub elapsed: std::time::Duration,
+    /// The query with the policy's masks applied, typed (for sinks that
+    /// want fields rather than JSON; not written to a JSON log).
+    #[serde(skip)]
+    pub masked: &'a Query,
 }
 
 /// `approved`/`denied`/`pending`, and who decided.
@@ -82,6 +86,13 @@ pub trait DecisionSink: Send + Sync {
         true
     }
 
+    /// Whether the sink reads the event's JSON (`query` and `time`). A sink
+    /// that reads only the typed fields ([`DecisionEvent::masked`]) says
+    /// `false`, and the JSON is not built for it.
+    fn wants_json(&self) -> bool {
+        true
+    }
+
     /// An embedder's own record beside the decisions (a proxy's access
     /// record of a request: what was asked and how it ended), written as
     /// one JSON line in the same stream. The default drops it.
@@ -100,6 +111,9 @@ impl DecisionSink for Tee {
     }
     fn enabled(&self) -> bool {
         self.0.iter().any(|s| s.enabled())
+    }
+    fn wants_json(&self) -> bool {
+        self.0.iter().any(|s| s.enabled() && s.wants_json())
     }
     fn record_other(&self, record: &serde_json::Value) {
         for s in self.0.iter().filter(|s| s.enabled()) {
@@ -247,11 +261,18 @@ impl PolicySet {
         if !sink.enabled() {
             return;
         }
+        let masked = masked_query(query, &policy.log_masks);
+        let json = sink.wants_json();
         let event = DecisionEvent {
-            time: now_rfc3339(),
+            time: if json { now_rfc3339() } else { String::new() },
             policy: policy.name(),
             revision: self.revision(),
-            query: masked(query, &policy.log_masks),
+            query: if json {
+                serde_json::to_value(&*masked).unwrap_or(serde_json::Value::Null)
+            } else {
+                serde_json::Value::Null
+            },
+            masked: &masked,
             decision: d.outcome.as_str(),
             reason: d.reason.as_str(),
             rule: d.rule.and_then(|r| self.rule(r)),
@@ -294,12 +315,16 @@ fn tool_decision(q: &Query, d: &Decision) -> Option<ToolDecision> {
     })
 }
 
-/// The query as JSON with the masked fields replaced, shape kept.
-pub(crate) fn masked(q: &Query, masks: &[LogField]) -> serde_json::Value {
+/// The query with the masked fields replaced, shape kept; borrowed when
+/// nothing is masked.
+fn masked_query<'q>(q: &'q Query, masks: &[LogField]) -> std::borrow::Cow<'q, Query> {
+    if masks.is_empty() {
+        return std::borrow::Cow::Borrowed(q);
+    }
     let on = |f: LogField| masks.contains(&f);
     let mut q = q.clone();
     mask_query(&mut q, &on, false);
-    serde_json::to_value(&q).unwrap_or(serde_json::Value::Null)
+    std::borrow::Cow::Owned(q)
 }
 
 fn mask_argv(argv: &mut [String]) {
@@ -359,9 +384,28 @@ fn mask_query(q: &mut Query, on: &dyn Fn(LogField) -> bool, all: bool) {
 /// The current time as RFC 3339 UTC (`2026-11-29T19:30:00Z`).
 /// The time now, RFC 3339 in UTC to the second (the `time` of every record).
 pub fn now_rfc3339() -> String {
+    thread_local! {
+        // The last second formatted on this thread: a busy logger formats
+        // each second once.
+        static LAST: std::cell::RefCell<(u64, String)> = const {
+            std::cell::RefCell::new((u64::MAX, String::new()))
+        };
+    }
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
+    LAST.with(|last| match last.try_borrow_mut() {
+        Ok(l) if l.0 == secs => l.1.clone(),
+        Ok(mut l) => {
+            let text = rfc3339(secs);
+            *l = (secs, text.clone());
+            text
+        }
+        Err(_) => rfc3339(secs),
+    })
+}
+
+fn rfc3339(secs: u64) -> String {
     let (days, rem) = (secs / 86_400, secs % 86_400);
     // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
     let z = days as i64 + 719_468;
@@ -391,6 +435,10 @@ mod tests {
         let t = now_rfc3339();
         assert_eq!(t.len(), 20, "{t}");
         assert!(t.starts_with("20") && t.ends_with('Z'), "{t}");
+    }
+
+    fn masked(q: &Query, masks: &[LogField]) -> serde_json::Value {
+        serde_json::to_value(&*masked_query(q, masks)).unwrap_or(serde_json::Value::Null)
     }
 
     #[test]

@@ -33,18 +33,10 @@ use gatehouse_egress::testing;
 #[path = "support/load.rs"]
 mod load;
 
-use load::{Proc, Run, fmt_us};
+use load::{Proc, Run, fmt_us, free_port};
 
 /// Domains in every proxy's allow list besides `allowed.test`.
 const DOMAINS: usize = 1000;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 fn wait_port(p: &mut Proc, port: u16) {
     p.wait_until(|| std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());

@@ -255,7 +255,7 @@ impl Policies {
             trusted,
             name,
             store: PolicyStore::new(set),
-            access_log: log.is_some(),
+            access_log: log.as_ref().is_some_and(|l| l.wants_json()),
             sink: log.unwrap_or_else(|| Arc::new(Discard)),
             bypass,
             requests: AtomicU64::new(0),

@@ -22,7 +22,10 @@
 //! ```
 
 mod event;
+mod send;
 mod settings;
+mod tally;
+mod wire;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,7 +33,7 @@ use std::time::Duration;
 
 use gatehouse::log::{DecisionEvent, DecisionSink};
 pub use opentelemetry::KeyValue;
-use opentelemetry::metrics::{Counter, Histogram, MeterProvider as _};
+use opentelemetry::metrics::MeterProvider as _;
 use opentelemetry_otlp::{WithExportConfig as _, WithHttpConfig as _, WithTonicConfig as _};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
@@ -63,15 +66,29 @@ struct Counts {
     sent: AtomicU64,
     /// Events dropped at a full queue.
     queue_full: AtomicU64,
-    /// Events of an export that failed or timed out.
+    /// Events of an export that failed or timed out, or still queued or in
+    /// flight when shutdown's bound ran out.
     failed: AtomicU64,
+    /// Events handed to the queue.
+    queued: AtomicU64,
+    /// The last export arrived (a waiting sink waits only then).
+    healthy: std::sync::atomic::AtomicBool,
+    /// Shutdown has begun: the export tries once more, whatever its wait.
+    stopping: std::sync::atomic::AtomicBool,
+    /// A decision has woken the export early since it last drained (one
+    /// wake-up per fill, not one per decision).
+    woken: std::sync::atomic::AtomicBool,
 }
 
 struct Live {
     tx: tokio::sync::mpsc::Sender<event::Msg>,
+    /// Wakes the export early when the queue fills (it otherwise wakes on
+    /// a tick: no wake-up, no system call, per decision).
+    wake: Arc<tokio::sync::Notify>,
+    /// Free places below which a decision wakes the export.
+    low_water: usize,
     counts: Arc<Counts>,
-    decisions: Counter<u64>,
-    latency: Histogram<f64>,
+    decisions: Arc<tally::Tally>,
     meters: SdkMeterProvider,
     worker: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
     runtime: std::sync::Mutex<Option<tokio::runtime::Runtime>>,
@@ -126,14 +143,24 @@ impl Telemetry {
                 })?,
             handle: runtime.handle().clone(),
         };
+        let json = settings.exporter == Exporter::OtlpHttp && settings.protocol == Encoding::Json;
         let (logs, metrics) = runtime.block_on(async {
-            let logs = log_exporter(settings, &headers, client.clone());
+            let logs = if json {
+                log_exporter(settings, &headers, client.clone()).map(|mut e| {
+                    opentelemetry_sdk::logs::LogExporter::set_resource(&mut e, &resource);
+                    event::Logs::Sdk(Box::new(e))
+                })
+            } else {
+                send::Sender::new(settings, &headers, &client).map(|sender| event::Logs::Wire {
+                    sender,
+                    resource: wire::Resource::from_sdk(&resource),
+                })
+            };
             let metrics = metric_exporter(settings, &headers, client);
             (logs, metrics)
         });
-        let mut logs = logs?;
+        let logs = logs?;
         let metrics = metrics?;
-        opentelemetry_sdk::logs::LogExporter::set_resource(&mut logs, &resource);
         let reader = PeriodicReader::builder(metrics)
             .with_interval(settings.metric_interval())
             .build();
@@ -142,10 +169,28 @@ impl Telemetry {
             .with_reader(reader)
             .build();
         let meter = meters.meter("gatehouse");
-        let decisions = meter
-            .u64_counter("gatehouse.decisions")
+        // Counted on the deciding thread in a table of atomics, read when
+        // metrics are collected: exact even when events are dropped, and
+        // no SDK work per decision.
+        let decisions = Arc::new(tally::Tally::default());
+        let t = decisions.clone();
+        let _decisions = meter
+            .u64_observable_counter("gatehouse.decisions")
             .with_description("Decisions, by policy, outcome, reason and query kind")
             .with_unit("{decision}")
+            .with_callback(move |o| {
+                t.each(|policy, decision, reason, kind, n| {
+                    o.observe(
+                        n,
+                        &[
+                            KeyValue::new("gatehouse.policy", policy.to_string()),
+                            KeyValue::new("gatehouse.decision", decision),
+                            KeyValue::new("gatehouse.reason", reason),
+                            KeyValue::new("gatehouse.query.kind", kind),
+                        ],
+                    );
+                });
+            })
             .build();
         let latency = meter
             .f64_histogram("gatehouse.decision.duration")
@@ -155,7 +200,10 @@ impl Telemetry {
                 1e-7, 2.5e-7, 5e-7, 1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 1e-3, 1e-2,
             ])
             .build();
-        let counts = Arc::new(Counts::default());
+        let counts = Arc::new(Counts {
+            healthy: std::sync::atomic::AtomicBool::new(true),
+            ..Counts::default()
+        });
         let c = counts.clone();
         let _dropped = meter
             .u64_observable_counter("gatehouse.telemetry.dropped")
@@ -173,18 +221,22 @@ impl Telemetry {
             })
             .build();
         let (tx, rx) = tokio::sync::mpsc::channel(settings.queue_capacity());
+        let wake = Arc::new(tokio::sync::Notify::new());
         let worker = runtime.spawn(event::export_loop(
             rx,
+            wake.clone(),
             logs,
             counts.clone(),
             settings.export_timeout(),
+            latency,
         ));
         Ok(Telemetry {
             live: Some(Arc::new(Live {
                 tx,
+                low_water: settings.queue_capacity() / 2,
+                wake,
                 counts,
                 decisions,
-                latency,
                 meters,
                 worker: std::sync::Mutex::new(Some(worker)),
                 runtime: std::sync::Mutex::new(Some(runtime)),
@@ -203,6 +255,19 @@ impl Telemetry {
         Arc::new(OtelSink {
             live: self.live.clone(),
             extra: Vec::new(),
+            wait_when_full: false,
+        })
+    }
+
+    /// The sink of a batch program (`policyc eval`): when the queue is full
+    /// a decision waits for the export instead of dropping its event, so
+    /// the whole stream arrives. Never for a daemon, and never from inside
+    /// an async runtime (it blocks the thread).
+    pub fn sink_waiting(&self) -> Arc<OtelSink> {
+        Arc::new(OtelSink {
+            live: self.live.clone(),
+            extra: Vec::new(),
+            wait_when_full: true,
         })
     }
 
@@ -212,6 +277,7 @@ impl Telemetry {
         Arc::new(OtelSink {
             live: self.live.clone(),
             extra: vec![(key, value.to_string())],
+            wait_when_full: false,
         })
     }
 
@@ -287,17 +353,37 @@ impl Telemetry {
         let runtime = l.runtime.lock().ok().and_then(|mut r| r.take());
         let Some(runtime) = runtime else { return };
         // The worker exports everything queued before the marker, then ends.
+        l.counts.stopping.store(true, Ordering::Relaxed);
         runtime.block_on(async {
+            l.wake.notify_one();
             let _ = tokio::time::timeout_at(deadline.into(), l.tx.send(event::Msg::Stop)).await;
+            l.wake.notify_one();
             if let Some(w) = worker {
                 let _ = tokio::time::timeout_at(deadline.into(), w).await;
             }
         });
+        // What the bound left behind (queued, or in an export that did not
+        // finish) is lost: counted with the failed.
+        let c = &l.counts;
+        let done = c.sent.load(Ordering::Relaxed) + c.failed.load(Ordering::Relaxed);
+        let left_behind = c.queued.load(Ordering::Relaxed).saturating_sub(done);
+        c.failed.fetch_add(left_behind, Ordering::Relaxed);
+        // The metrics' last values, in what is left of the bound: the
+        // SDK's reader may wait on a hanging collector past the timeout it
+        // is given, so it is waited for on a thread of its own.
         let left = deadline.saturating_duration_since(std::time::Instant::now());
-        let _ = l
-            .meters
-            .shutdown_with_timeout(left.max(Duration::from_millis(100)));
-        runtime.shutdown_timeout(Duration::from_millis(100));
+        let meters = l.meters.clone();
+        let (done, wait) = std::sync::mpsc::channel();
+        let flushed = std::thread::Builder::new()
+            .name("gatehouse-otel-flush".into())
+            .spawn(move || {
+                let _ = meters.shutdown_with_timeout(left);
+                let _ = done.send(());
+            });
+        if flushed.is_ok() {
+            let _ = wait.recv_timeout(left);
+        }
+        runtime.shutdown_background();
     }
 }
 
@@ -305,35 +391,49 @@ impl Telemetry {
 pub struct OtelSink {
     live: Option<Arc<Live>>,
     extra: Vec<(&'static str, String)>,
+    wait_when_full: bool,
 }
 
 impl DecisionSink for OtelSink {
     fn record(&self, e: &DecisionEvent<'_>) {
         let Some(l) = &self.live else { return };
-        let kind = e.query.get("kind").and_then(|k| k.as_str()).unwrap_or("");
-        let kind = event::kind_word(kind);
-        let attrs = [
-            KeyValue::new("gatehouse.policy", e.policy.to_string()),
-            KeyValue::new("gatehouse.decision", e.decision),
-            KeyValue::new("gatehouse.reason", e.reason),
-            KeyValue::new("gatehouse.query.kind", kind),
-        ];
-        l.decisions.add(1, &attrs);
-        l.latency.record(
-            e.elapsed.as_secs_f64(),
-            &[
-                KeyValue::new("gatehouse.policy", e.policy.to_string()),
-                KeyValue::new("gatehouse.query.kind", kind),
-            ],
-        );
-        let ev = event::Event::from_decision(e, kind, l.log_commands, &self.extra);
-        if l.tx.try_send(event::Msg::Event(ev)).is_err() {
+        l.decisions
+            .add(e.policy, e.decision, e.reason, e.masked.kind());
+        let wait = self.wait_when_full && l.counts.healthy.load(Ordering::Relaxed);
+        if !wait && l.tx.capacity() == 0 {
+            // Full (a slow, hanging or refusing collector): counted, and
+            // nothing built that would only be dropped.
             l.counts.queue_full.fetch_add(1, Ordering::Relaxed);
+            return;
         }
+        let ev = event::Event::from_decision(e, l.log_commands, &self.extra);
+        if l.tx.capacity() < l.low_water
+            && l.counts.healthy.load(Ordering::Relaxed)
+            && !l.counts.woken.swap(true, Ordering::Relaxed)
+        {
+            l.wake.notify_one();
+        }
+        let sent = if wait {
+            // A batch program (`policyc eval`): the whole stream is
+            // exported; a full queue waits for the export.
+            l.tx.blocking_send(event::Msg::Event(ev)).is_ok()
+        } else {
+            l.tx.try_send(event::Msg::Event(ev)).is_ok()
+        };
+        let counter = if sent {
+            &l.counts.queued
+        } else {
+            &l.counts.queue_full
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
     }
 
     fn enabled(&self) -> bool {
         self.live.is_some()
+    }
+
+    fn wants_json(&self) -> bool {
+        false
     }
 }
 

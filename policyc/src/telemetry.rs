@@ -16,7 +16,7 @@ impl Telemetry {
     pub fn sink(&self) -> Option<Arc<dyn gatehouse::log::DecisionSink>> {
         #[cfg(feature = "otel")]
         if self.inner.is_on() {
-            let s: Arc<dyn gatehouse::log::DecisionSink> = self.inner.sink();
+            let s: Arc<dyn gatehouse::log::DecisionSink> = self.inner.sink_waiting();
             return Some(s);
         }
         None

@@ -43,6 +43,11 @@ OTEL_SERVICE_NAME=eval-grpc OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$GRPC"
   "$BIN/policyc" eval tests/data/spec-agent.policy --policy coding-agent \
   --queries "$queries" --otel-log-commands > "$work/eval2.jsonl"
 
+# 2b. a stream of 20 000 decisions, more than twice the queue: all arrive.
+python3 -c 'for i in range(20000): print(f"dns n{i}.example")' > "$work/stream.txt"
+OTEL_SERVICE_NAME=eval-stream "$BIN/policyc" eval tests/data/spec-agent.policy --policy coding-agent \
+  --queries "$work/stream.txt" --otel-exporter otlp-grpc --otel-endpoint "http://127.0.0.1:$GRPC" > /dev/null
+
 # 3. the proxy over gRPC: 8 allowed and 12 denied requests, then SIGTERM
 # with events queued (the metric interval is long: only the flush sends them).
 cat > "$work/egress.policy" <<'P'
@@ -140,6 +145,9 @@ check(all(r["resource"].get("deployment.environment.name") == "ci" for r in eg),
 check(metric_sum["egress-ci"] == 20, f"egress: gatehouse.decisions sums to 20 (got {metric_sum['egress-ci']})")
 reqs = {json.dumps(r["attributes"]): r["value"] for r in rows if r["signal"] == "metric" and r["name"] == "gatehouse.egress.requests" and r["resource"]["service.name"] == "egress-ci"}
 check(reqs.get(json.dumps({"gatehouse.request.kind": "http"})) == 20, f"egress: gatehouse.egress.requests http = 20 (got {reqs})")
+stream = logs["eval-stream"]
+check(len(stream) == 20000 and len({r["attributes"]["dns.question.name"] for r in stream}) == 20000,
+      f"eval-stream: all 20000 decisions of a stream larger than the queue arrived once (got {len(stream)})")
 imp = logs["import-zc-otel-grpc"]
 check(len(imp) == 1 and imp[0]["headers"].get("x-otlp-meta") == "abc123",
       "import: the daemon runs the imported gRPC settings, its header from the variable the import named")

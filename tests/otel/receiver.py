@@ -12,9 +12,11 @@ is written as one JSON line to OUT:
   {"signal": "metric", "transport": ..., "resource": {...}, "name": ...,
    "kind": "sum"|"histogram"|"gauge", "value": N, "count": N, "attributes": {...}}
 
-Usage: receiver.py --grpc PORT --http PORT --out FILE [--hang SECONDS]
+Usage: receiver.py --grpc PORT --http PORT --out FILE [--hang SECONDS] [--count-only]
 With --hang every export waits that long before it is answered (a collector
-that hangs). Listens on 127.0.0.1 only.
+that hangs). With --count-only log records are decoded and counted, not
+written (load runs), and `GET /count` on the HTTP port answers
+{"logs": N}. Listens on 127.0.0.1 only.
 """
 
 import argparse
@@ -32,6 +34,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_serv
 
 LOCK = threading.Lock()
 ARGS = None
+COUNT = 0
 
 
 def value(v):
@@ -56,6 +59,12 @@ def write(rows):
 
 
 def logs(req, transport, headers=None):
+    global COUNT
+    if ARGS.count_only:
+        n = sum(len(sl.log_records) for rl in req.resource_logs for sl in rl.scope_logs)
+        with LOCK:
+            COUNT += n
+        return
     rows = []
     for rl in req.resource_logs:
         res = attrs(rl.resource.attributes)
@@ -72,6 +81,8 @@ def logs(req, transport, headers=None):
 
 
 def metrics(req, transport):
+    if ARGS.count_only:
+        return
     rows = []
     for rm in req.resource_metrics:
         res = attrs(rm.resource.attributes)
@@ -117,6 +128,13 @@ class Traces(trace_service_pb2_grpc.TraceServiceServicer):
 
 
 class Http(BaseHTTPRequestHandler):
+    def do_GET(self):
+        out = json.dumps({"logs": COUNT}).encode()
+        self.send_response(200 if self.path == "/count" else 404)
+        self.send_header("content-length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("content-length", "0")))
         hang()
@@ -154,6 +172,7 @@ def main():
     p.add_argument("--http", type=int, required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--hang", type=float, default=0)
+    p.add_argument("--count-only", action="store_true")
     ARGS = p.parse_args()
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
     logs_service_pb2_grpc.add_LogsServiceServicer_to_server(Logs(), server)

@@ -4,6 +4,16 @@
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 
+/// A loopback TCP port free now.
+#[allow(dead_code)] // host_compare binds inside namespaces instead
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 pub struct Proc {
     pub name: &'static str,
     pub child: Child,
