@@ -120,6 +120,8 @@ struct HostArgs {
     /// Ship decision records to this URL too (HTTP POST of JSON lines).
     #[arg(long, value_name = "URL", value_parser = http_url)]
     log_url: Option<String>,
+    #[command(flatten)]
+    otel: OtelArgs,
 }
 
 /// The policy, its decision log, and the fleet: every mode's.
@@ -458,6 +460,14 @@ fn host(args: &HostArgs) -> i32 {
     config.state_dir = args.state.clone();
     config.trusted_keys = args.trusted_keys.clone();
     config.log_url = args.log_url.clone();
+    config.telemetry = match args.otel.start("gatehouse-egress") {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("gatehouse-egress: {e}");
+            return 2;
+        }
+    };
+    let telemetry = config.telemetry.clone();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(default_threads())
         .enable_all()
@@ -469,7 +479,7 @@ fn host(args: &HostArgs) -> i32 {
             return 1;
         }
     };
-    rt.block_on(async move {
+    let code = rt.block_on(async move {
         match gatehouse_egress::host::start(config).await {
             Ok(r) => {
                 let n = r.table.load().sandboxes().count();
@@ -480,7 +490,7 @@ fn host(args: &HostArgs) -> i32 {
                 if let Some(a) = r.metrics {
                     eprintln!("gatehouse-egress: metrics on http://{a}/metrics");
                 }
-                let _ = tokio::signal::ctrl_c().await;
+                stopped().await;
                 0
             }
             Err(e) => {
@@ -488,7 +498,10 @@ fn host(args: &HostArgs) -> i32 {
                 1
             }
         }
-    })
+    });
+    drop(rt);
+    telemetry.shutdown(Duration::from_secs(5));
+    code
 }
 
 async fn serve(config: Config) -> i32 {

@@ -18,7 +18,7 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import grpc, opentele
 fi
 work=$(mktemp -d /tmp/gatehouse-otel-XXXXXX)
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; ip link del ghotel-a 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 GRPC=$(free_port); HTTP=$(free_port); PROXY=$(free_port)
@@ -99,6 +99,32 @@ for f in zc-otel zc-otel-grpc; do
   kill -TERM "$p"; wait "$p"
 done
 
+# 5. host mode: a sandbox's DNS question, decided with its policy, carries
+# its id. The sandbox address sits on a veth pair in this namespace (root).
+printf 'networks = ["10.203.0.0/24"]\n\n[[sandbox]]\nid = "ci-7"\naddresses = ["10.203.0.2"]\npolicy = "egress.policy"\n' > "$work/sandboxes.toml"
+ip link add ghotel-a type veth peer name ghotel-b
+ip link set ghotel-a up; ip link set ghotel-b up
+ip addr add 10.203.0.1/24 dev ghotel-a; ip addr add 10.203.0.2/24 dev ghotel-b
+DNSPORT=$(free_port)
+OTEL_SERVICE_NAME=host-ci "$BIN/gatehouse-egress" host --sandboxes "$work/sandboxes.toml" --no-nftables \
+  --transparent-port 0 --dns-port "$DNSPORT" --upstream-dns 127.0.0.1:9 \
+  --otel-exporter otlp-grpc --otel-endpoint "http://127.0.0.1:$GRPC" > /dev/null 2> "$work/host.err" &
+hostp=$!
+for _ in $(seq 50); do grep -q "host mode for" "$work/host.err" 2>/dev/null && break; sleep 0.1; done
+python3 - "$DNSPORT" <<'DNS'
+import socket, struct, sys
+q = struct.pack(">HHHHHH", 0x1234, 0x0100, 1, 0, 0, 0) + b"".join(
+    bytes([len(p)]) + p.encode() for p in "exfil.attacker.example".split(".")) + b"\x00" + struct.pack(">HH", 1, 1)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("10.203.0.2", 0)); s.settimeout(1)
+s.sendto(q, ("10.203.0.1", int(sys.argv[1])))
+try:
+    s.recvfrom(512)
+except OSError:
+    pass
+DNS
+kill -TERM "$hostp"; wait "$hostp" || { echo "host mode exited $? on SIGTERM"; cat "$work/host.err"; exit 1; }
+
 python3 - "$out" <<'PY'
 import collections, json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
@@ -148,6 +174,11 @@ check(reqs.get(json.dumps({"gatehouse.request.kind": "http"})) == 20, f"egress: 
 stream = logs["eval-stream"]
 check(len(stream) == 20000 and len({r["attributes"]["dns.question.name"] for r in stream}) == 20000,
       f"eval-stream: all 20000 decisions of a stream larger than the queue arrived once (got {len(stream)})")
+host = logs["host-ci"]
+check(len(host) == 1 and host[0]["attributes"].get("gatehouse.sandbox") == "ci-7"
+      and host[0]["attributes"].get("dns.question.name", "").startswith("exfil.attacker.example")
+      and host[0]["attributes"]["gatehouse.decision"] == "deny",
+      f"host mode: the sandbox's decision carries gatehouse.sandbox (got {[r['attributes'] for r in host]})")
 imp = logs["import-zc-otel-grpc"]
 check(len(imp) == 1 and imp[0]["headers"].get("x-otlp-meta") == "abc123",
       "import: the daemon runs the imported gRPC settings, its header from the variable the import named")

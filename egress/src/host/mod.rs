@@ -79,6 +79,8 @@ pub struct Shared {
     pub timeouts: crate::relay::Timeouts,
     /// Client connections open at once on the transparent listener.
     pub max_connections: usize,
+    /// OpenTelemetry export: each sandbox's decisions carry its id.
+    pub telemetry: gatehouse_otel::Telemetry,
 }
 
 /// A decision sink that writes each record with the sandbox's id.
@@ -322,6 +324,15 @@ impl SandboxTable {
                     inner,
                 }) as Arc<dyn DecisionSink>
             });
+            let log = match (log, shared.telemetry.is_on()) {
+                (log, false) => log,
+                (None, true) => Some(shared.telemetry.sink_with("gatehouse.sandbox", &entry.id)
+                    as Arc<dyn DecisionSink>),
+                (Some(json), true) => Some(Arc::new(gatehouse::log::Tee(vec![
+                    json,
+                    shared.telemetry.sink_with("gatehouse.sandbox", &entry.id),
+                ])) as Arc<dyn DecisionSink>),
+            };
             let tally = Arc::new(crate::metrics::Tally::default());
             let policies = Policies::open(
                 PolicyOptions {
@@ -438,6 +449,7 @@ mod tests {
             resolver: Arc::new(resolver),
             timeouts: crate::relay::Timeouts::default(),
             max_connections: 16,
+            telemetry: gatehouse_otel::Telemetry::off(),
         };
         SandboxTable::load(&path, &shared, None)
     }

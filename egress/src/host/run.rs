@@ -54,6 +54,9 @@ pub struct HostConfig {
     pub trusted_keys: Vec<PathBuf>,
     /// Ship decision records to this URL too (HTTP POST of JSON lines).
     pub log_url: Option<String>,
+    /// OpenTelemetry export (docs/telemetry.md): each decision with its
+    /// `gatehouse.sandbox`; started by the caller, outside any runtime.
+    pub telemetry: gatehouse_otel::Telemetry,
 }
 
 impl HostConfig {
@@ -74,6 +77,7 @@ impl HostConfig {
             state_dir: None,
             trusted_keys: Vec::new(),
             log_url: None,
+            telemetry: gatehouse_otel::Telemetry::off(),
         }
     }
 }
@@ -222,7 +226,11 @@ pub async fn start(config: HostConfig) -> Result<HostRunning, HostStartError> {
         resolver: resolver.clone(),
         timeouts: config.timeouts,
         max_connections,
+        telemetry: config.telemetry.clone(),
     };
+    // The daemon's counters join the export, and its dropped events show
+    // on /metrics; each sandbox's decisions get a sink of their own.
+    let _ = crate::metrics::with_telemetry(None, &config.telemetry, &metrics);
     let table = Arc::new(ArcSwap::from_pointee(SandboxTable::load(
         &config.sandboxes,
         &shared,
