@@ -220,6 +220,7 @@ fn host_mode_memory_per_sandbox_beyond_its_policy() {
         resolver: Arc::new(resolver),
         timeouts: Default::default(),
         max_connections: 1024,
+        telemetry: gatehouse_otel::Telemetry::off(),
     };
     let live = || LIVE.load(Ordering::Relaxed);
     WEIGHED.with(|c| c.set(true));
