@@ -202,6 +202,8 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
             keep_records: config.keep_access_records,
             trusted: keys.clone(),
             tally: None,
+            telemetry: config.telemetry.clone(),
+            sandbox: None,
         },
         metrics.clone(),
     )?);

@@ -28,6 +28,9 @@ pub struct Policies {
     pub sink: Arc<dyn DecisionSink>,
     /// Whether access records go to the sink (a decision log was given).
     access_log: bool,
+    /// OpenTelemetry spans of requests, when export is on; with the
+    /// sandbox's id in host mode.
+    spans: Option<(gatehouse_otel::Telemetry, Option<String>)>,
     /// Set by `--no-policy` (load tests only): every decision is an allow
     /// and nothing is logged, to show what the engine costs.
     pub bypass: bool,
@@ -209,6 +212,10 @@ pub struct PolicyOptions {
     pub trusted: Vec<PublicKey>,
     /// Counters of this policy's own (host mode's per-sandbox decisions).
     pub tally: Option<Arc<crate::metrics::Tally>>,
+    /// OpenTelemetry export: a span per request (docs/telemetry.md).
+    pub telemetry: gatehouse_otel::Telemetry,
+    /// Host mode: the sandbox whose policy this is (on its spans).
+    pub sandbox: Option<String>,
 }
 
 impl PolicyOptions {
@@ -235,6 +242,8 @@ impl Policies {
             keep_records,
             trusted,
             tally,
+            telemetry,
+            sandbox,
         } = options;
         let bytes = read_policy(&path)?;
         let newest = gatehouse::bundle::serial(&bytes).unwrap_or(0);
@@ -256,6 +265,7 @@ impl Policies {
             name,
             store: PolicyStore::new(set),
             access_log: log.as_ref().is_some_and(|l| l.wants_json()),
+            spans: (telemetry.is_on() && !bypass).then_some((telemetry, sandbox)),
             sink: log.unwrap_or_else(|| Arc::new(Discard)),
             bypass,
             requests: AtomicU64::new(0),
@@ -370,6 +380,7 @@ impl Policies {
             policies: self,
             id: self.requests.fetch_add(1, Ordering::Relaxed),
             decisions: 0,
+            started: self.spans.as_ref().map(|_| std::time::SystemTime::now()),
         }
     }
 }
@@ -414,6 +425,8 @@ pub struct Request<'a> {
     /// Decisions made, every one with `set` (loaded once per request, so
     /// that a swap never mixes two policies in one request).
     pub decisions: usize,
+    /// When the request began, when spans are exported.
+    started: Option<std::time::SystemTime>,
 }
 
 impl Request<'_> {
@@ -457,6 +470,24 @@ impl Request<'_> {
     pub fn finish(&self, what: &(dyn std::fmt::Display + Sync), outcome: &str) {
         let refused = outcome.starts_with("refused") || outcome.starts_with("dropped");
         let p = self.policies;
+        if let (Some((t, sandbox)), Some(start)) = (&p.spans, self.started)
+            && t.span_wanted()
+        {
+            // The outcome is the proxy's word (`forwarded`, `refused:
+            // not_allowed`); the request line (a URL may hold a secret) only
+            // with the command-line setting.
+            let mut attrs = vec![
+                ("gatehouse.outcome", outcome.to_string()),
+                ("gatehouse.policy.revision", self.set.revision().to_string()),
+            ];
+            if let Some(id) = sandbox {
+                attrs.push(("gatehouse.sandbox", id.clone()));
+            }
+            if t.log_commands() {
+                attrs.push(("gatehouse.request", what.to_string()));
+            }
+            t.span("gatehouse.egress.request", start, refused, attrs);
+        }
         if p.bypass || !(p.access_log || p.records.is_some() || refused) {
             return;
         }

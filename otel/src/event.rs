@@ -24,8 +24,20 @@ const TICK: Duration = Duration::from_millis(100);
 pub(crate) enum Msg {
     /// A decision to export.
     Event(Event),
+    /// A span to export.
+    Span(SpanEvent),
     /// Export what came before, then end.
     Stop,
+}
+
+/// A finished span: a proxied request, a DNS answer.
+#[derive(Debug, Clone)]
+pub(crate) struct SpanEvent {
+    pub(crate) name: &'static str,
+    pub(crate) start: SystemTime,
+    pub(crate) end: SystemTime,
+    pub(crate) error: bool,
+    pub(crate) attrs: Vec<(&'static str, Attr)>,
 }
 
 /// An attribute's value.
@@ -276,6 +288,7 @@ pub(crate) async fn export_loop(
         buf: Vec::new(),
     };
     let mut batch: Vec<Event> = Vec::with_capacity(BATCH);
+    let mut spans: Vec<SpanEvent> = Vec::new();
     let mut stop = false;
     let mut backoff = Duration::ZERO;
     let mut retry_at = tokio::time::Instant::now();
@@ -292,12 +305,21 @@ pub(crate) async fn export_loop(
         loop {
             match rx.try_recv() {
                 Ok(Msg::Event(e)) => batch.push(e),
+                Ok(Msg::Span(s)) => spans.push(s),
                 Ok(Msg::Stop) | Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => {
                     stop = true;
                 }
                 Err(tokio::sync::mpsc::error::TryRecvError::Empty) => {}
             }
             let drained = stop || rx.is_empty();
+            if spans.len() >= BATCH || (drained && !spans.is_empty()) {
+                let n = spans.len() as u64;
+                let ok = out.export_spans(&spans).await;
+                spans.clear();
+                let counter = if ok { &counts.sent } else { &counts.failed };
+                counter.fetch_add(n, Ordering::Relaxed);
+                counts.healthy.store(ok, Ordering::Relaxed);
+            }
             if batch.len() >= BATCH || (drained && !batch.is_empty()) {
                 let n = batch.len() as u64;
                 let ok = out.export(&mut batch).await;
@@ -332,6 +354,22 @@ struct Out {
 }
 
 impl Out {
+    /// Exports finished spans; whether they arrived. Over OTLP/HTTP JSON
+    /// (the SDK's path) spans are not sent, and count as not delivered.
+    async fn export_spans(&mut self, spans: &[SpanEvent]) -> bool {
+        match &self.logs {
+            Logs::Wire { sender, resource } => {
+                self.encoder.spans(resource, spans, &mut self.buf);
+                let body = std::mem::take(&mut self.buf);
+                sender
+                    .send(crate::send::Signal::Traces, body, self.timeout)
+                    .await
+                    .is_ok()
+            }
+            Logs::Sdk(_) => false,
+        }
+    }
+
     /// Exports `batch`; whether it arrived.
     async fn export(&mut self, batch: &mut [Event]) -> bool {
         for e in batch.iter() {
@@ -347,7 +385,10 @@ impl Out {
             Logs::Wire { sender, resource } => {
                 self.encoder.request(resource, batch, &mut self.buf);
                 let body = std::mem::take(&mut self.buf);
-                sender.send(body, self.timeout).await.is_ok()
+                sender
+                    .send(crate::send::Signal::Logs, body, self.timeout)
+                    .await
+                    .is_ok()
             }
             Logs::Sdk(exporter) => {
                 let provider = SdkLoggerProvider::builder().build();

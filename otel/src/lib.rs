@@ -101,6 +101,12 @@ pub struct Telemetry {
     live: Option<Arc<Live>>,
 }
 
+impl Default for Telemetry {
+    fn default() -> Self {
+        Telemetry::off()
+    }
+}
+
 impl std::fmt::Debug for Telemetry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Telemetry")
@@ -279,6 +285,51 @@ impl Telemetry {
             extra: vec![(key, value.to_string())],
             wait_when_full: false,
         })
+    }
+
+    /// Whether command lines, paths and request lines may be sent.
+    pub fn log_commands(&self) -> bool {
+        self.live.as_ref().is_some_and(|l| l.log_commands)
+    }
+
+    /// Whether a span would be queued now: false when export is off, or
+    /// when the queue is full (then the span is counted as dropped here,
+    /// and the caller builds nothing).
+    pub fn span_wanted(&self) -> bool {
+        let Some(l) = &self.live else { return false };
+        if l.tx.capacity() == 0 {
+            l.counts.queue_full.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        true
+    }
+
+    /// Records a finished span (a proxied request, a DNS answer), a root
+    /// span of a trace of its own, kind SERVER, status ERROR when `error`.
+    /// Never waits: with the queue full it is dropped and counted.
+    pub fn span(
+        &self,
+        name: &'static str,
+        start: std::time::SystemTime,
+        error: bool,
+        attrs: Vec<(&'static str, String)>,
+    ) {
+        let Some(l) = &self.live else { return };
+        let s = event::SpanEvent {
+            name,
+            start,
+            end: std::time::SystemTime::now(),
+            error,
+            attrs: attrs
+                .into_iter()
+                .map(|(k, v)| (k, event::Attr::S(v)))
+                .collect(),
+        };
+        let counter = match l.tx.try_send(event::Msg::Span(s)) {
+            Ok(()) => &l.counts.queued,
+            Err(_) => &l.counts.queue_full,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Events not delivered: dropped at a full queue, or in a failed export.

@@ -12,11 +12,19 @@ use tonic::metadata::{MetadataKey, MetadataValue};
 use crate::settings::{Exporter, Settings};
 use crate::{OnRuntime, OtelError};
 
-/// Where and how the logs go.
+/// Which OTLP service.
+#[derive(Clone, Copy)]
+pub(crate) enum Signal {
+    Logs,
+    Traces,
+}
+
+/// Where and how the logs and spans go.
 pub(crate) enum Sender {
     Http {
         client: reqwest::Client,
         url: String,
+        traces_url: String,
         headers: Vec<(String, String)>,
     },
     Grpc {
@@ -95,17 +103,20 @@ impl Sender {
                 })
             }
             _ => {
-                let url = settings
-                    .signal_endpoint("logs")
-                    .or_else(|| env("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"))
-                    .or_else(|| {
-                        env("OTEL_EXPORTER_OTLP_ENDPOINT")
-                            .map(|e| format!("{}/v1/logs", e.trim_end_matches('/')))
-                    })
-                    .unwrap_or_else(|| "http://localhost:4318/v1/logs".into());
+                let url_of = |signal: &str, var: &str| {
+                    settings
+                        .signal_endpoint(signal)
+                        .or_else(|| env(var))
+                        .or_else(|| {
+                            env("OTEL_EXPORTER_OTLP_ENDPOINT")
+                                .map(|e| format!("{}/v1/{signal}", e.trim_end_matches('/')))
+                        })
+                        .unwrap_or_else(|| format!("http://localhost:4318/v1/{signal}"))
+                };
                 Ok(Sender::Http {
                     client: client.client.clone(),
-                    url,
+                    url: url_of("logs", "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"),
+                    traces_url: url_of("traces", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
                     headers,
                 })
             }
@@ -113,13 +124,23 @@ impl Sender {
     }
 
     /// Sends one request; `Err` says why it did not arrive.
-    pub(crate) async fn send(&self, body: Vec<u8>, timeout: Duration) -> Result<(), String> {
+    pub(crate) async fn send(
+        &self,
+        signal: Signal,
+        body: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<(), String> {
         match self {
             Sender::Http {
                 client,
                 url,
+                traces_url,
                 headers,
             } => {
+                let url = match signal {
+                    Signal::Logs => url,
+                    Signal::Traces => traces_url,
+                };
                 let mut req = client
                     .post(url)
                     .timeout(timeout)
@@ -143,9 +164,10 @@ impl Sender {
                 for (k, v) in metadata {
                     req.metadata_mut().insert(k.clone(), v.clone());
                 }
-                let path = http::uri::PathAndQuery::from_static(
-                    "/opentelemetry.proto.collector.logs.v1.LogsService/Export",
-                );
+                let path = http::uri::PathAndQuery::from_static(match signal {
+                    Signal::Logs => "/opentelemetry.proto.collector.logs.v1.LogsService/Export",
+                    Signal::Traces => "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+                });
                 grpc.unary::<Bytes, (), Raw>(req, path, Raw)
                     .await
                     .map(|_| ())

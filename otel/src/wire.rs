@@ -9,7 +9,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::event::{Attr, Event};
+use crate::event::{Attr, Event, SpanEvent};
 
 /// Protobuf wire types.
 const LEN: u32 = 2;
@@ -190,15 +190,7 @@ impl Encoder {
         // Resource { attributes = 1 }.
         let mut res = Vec::new();
         let mut s2 = Vec::new();
-        for (k, v) in &resource.0 {
-            let v = match v {
-                ResourceValue::S(x) => Value::S(x),
-                ResourceValue::I(i) => Value::I(*i),
-                ResourceValue::B(b) => Value::B(*b),
-                ResourceValue::D(d) => Value::D(*d),
-            };
-            key_value(&mut res, 1, k, &v, &mut s2);
-        }
+        resource_attrs(resource, &mut res, &mut s2);
         // ResourceLogs { resource = 1, scope_logs = 2 }.
         let mut resource_logs = Vec::with_capacity(scope_logs.len() + res.len() + 16);
         bytes_field(&mut resource_logs, 1, &res);
@@ -207,6 +199,90 @@ impl Encoder {
         out.clear();
         bytes_field(out, 1, &resource_logs);
     }
+
+    /// The `ExportTraceServiceRequest` of `spans`, into `out`: each a root
+    /// span of a trace of its own (kind SERVER; status ERROR when refused).
+    pub(crate) fn spans(&mut self, resource: &Resource, spans: &[SpanEvent], out: &mut Vec<u8>) {
+        self.records.clear();
+        for sp in spans {
+            let r = &mut self.record;
+            r.clear();
+            let (trace, span) = ids();
+            bytes_field(r, 1, &trace);
+            bytes_field(r, 2, &span);
+            bytes_field(r, 5, sp.name.as_bytes());
+            tag(r, 6, VARINT);
+            varint(r, 2); // SPAN_KIND_SERVER
+            fixed64(r, 7, nanos(sp.start));
+            fixed64(r, 8, nanos(sp.end));
+            for (key, v) in &sp.attrs {
+                let v = match v {
+                    Attr::S(x) => Value::S(x),
+                    Attr::W(x) => Value::S(x),
+                    Attr::I(i) => Value::I(*i),
+                    Attr::B(b) => Value::B(*b),
+                };
+                key_value(r, 9, key, &v, &mut self.scratch);
+            }
+            // Status { code = 3 }: OK or ERROR.
+            self.scratch.clear();
+            tag(&mut self.scratch, 3, VARINT);
+            varint(&mut self.scratch, if sp.error { 2 } else { 1 });
+            bytes_field(r, 15, &self.scratch);
+            bytes_field(&mut self.records, 2, r);
+        }
+        self.scratch.clear();
+        bytes_field(&mut self.scratch, 1, b"gatehouse");
+        bytes_field(&mut self.scratch, 2, env!("CARGO_PKG_VERSION").as_bytes());
+        let mut scope_spans = Vec::with_capacity(self.records.len() + 64);
+        bytes_field(&mut scope_spans, 1, &self.scratch);
+        scope_spans.extend_from_slice(&self.records);
+        let mut res = Vec::new();
+        let mut s2 = Vec::new();
+        resource_attrs(resource, &mut res, &mut s2);
+        let mut resource_spans = Vec::with_capacity(scope_spans.len() + res.len() + 16);
+        bytes_field(&mut resource_spans, 1, &res);
+        bytes_field(&mut resource_spans, 2, &scope_spans);
+        out.clear();
+        bytes_field(out, 1, &resource_spans);
+    }
+}
+
+fn resource_attrs(resource: &Resource, res: &mut Vec<u8>, s2: &mut Vec<u8>) {
+    for (k, v) in &resource.0 {
+        let v = match v {
+            ResourceValue::S(x) => Value::S(x),
+            ResourceValue::I(i) => Value::I(*i),
+            ResourceValue::B(b) => Value::B(*b),
+            ResourceValue::D(d) => Value::D(*d),
+        };
+        key_value(res, 1, k, &v, s2);
+    }
+}
+
+/// A trace id and a span id: random (a xorshift generator seeded once per
+/// thread from the clock and the thread), never zero.
+fn ids() -> ([u8; 16], [u8; 8]) {
+    use std::cell::Cell;
+    thread_local! {
+        static STATE: Cell<u64> = Cell::new({
+            let t = nanos(SystemTime::now());
+            let here = &t as *const u64 as u64;
+            (t ^ here.rotate_left(32)) | 1
+        });
+    }
+    let next = || {
+        STATE.with(|s| {
+            let mut x = s.get();
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            s.set(x);
+            x
+        })
+    };
+    let trace = (u128::from(next()) << 64 | u128::from(next())).to_le_bytes();
+    (trace, next().to_le_bytes())
 }
 
 #[cfg(test)]
@@ -285,5 +361,35 @@ mod tests {
         assert_eq!(attr("gatehouse.exec.escalate"), Some(PV::BoolValue(true)));
         assert_eq!(attr("big"), Some(PV::StringValue("x".repeat(300))));
         assert_eq!(r.attributes.len(), 11);
+    }
+
+    #[test]
+    fn spans_read_back_with_the_official_types() {
+        use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+        let start = SystemTime::now();
+        let sp = SpanEvent {
+            name: "gatehouse.egress.request",
+            start,
+            end: start + std::time::Duration::from_millis(3),
+            error: true,
+            attrs: vec![("gatehouse.outcome", Attr::S("refused: not_allowed".into()))],
+        };
+        let mut out = Vec::new();
+        Encoder::default().spans(&Resource(Vec::new()), &[sp.clone(), sp], &mut out);
+        let req = ExportTraceServiceRequest::decode(out.as_slice()).expect("decodes");
+        let spans = &req.resource_spans[0].scope_spans[0].spans;
+        assert_eq!(spans.len(), 2);
+        let s = &spans[0];
+        assert_eq!(s.name, "gatehouse.egress.request");
+        assert_eq!(s.kind, 2);
+        assert_eq!(s.end_time_unix_nano - s.start_time_unix_nano, 3_000_000);
+        assert_eq!(s.status.as_ref().map(|st| st.code), Some(2));
+        assert_eq!(s.trace_id.len(), 16);
+        assert_eq!(s.span_id.len(), 8);
+        assert_ne!(
+            s.trace_id, spans[1].trace_id,
+            "each span a trace of its own"
+        );
+        assert_eq!(s.attributes[0].key, "gatehouse.outcome");
     }
 }

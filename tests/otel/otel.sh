@@ -179,6 +179,22 @@ check(len(host) == 1 and host[0]["attributes"].get("gatehouse.sandbox") == "ci-7
       and host[0]["attributes"].get("dns.question.name", "").startswith("exfil.attacker.example")
       and host[0]["attributes"]["gatehouse.decision"] == "deny",
       f"host mode: the sandbox's decision carries gatehouse.sandbox (got {[r['attributes'] for r in host]})")
+spans = collections.defaultdict(list)
+for r in rows:
+    if r["signal"] == "span":
+        spans[r["resource"].get("service.name")].append(r)
+es = spans["egress-ci"]
+check(len(es) == 20 and len({s["trace_id"] for s in es}) == 20
+      and all(s["name"] == "gatehouse.egress.request" and s["kind"] == 2 and s["end"] >= s["start"] for s in es),
+      f"egress: one span per request, each its own trace, kind SERVER (got {len(es)})")
+denied_spans = [s for s in es if "not_allowed" in s["attributes"].get("gatehouse.outcome", "")]
+check(len(denied_spans) == 12 and all(s["status"] == 2 for s in denied_spans),
+      "egress: refused requests' spans carry the outcome and status ERROR")
+check(all("gatehouse.request" not in s["attributes"] for s in es),
+      "egress: no request line on spans without the command-line setting")
+hs = spans["host-ci"]
+check(len(hs) == 1 and hs[0]["attributes"].get("gatehouse.sandbox") == "ci-7",
+      f"host mode: the DNS answer's span carries gatehouse.sandbox (got {[s['attributes'] for s in hs]})")
 imp = logs["import-zc-otel-grpc"]
 check(len(imp) == 1 and imp[0]["headers"].get("x-otlp-meta") == "abc123",
       "import: the daemon runs the imported gRPC settings, its header from the variable the import named")

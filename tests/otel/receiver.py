@@ -9,6 +9,8 @@ is written as one JSON line to OUT:
   {"signal": "log", "transport": "grpc"|"http", "resource": {...},
    "event_name": ..., "body": ..., "attributes": {...},
    "headers": {the request's x-* headers or gRPC metadata}}
+  {"signal": "span", "transport": ..., "resource": {...}, "name": ..., "kind": N,
+   "status": N, "start": NS, "end": NS, "trace_id": HEX, "attributes": {...}}
   {"signal": "metric", "transport": ..., "resource": {...}, "name": ...,
    "kind": "sum"|"histogram"|"gauge", "value": N, "count": N, "attributes": {...}}
 
@@ -101,6 +103,23 @@ def metrics(req, transport):
     write(rows)
 
 
+def traces(req, transport):
+    if ARGS.count_only:
+        return
+    rows = []
+    for rs in req.resource_spans:
+        res = attrs(rs.resource.attributes)
+        for ss in rs.scope_spans:
+            for s in ss.spans:
+                rows.append({
+                    "signal": "span", "transport": transport, "resource": res,
+                    "name": s.name, "kind": s.kind, "status": s.status.code,
+                    "start": s.start_time_unix_nano, "end": s.end_time_unix_nano,
+                    "trace_id": s.trace_id.hex(), "attributes": attrs(s.attributes),
+                })
+    write(rows)
+
+
 def hang():
     if ARGS.hang:
         time.sleep(ARGS.hang)
@@ -124,6 +143,7 @@ class Metrics(metrics_service_pb2_grpc.MetricsServiceServicer):
 class Traces(trace_service_pb2_grpc.TraceServiceServicer):
     def Export(self, request, context):
         hang()
+        traces(request, "grpc")
         return trace_service_pb2.ExportTraceServiceResponse()
 
 
@@ -149,6 +169,9 @@ class Http(BaseHTTPRequestHandler):
             metrics(req, "http")
             resp = metrics_service_pb2.ExportMetricsServiceResponse()
         elif self.path == "/v1/traces":
+            req = trace_service_pb2.ExportTraceServiceRequest()
+            req.ParseFromString(body)
+            traces(req, "http")
             resp = trace_service_pb2.ExportTraceServiceResponse()
         else:
             self.send_response(404)

@@ -340,6 +340,8 @@ impl SandboxTable {
                     name: entry.policy_name.clone(),
                     log,
                     tally: Some(tally.clone()),
+                    telemetry: shared.telemetry.clone(),
+                    sandbox: Some(entry.id.clone()),
                     ..shared.options.clone()
                 },
                 shared.metrics.clone(),
