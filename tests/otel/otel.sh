@@ -102,6 +102,7 @@ done
 # 5. host mode: a sandbox's DNS question, decided with its policy, carries
 # its id. The sandbox address sits on a veth pair in this namespace (root).
 printf 'networks = ["10.203.0.0/24"]\n\n[[sandbox]]\nid = "ci-7"\naddresses = ["10.203.0.2"]\npolicy = "egress.policy"\n' > "$work/sandboxes.toml"
+ip link del ghotel-a 2>/dev/null || true
 ip link add ghotel-a type veth peer name ghotel-b
 ip link set ghotel-a up; ip link set ghotel-b up
 ip addr add 10.203.0.1/24 dev ghotel-a; ip addr add 10.203.0.2/24 dev ghotel-b
