@@ -20,7 +20,7 @@ for f in ../policies/*.policy ../policies/*/*.policy ../tests/data/*.policy ../t
   cp "$f" "corpus/parse/$name"; cp "$f" "corpus/fmt_roundtrip/$name"
 done
 grep -h "^\s*expect" ../policies/*.policy ../tests/data/*.policy | sed -E 's/^\s*expect\s+\w+\s+//; s/\s+because\s+\w+\s*$//' \
-  | head -400 | split -l 1 - corpus/query/q_
+  | awk 'NR <= 400' | split -l 1 - corpus/query/q_  # awk reads to the end: head would close the pipe (SIGPIPE under pipefail)
 printf 'github.com\nGitHub.COM.\n127。0。0。1\n[::ffff:10.1.2.3]\n2130706433\nxn--bcher-kva.example\nbücher.example\n' | split -l 1 - corpus/host/h_
 printf 'GATEHSE\0' > corpus/artifact/magic
 # Heads, a response, authorities and a real ClientHello (Python's TLS) for egress_wire.

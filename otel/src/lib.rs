@@ -95,6 +95,17 @@ struct Live {
     log_commands: bool,
 }
 
+impl Drop for Live {
+    fn drop(&mut self) {
+        // Dropped without `shutdown` (perhaps on a thread of another
+        // runtime, where blocking on this one would panic): the export's
+        // runtime ends in the background.
+        if let Some(rt) = self.runtime.lock().ok().and_then(|mut r| r.take()) {
+            rt.shutdown_background();
+        }
+    }
+}
+
 /// The telemetry of one program; cheap to clone.
 #[derive(Clone)]
 pub struct Telemetry {
@@ -129,6 +140,13 @@ impl Telemetry {
         settings.validate()?;
         if settings.exporter == Exporter::None {
             return Ok(Telemetry::off());
+        }
+        // The export has a runtime of its own, built and entered here: from
+        // inside another runtime that would panic, so it is refused.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return Err(OtelError::Runtime(std::io::Error::other(
+                "start telemetry outside an async runtime (it runs its own)",
+            )));
         }
         let headers = settings.resolved_headers(|k| std::env::var(k).ok())?;
         let resource = resource(settings, program);
@@ -639,5 +657,51 @@ impl opentelemetry_http::HttpClient for OnRuntime {
             .spawn(async move { client.send_bytes(request).await })
             .await
             .map_err(|e| Box::new(e) as opentelemetry_http::HttpError)?
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    fn refused() -> Settings {
+        Settings {
+            exporter: Exporter::OtlpHttp,
+            endpoint: Some("http://127.0.0.1:9".into()),
+            ..Settings::default()
+        }
+    }
+
+    #[test]
+    fn dropped_inside_a_runtime_without_shutdown_does_not_panic() {
+        let t = Telemetry::start(&refused(), "test").expect("starts");
+        assert!(t.is_on());
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime");
+        rt.block_on(async move { drop(t) });
+    }
+
+    #[test]
+    fn starting_inside_a_runtime_is_an_error_not_a_panic() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime");
+        rt.block_on(async {
+            assert!(matches!(
+                Telemetry::start(&refused(), "test"),
+                Err(OtelError::Runtime(_))
+            ));
+        });
+    }
+
+    #[test]
+    fn shutdown_counts_what_a_dead_collector_never_got() {
+        let t = Telemetry::start(&refused(), "test").expect("starts");
+        t.span("x", std::time::SystemTime::now(), false, Vec::new());
+        t.shutdown(Duration::from_secs(2));
+        assert_eq!(t.sent(), 0);
+        assert_eq!(t.dropped(), 1);
     }
 }
