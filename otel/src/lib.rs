@@ -170,7 +170,7 @@ impl Telemetry {
         let json = settings.exporter == Exporter::OtlpHttp && settings.protocol == Encoding::Json;
         let (logs, metrics) = runtime.block_on(async {
             let logs = if json {
-                log_exporter(settings, &headers, client.clone()).map(|mut e| {
+                json_log_exporter(settings, &headers, client.clone()).map(|mut e| {
                     opentelemetry_sdk::logs::LogExporter::set_resource(&mut e, &resource);
                     event::Logs::Sdk(Box::new(e))
                 })
@@ -524,42 +524,28 @@ fn resource(settings: &Settings, program: &str) -> Resource {
     b.build()
 }
 
-fn log_exporter(
+/// The SDK's log exporter, used only for OTLP/HTTP JSON (protobuf and
+/// gRPC go through [`wire`] and [`send`]).
+fn json_log_exporter(
     s: &Settings,
     headers: &[(String, String)],
     client: OnRuntime,
 ) -> Result<opentelemetry_otlp::LogExporter, OtelError> {
-    let err = |e: opentelemetry_otlp::ExporterBuildError| OtelError::Exporter {
+    let mut b = opentelemetry_otlp::LogExporter::builder()
+        .with_http()
+        .with_http_client(client)
+        .with_protocol(opentelemetry_otlp::Protocol::HttpJson)
+        .with_timeout(s.export_timeout());
+    if !headers.is_empty() {
+        b = b.with_headers(headers.iter().cloned().collect());
+    }
+    if let Some(e) = s.signal_endpoint("logs") {
+        b = b.with_endpoint(e);
+    }
+    b.build().map_err(|e| OtelError::Exporter {
         signal: "logs",
         message: e.to_string(),
-    };
-    let b = opentelemetry_otlp::LogExporter::builder();
-    match s.exporter {
-        Exporter::OtlpGrpc => {
-            let mut b = b
-                .with_tonic()
-                .with_timeout(s.export_timeout())
-                .with_metadata(metadata(headers)?);
-            if let Some(e) = s.signal_endpoint("logs") {
-                b = grpc_tls(b.with_endpoint(e.clone()), &e);
-            }
-            b.build().map_err(err)
-        }
-        _ => {
-            let mut b = b
-                .with_http()
-                .with_http_client(client)
-                .with_protocol(http_protocol(s))
-                .with_timeout(s.export_timeout());
-            if !headers.is_empty() {
-                b = b.with_headers(headers.iter().cloned().collect());
-            }
-            if let Some(e) = s.signal_endpoint("logs") {
-                b = b.with_endpoint(e);
-            }
-            b.build().map_err(err)
-        }
-    }
+    })
 }
 
 fn metric_exporter(
