@@ -87,6 +87,7 @@ struct Outcome {
     decisions: u64,
     requests: u64,
     received: Option<u64>,
+    collector_cpu: Option<f64>,
     dropped: u64,
     flush: Duration,
 }
@@ -153,8 +154,15 @@ fn main() {
     )
     .unwrap();
 
-    let (_healthy, healthy_grpc, healthy_http) = receiver(&python, &dir, 0);
-    let (_hanging, hanging_grpc, hanging_http) = receiver(&python, &dir, 10);
+    let (healthy, healthy_grpc, healthy_http) = receiver(&python, &dir, 0);
+    let (hanging, hanging_grpc, hanging_http) = receiver(&python, &dir, 10);
+    let collector_pid = |http: u16| {
+        if http == healthy_http {
+            healthy.child.id()
+        } else {
+            hanging.child.id()
+        }
+    };
     let refusing = free_port(); // nothing listens there
     // The collector's gRPC port, and its HTTP port to count what arrived.
     type Collector = Option<(u16, Option<u16>)>;
@@ -213,7 +221,13 @@ fn main() {
             load::wrk(c, pid)
         };
         let _ = wrk(1, None);
+        let tck = load::clock_ticks();
+        let collector = otel.and_then(|(_, h)| h).map(collector_pid);
+        let collector_before = collector.map(|pid| load::cpu_seconds(pid, tck));
         let run = wrk(seconds, Some(p.child.id()));
+        let collector_cpu = collector.zip(collector_before).and_then(|(pid, b)| {
+            (run.requests > 0.0).then(|| (load::cpu_seconds(pid, tck) - b) * 1e6 / run.requests)
+        });
         let text = get(metrics, "/metrics");
         let decisions = metric(&text, "gatehouse_egress_decisions_total");
         // One span per request besides the decisions' events.
@@ -244,6 +258,7 @@ fn main() {
             decisions,
             requests,
             received,
+            collector_cpu,
             dropped,
             flush,
         });
@@ -257,18 +272,19 @@ fn main() {
     );
     let _ = writeln!(
         report,
-        "| run | requests/s | p50 | p99 | proxy CPU per request | decisions | received by the collector (decision events) | counted dropped (events and spans) | SIGTERM to exit |"
+        "| run | requests/s | p50 | p99 | proxy CPU per request | collector CPU per request | decisions | received by the collector (decision events) | counted dropped (events and spans) | SIGTERM to exit |"
     );
-    let _ = writeln!(report, "|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(report, "|---|---|---|---|---|---|---|---|---|---|");
     for o in &outcomes {
         let _ = writeln!(
             report,
-            "| {} | {:.0} | {} | {} | {} | {} | {} | {} | {:.2} s |",
+            "| {} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {:.2} s |",
             o.mode,
             o.run.rps,
             fmt_us(o.run.p50_us),
             fmt_us(o.run.p99_us),
             o.run.cpu_us_per_request.map_or("—".into(), fmt_us),
+            o.collector_cpu.map_or("—".into(), fmt_us),
             o.decisions,
             o.received.map_or("—".into(), |r| r.to_string()),
             o.dropped,

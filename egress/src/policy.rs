@@ -476,17 +476,30 @@ impl Request<'_> {
             // The outcome is the proxy's word (`forwarded`, `refused:
             // not_allowed`); the request line (a URL may hold a secret) only
             // with the command-line setting.
-            let mut attrs = vec![
-                ("gatehouse.outcome", outcome.to_string()),
-                ("gatehouse.policy.revision", self.set.revision().to_string()),
+            let revision = self.set.revision();
+            let request = t.log_commands().then(|| what.to_string());
+            let mut attrs: [(&'static str, &str); 4] = [
+                ("gatehouse.outcome", outcome),
+                ("gatehouse.policy.revision", revision),
+                ("", ""),
+                ("", ""),
             ];
-            if let Some(id) = sandbox {
-                attrs.push(("gatehouse.sandbox", id.clone()));
+            let mut n = 2;
+            for (k, v) in [
+                ("gatehouse.sandbox", sandbox.as_deref()),
+                ("gatehouse.request", request.as_deref()),
+            ] {
+                if let (Some(v), Some(slot)) = (v, attrs.get_mut(n)) {
+                    *slot = (k, v);
+                    n += 1;
+                }
             }
-            if t.log_commands() {
-                attrs.push(("gatehouse.request", what.to_string()));
-            }
-            t.span("gatehouse.egress.request", start, refused, attrs);
+            t.span(
+                "gatehouse.egress.request",
+                start,
+                refused,
+                attrs.get(..n).unwrap_or_default(),
+            );
         }
         if p.bypass || !(p.access_log || p.records.is_some() || refused) {
             return;

@@ -21,7 +21,9 @@
 //! # Ok::<(), gatehouse_otel::OtelError>(())
 //! ```
 
-mod event;
+mod export;
+mod queue;
+mod record;
 mod send;
 mod settings;
 mod tally;
@@ -81,18 +83,35 @@ struct Counts {
 }
 
 struct Live {
-    tx: tokio::sync::mpsc::Sender<event::Msg>,
+    queue: Arc<queue::Queue>,
     /// Wakes the export early when the queue fills (it otherwise wakes on
     /// a tick: no wake-up, no system call, per decision).
     wake: Arc<tokio::sync::Notify>,
-    /// Free places below which a decision wakes the export.
-    low_water: usize,
     counts: Arc<Counts>,
     decisions: Arc<tally::Tally>,
     meters: SdkMeterProvider,
     worker: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
     runtime: std::sync::Mutex<Option<tokio::runtime::Runtime>>,
     log_commands: bool,
+}
+
+impl Live {
+    /// Counts a record queued or dropped; wakes the export once the queue
+    /// is half full (once per fill, not once per record).
+    fn queued(&self, ok: bool) {
+        let counter = if ok {
+            &self.counts.queued
+        } else {
+            &self.counts.queue_full
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        if self.queue.len() >= self.queue.capacity() / 2
+            && self.counts.healthy.load(Ordering::Relaxed)
+            && !self.counts.woken.swap(true, Ordering::Relaxed)
+        {
+            self.wake.notify_one();
+        }
+    }
 }
 
 impl Drop for Live {
@@ -167,24 +186,15 @@ impl Telemetry {
                 })?,
             handle: runtime.handle().clone(),
         };
-        let json = settings.exporter == Exporter::OtlpHttp && settings.protocol == Encoding::Json;
-        let (logs, metrics) = runtime.block_on(async {
-            let logs = if json {
-                json_log_exporter(settings, &headers, client.clone()).map(|mut e| {
-                    opentelemetry_sdk::logs::LogExporter::set_resource(&mut e, &resource);
-                    event::Logs::Sdk(Box::new(e))
-                })
-            } else {
-                send::Sender::new(settings, &headers, &client).map(|sender| event::Logs::Wire {
-                    sender,
-                    resource: wire::Resource::from_sdk(&resource),
-                })
-            };
-            let metrics = metric_exporter(settings, &headers, client);
-            (logs, metrics)
+        let (sender, metrics) = runtime.block_on(async {
+            (
+                send::Sender::new(settings, &headers, &client),
+                metric_exporter(settings, &headers, client.clone()),
+            )
         });
-        let logs = logs?;
+        let sender = sender?;
         let metrics = metrics?;
+        let frame = wire::Frame::new(&wire::Resource::from_sdk(&resource));
         let reader = PeriodicReader::builder(metrics)
             .with_interval(settings.metric_interval())
             .build();
@@ -244,20 +254,20 @@ impl Telemetry {
                 );
             })
             .build();
-        let (tx, rx) = tokio::sync::mpsc::channel(settings.queue_capacity());
+        let queue = Arc::new(queue::Queue::new(settings.queue_capacity()));
         let wake = Arc::new(tokio::sync::Notify::new());
-        let worker = runtime.spawn(event::export_loop(
-            rx,
-            wake.clone(),
-            logs,
-            counts.clone(),
-            settings.export_timeout(),
+        let worker = runtime.spawn(export::export_loop(export::Export {
+            queue: queue.clone(),
+            wake: wake.clone(),
+            sender,
+            frame,
+            counts: counts.clone(),
+            timeout: settings.export_timeout(),
             latency,
-        ));
+        }));
         Ok(Telemetry {
             live: Some(Arc::new(Live {
-                tx,
-                low_water: settings.queue_capacity() / 2,
+                queue,
                 wake,
                 counts,
                 decisions,
@@ -315,7 +325,7 @@ impl Telemetry {
     /// and the caller builds nothing).
     pub fn span_wanted(&self) -> bool {
         let Some(l) = &self.live else { return false };
-        if l.tx.capacity() == 0 {
+        if l.queue.is_full() {
             l.counts.queue_full.fetch_add(1, Ordering::Relaxed);
             return false;
         }
@@ -330,24 +340,14 @@ impl Telemetry {
         name: &'static str,
         start: std::time::SystemTime,
         error: bool,
-        attrs: Vec<(&'static str, String)>,
+        attrs: &[(&'static str, &str)],
     ) {
         let Some(l) = &self.live else { return };
-        let s = event::SpanEvent {
-            name,
-            start,
-            end: std::time::SystemTime::now(),
-            error,
-            attrs: attrs
-                .into_iter()
-                .map(|(k, v)| (k, event::Attr::S(v)))
-                .collect(),
-        };
-        let counter = match l.tx.try_send(event::Msg::Span(s)) {
-            Ok(()) => &l.counts.queued,
-            Err(_) => &l.counts.queue_full,
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
+        let queued = record::with_scratch(|s| {
+            record::span(s, name, start, error, attrs);
+            l.queue.push(queue::Kind::Span, &s.record, None, || false)
+        });
+        l.queued(queued.is_ok());
     }
 
     /// Events not delivered: dropped at a full queue, or in a failed export.
@@ -425,8 +425,6 @@ impl Telemetry {
         l.counts.stopping.store(true, Ordering::Relaxed);
         runtime.block_on(async {
             l.wake.notify_one();
-            let _ = tokio::time::timeout_at(deadline.into(), l.tx.send(event::Msg::Stop)).await;
-            l.wake.notify_one();
             if let Some(w) = worker {
                 let _ = tokio::time::timeout_at(deadline.into(), w).await;
             }
@@ -468,33 +466,26 @@ impl DecisionSink for OtelSink {
         let Some(l) = &self.live else { return };
         l.decisions
             .add(e.policy, e.decision, e.reason, e.masked.kind());
-        let wait = self.wait_when_full && l.counts.healthy.load(Ordering::Relaxed);
-        if !wait && l.tx.capacity() == 0 {
+        // A batch program (`policyc eval`) exports the whole stream: a
+        // full queue waits for the export while the collector takes it.
+        let wait = || self.wait_when_full && l.counts.healthy.load(Ordering::Relaxed);
+        if l.queue.is_full() && !wait() {
             // Full (a slow, hanging or refusing collector): counted, and
-            // nothing built that would only be dropped.
+            // nothing encoded that would only be dropped.
             l.counts.queue_full.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        let ev = event::Event::from_decision(e, l.log_commands, &self.extra);
-        if l.tx.capacity() < l.low_water
-            && l.counts.healthy.load(Ordering::Relaxed)
-            && !l.counts.woken.swap(true, Ordering::Relaxed)
-        {
-            l.wake.notify_one();
-        }
-        let sent = if wait {
-            // A batch program (`policyc eval`): the whole stream is
-            // exported; a full queue waits for the export.
-            l.tx.blocking_send(event::Msg::Event(ev)).is_ok()
-        } else {
-            l.tx.try_send(event::Msg::Event(ev)).is_ok()
-        };
-        let counter = if sent {
-            &l.counts.queued
-        } else {
-            &l.counts.queue_full
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
+        let latency = (
+            e.elapsed.as_secs_f64(),
+            record::interned(e.policy),
+            e.masked.kind(),
+        );
+        let queued = record::with_scratch(|s| {
+            record::decision(s, e, l.log_commands, &self.extra);
+            l.queue
+                .push(queue::Kind::Log, &s.record, Some(latency), wait)
+        });
+        l.queued(queued.is_ok());
     }
 
     fn enabled(&self) -> bool {
@@ -522,30 +513,6 @@ fn resource(settings: &Settings, program: &str) -> Resource {
         b = b.with_attribute(KeyValue::new("deployment.environment.name", env.clone()));
     }
     b.build()
-}
-
-/// The SDK's log exporter, used only for OTLP/HTTP JSON (protobuf and
-/// gRPC go through [`wire`] and [`send`]).
-fn json_log_exporter(
-    s: &Settings,
-    headers: &[(String, String)],
-    client: OnRuntime,
-) -> Result<opentelemetry_otlp::LogExporter, OtelError> {
-    let mut b = opentelemetry_otlp::LogExporter::builder()
-        .with_http()
-        .with_http_client(client)
-        .with_protocol(opentelemetry_otlp::Protocol::HttpJson)
-        .with_timeout(s.export_timeout());
-    if !headers.is_empty() {
-        b = b.with_headers(headers.iter().cloned().collect());
-    }
-    if let Some(e) = s.signal_endpoint("logs") {
-        b = b.with_endpoint(e);
-    }
-    b.build().map_err(|e| OtelError::Exporter {
-        signal: "logs",
-        message: e.to_string(),
-    })
 }
 
 fn metric_exporter(
@@ -685,7 +652,7 @@ mod tests {
     #[test]
     fn shutdown_counts_what_a_dead_collector_never_got() {
         let t = Telemetry::start(&refused(), "test").expect("starts");
-        t.span("x", std::time::SystemTime::now(), false, Vec::new());
+        t.span("x", std::time::SystemTime::now(), false, &[]);
         t.shutdown(Duration::from_secs(2));
         assert_eq!(t.sent(), 0);
         assert_eq!(t.dropped(), 1);

@@ -1,7 +1,9 @@
-//! Sends an encoded `ExportLogsServiceRequest` ([`crate::wire`]): OTLP/HTTP
-//! (protobuf) with the exporters' HTTP client, or OTLP/gRPC with tonic (a
-//! pass-through codec: the bytes are the message). OTLP/HTTP JSON goes
-//! through the SDK's exporter instead (see `event::export_loop`).
+//! Sends an encoded `ExportLogsServiceRequest` or
+//! `ExportTraceServiceRequest` ([`crate::wire`]): OTLP/HTTP with the
+//! exporters' HTTP client — protobuf as it is, or JSON (the bytes read with
+//! `opentelemetry-proto`'s types and written as OTLP/JSON, as the SDK's
+//! own JSON exporter writes them) — or OTLP/gRPC with tonic (a
+//! pass-through codec: the bytes are the message).
 
 use std::time::Duration;
 
@@ -26,6 +28,8 @@ pub(crate) enum Sender {
         url: String,
         traces_url: String,
         headers: Vec<(String, String)>,
+        /// OTLP/JSON rather than protobuf.
+        json: bool,
     },
     Grpc {
         channel: tonic::transport::Channel,
@@ -118,6 +122,7 @@ impl Sender {
                     url: url_of("logs", "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"),
                     traces_url: url_of("traces", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
                     headers,
+                    json: settings.protocol == crate::settings::Encoding::Json,
                 })
             }
         }
@@ -136,15 +141,21 @@ impl Sender {
                 url,
                 traces_url,
                 headers,
+                json,
             } => {
                 let url = match signal {
                     Signal::Logs => url,
                     Signal::Traces => traces_url,
                 };
+                let (body, content_type) = if *json {
+                    (to_json(signal, &body)?, "application/json")
+                } else {
+                    (body, "application/x-protobuf")
+                };
                 let mut req = client
                     .post(url)
                     .timeout(timeout)
-                    .header("content-type", "application/x-protobuf")
+                    .header("content-type", content_type)
                     .body(body);
                 for (k, v) in headers {
                     req = req.header(k, v);
@@ -175,6 +186,24 @@ impl Sender {
             }
         }
     }
+}
+
+/// The request as OTLP/JSON: read back with the official types and
+/// written with their serde mapping (hex ids, 64-bit integers as strings,
+/// camelCase names), as `opentelemetry-otlp`'s JSON exporter writes it.
+pub(crate) fn to_json(signal: Signal, body: &[u8]) -> Result<Vec<u8>, String> {
+    use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use prost::Message as _;
+    let json = match signal {
+        Signal::Logs => ExportLogsServiceRequest::decode(body)
+            .map_err(|e| e.to_string())
+            .and_then(|r| serde_json::to_vec(&r).map_err(|e| e.to_string())),
+        Signal::Traces => ExportTraceServiceRequest::decode(body)
+            .map_err(|e| e.to_string())
+            .and_then(|r| serde_json::to_vec(&r).map_err(|e| e.to_string())),
+    };
+    json.map_err(|e| format!("OTLP/JSON: {e}"))
 }
 
 /// The pass-through codec: the request is already encoded; the response's

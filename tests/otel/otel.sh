@@ -43,6 +43,10 @@ OTEL_SERVICE_NAME=eval-grpc OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$GRPC"
   "$BIN/policyc" eval tests/data/spec-agent.policy --policy coding-agent \
   --queries "$queries" --otel-log-commands > "$work/eval2.jsonl"
 
+# 2a. the same over OTLP/HTTP JSON.
+OTEL_SERVICE_NAME=eval-json OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$HTTP" OTEL_EXPORTER_OTLP_PROTOCOL=http/json \
+  "$BIN/policyc" eval tests/data/spec-agent.policy --policy coding-agent --queries "$queries" > /dev/null
+
 # 2b. a stream of 20 000 decisions, more than twice the queue: all arrive.
 python3 -c 'for i in range(20000): print(f"dns n{i}.example")' > "$work/stream.txt"
 OTEL_SERVICE_NAME=eval-stream "$BIN/policyc" eval tests/data/spec-agent.policy --policy coding-agent \
@@ -76,6 +80,18 @@ for _ in $(seq 50); do grep -q "http proxy on" "$work/egress.err" 2>/dev/null &&
   xargs -P 20 -I{} curl -s -o /dev/null --max-time 10 -x "http://127.0.0.1:$PROXY" {} || true
 kill -TERM "$egress"
 wait "$egress" || { echo "gatehouse-egress exited $? on SIGTERM"; cat "$work/egress.err"; exit 1; }
+
+# 3b. the proxy over OTLP/HTTP JSON: 2 requests, their decisions and spans.
+PORT=$(free_port)
+OTEL_SERVICE_NAME=egress-json OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$HTTP" OTEL_EXPORTER_OTLP_PROTOCOL=http/json \
+  "$BIN/gatehouse-egress" --policy "$work/egress.policy" --http "127.0.0.1:$PORT" --upstream-dns 127.0.0.1:9 \
+  > /dev/null 2> "$work/egress-json.err" &
+p=$!
+pids+=($p)
+for _ in $(seq 50); do grep -q "http proxy on" "$work/egress-json.err" 2>/dev/null && break; sleep 0.1; done
+curl -s -o /dev/null --max-time 5 -x "http://127.0.0.1:$PORT" "http://denied.test/a" || true
+curl -s -o /dev/null --max-time 5 -x "http://127.0.0.1:$PORT" "http://denied.test/b" || true
+kill -TERM "$p"; wait "$p" || { echo "gatehouse-egress (json) exited $? on SIGTERM"; cat "$work/egress-json.err"; exit 1; }
 
 # 4. `policyc import zerocode --telemetry` on the seed's [otel] examples:
 # settings the daemon accepts, with no token in them. The gRPC example's
@@ -146,7 +162,7 @@ passes = []
 def check(cond, what):
     print(("ok   " if cond else "FAIL ") + what)
     (passes if cond else fails).append(what)
-for svc, transport in (("eval-http", "http"), ("eval-grpc", "grpc")):
+for svc, transport in (("eval-http", "http"), ("eval-grpc", "grpc"), ("eval-json", "http/json")):
     got = logs[svc]
     check(len(got) == 40, f"{svc}: 40 decision events arrived once each (got {len(got)})")
     check(all(r["transport"] == transport and r["event_name"] == "gatehouse.decision" for r in got), f"{svc}: over {transport}, named gatehouse.decision")
@@ -196,6 +212,11 @@ check(all("gatehouse.request" not in s["attributes"] for s in es),
 hs = spans["host-ci"]
 check(len(hs) == 1 and hs[0]["attributes"].get("gatehouse.sandbox") == "ci-7",
       f"host mode: the DNS answer's span carries gatehouse.sandbox (got {[s['attributes'] for s in hs]})")
+ej = logs["egress-json"]
+ejs = spans["egress-json"]
+check(len(ej) == 2 and all(r["transport"] == "http/json" and r["attributes"]["gatehouse.decision"] == "deny" for r in ej)
+      and len(ejs) == 2 and all(s["transport"] == "http/json" and s["status"] == 2 and len(s["trace_id"]) == 32 for s in ejs),
+      f"egress over OTLP/HTTP JSON: 2 decisions and 2 spans (got {len(ej)}, {len(ejs)})")
 imp = logs["import-zc-otel-grpc"]
 check(len(imp) == 1 and imp[0]["headers"].get("x-otlp-meta") == "abc123",
       "import: the daemon runs the imported gRPC settings, its header from the variable the import named")

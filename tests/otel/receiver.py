@@ -22,6 +22,7 @@ written (load runs), and `GET /count` on the HTTP port answers
 """
 
 import argparse
+import base64
 import json
 import sys
 import threading
@@ -30,6 +31,7 @@ from concurrent import futures
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import grpc
+from google.protobuf import json_format
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2, metrics_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
@@ -147,6 +149,29 @@ class Traces(trace_service_pb2_grpc.TraceServiceServicer):
         return trace_service_pb2.ExportTraceServiceResponse()
 
 
+def parse(body, msg, content_type):
+    """OTLP/HTTP's two encodings: protobuf, or OTLP/JSON (protobuf's JSON
+    mapping, except that trace and span ids are hex, not base64)."""
+    if not content_type.startswith("application/json"):
+        msg.ParseFromString(body)
+        return "http"
+    data = json.loads(body)
+
+    def ids(o):
+        if isinstance(o, dict):
+            for k, v in o.items():
+                if k in ("traceId", "spanId", "parentSpanId") and isinstance(v, str):
+                    o[k] = base64.b64encode(bytes.fromhex(v)).decode()
+                else:
+                    ids(v)
+        elif isinstance(o, list):
+            for x in o:
+                ids(x)
+    ids(data)
+    json_format.ParseDict(data, msg)
+    return "http/json"
+
+
 class Http(BaseHTTPRequestHandler):
     def do_GET(self):
         out = json.dumps({"logs": COUNT}).encode()
@@ -158,20 +183,19 @@ class Http(BaseHTTPRequestHandler):
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("content-length", "0")))
         hang()
+        ctype = self.headers.get("content-type", "")
         if self.path == "/v1/logs":
             req = logs_service_pb2.ExportLogsServiceRequest()
-            req.ParseFromString(body)
-            logs(req, "http", {k.lower(): v for k, v in self.headers.items() if k.lower().startswith("x-")})
+            how = parse(body, req, ctype)
+            logs(req, how, {k.lower(): v for k, v in self.headers.items() if k.lower().startswith("x-")})
             resp = logs_service_pb2.ExportLogsServiceResponse()
         elif self.path == "/v1/metrics":
             req = metrics_service_pb2.ExportMetricsServiceRequest()
-            req.ParseFromString(body)
-            metrics(req, "http")
+            metrics(req, parse(body, req, ctype))
             resp = metrics_service_pb2.ExportMetricsServiceResponse()
         elif self.path == "/v1/traces":
             req = trace_service_pb2.ExportTraceServiceRequest()
-            req.ParseFromString(body)
-            traces(req, "http")
+            traces(req, parse(body, req, ctype))
             resp = trace_service_pb2.ExportTraceServiceResponse()
         else:
             self.send_response(404)

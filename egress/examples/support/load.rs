@@ -39,7 +39,19 @@ impl Proc {
 }
 
 impl Drop for Proc {
+    /// SIGTERM, then SIGKILL after 2 s: a killed nginx master would leave
+    /// its worker behind, still holding a core's worth of state and its port.
     fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let start = std::time::Instant::now();
+        while start.elapsed() < std::time::Duration::from_secs(2) {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

@@ -1,0 +1,228 @@
+//! A decision as an OTLP `LogRecord`, a request as an OTLP `Span`: encoded
+//! on the deciding thread, once, into the bytes the collector gets. No
+//! event is built and handed over (no allocation freed on another thread,
+//! nothing copied twice): the export only frames what is queued.
+
+use std::cell::RefCell;
+use std::fmt::Write as _;
+use std::time::SystemTime;
+
+use gatehouse::log::DecisionEvent;
+use gatehouse::query::Query;
+
+use crate::wire::{
+    VARINT, Value, any_value, bytes_field, fixed64, ids, key_value, nanos, tag, varint,
+};
+
+/// Reused buffers of one thread.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    /// The record's encoding.
+    pub(crate) record: Vec<u8>,
+    text: String,
+    more: String,
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+/// Runs `f` with this thread's buffers (fresh ones if they are in use
+/// already, as they would be in a re-entered sink).
+pub(crate) fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
+    SCRATCH.with(|s| match s.try_borrow_mut() {
+        Ok(mut s) => f(&mut s),
+        Err(_) => f(&mut Scratch::default()),
+    })
+}
+
+/// The `LogRecord` of one decision, into `s.record`. Hosts, ports, names
+/// and the decision are always sent; command lines, paths and review
+/// actions only with `log_commands` (and then as the policy's masks leave
+/// them).
+pub(crate) fn decision(
+    s: &mut Scratch,
+    e: &DecisionEvent<'_>,
+    log_commands: bool,
+    extra: &[(&'static str, String)],
+) {
+    let now = nanos(SystemTime::now());
+    let q = e.masked;
+    let r = &mut s.record;
+    r.clear();
+    fixed64(r, 1, now);
+    tag(r, 2, VARINT);
+    varint(r, 9); // SEVERITY_NUMBER_INFO
+    bytes_field(r, 3, b"INFO");
+    // The body: `DECISION KIND [TARGET]: REASON`.
+    let body = &mut s.text;
+    body.clear();
+    body.push_str(e.decision);
+    body.push(' ');
+    body.push_str(q.kind());
+    match q {
+        Query::Connect { host, port, .. } => {
+            let _ = write!(body, " {host}:{port}");
+        }
+        Query::Dns { name } => {
+            body.push(' ');
+            body.push_str(name);
+        }
+        Query::Resolved { host, .. } => {
+            body.push(' ');
+            body.push_str(host);
+        }
+        Query::Mcp { server, tool, .. } => {
+            let _ = write!(body, " {server}/{tool}");
+        }
+        _ => {}
+    }
+    body.push_str(": ");
+    body.push_str(e.reason);
+    any_value(r, 5, Value::S(body));
+    let kv = |r: &mut Vec<u8>, k: &str, v: Value<'_>| key_value(r, 6, k, v);
+    kv(r, "gatehouse.policy", Value::S(e.policy));
+    kv(r, "gatehouse.revision", Value::S(e.revision));
+    kv(r, "gatehouse.decision", Value::S(e.decision));
+    kv(r, "gatehouse.reason", Value::S(e.reason));
+    kv(r, "gatehouse.query.kind", Value::S(q.kind()));
+    if let Some(rule) = &e.rule {
+        body.clear();
+        let _ = write!(body, "{}:{}:{}", rule.file, rule.line, rule.column);
+        kv(r, "gatehouse.rule", Value::S(body));
+    }
+    if let Some(t) = &e.tool_decision {
+        kv(r, "gatehouse.tool_decision", Value::S(t.decision));
+        kv(r, "gatehouse.decision_source", Value::S(t.source));
+    }
+    match e.decision {
+        "ask" => kv(r, "gatehouse.escalation", Value::S("user")),
+        "review" => kv(r, "gatehouse.escalation", Value::S("auto_review")),
+        _ => {}
+    }
+    for (k, v) in extra {
+        kv(r, k, Value::S(v));
+    }
+    query_attrs(r, &mut s.more, q, log_commands);
+    fixed64(r, 11, now);
+    bytes_field(r, 12, b"gatehouse.decision");
+}
+
+/// The query's attributes.
+fn query_attrs(r: &mut Vec<u8>, text: &mut String, q: &Query, log_commands: bool) {
+    let mut kv = |k: &str, v: Value<'_>| key_value(r, 6, k, v);
+    match q {
+        Query::Connect { host, port, via } => {
+            kv("server.address", Value::S(host));
+            kv("server.port", Value::I(*port));
+            kv("network.transport", Value::S("tcp"));
+            kv("gatehouse.via", Value::S(via.as_str()));
+        }
+        Query::Dns { name } => kv("dns.question.name", Value::S(name)),
+        Query::Resolved { host, addrs, port } => {
+            kv("dns.question.name", Value::S(host));
+            text.clear();
+            for (i, a) in addrs.iter().enumerate() {
+                if i > 0 {
+                    text.push(',');
+                }
+                text.push_str(a);
+            }
+            kv("dns.answers", Value::S(text));
+            if let Some(p) = port {
+                kv("server.port", Value::I(*p));
+            }
+        }
+        Query::Socket { path } => {
+            kv("network.transport", Value::S("unix"));
+            kv("server.address", Value::S(path));
+        }
+        Query::Listen { addr } => kv("server.address", Value::S(addr)),
+        Query::Tool { permission } => kv("gatehouse.permission", Value::S(permission)),
+        Query::App { program } => kv("gatehouse.app", Value::S(program)),
+        Query::Mcp { server, tool, .. } => {
+            kv("gatehouse.mcp.server", Value::S(server));
+            kv("gen_ai.tool.name", Value::S(tool));
+        }
+        Query::Prompt { category } => kv("gatehouse.prompt.category", Value::S(category.as_str())),
+        Query::Exec { argv, escalate } => {
+            kv("gatehouse.exec.escalate", Value::B(*escalate));
+            if log_commands {
+                text.clear();
+                for (i, a) in argv.iter().enumerate() {
+                    if i > 0 {
+                        text.push(' ');
+                    }
+                    text.push_str(a);
+                }
+                kv("process.command_line", Value::S(text));
+            }
+        }
+        Query::Write { path, .. } | Query::Read { path, .. } => {
+            if log_commands {
+                kv("file.path", Value::S(path));
+            }
+        }
+        Query::Review { action, .. } => {
+            kv("gatehouse.review.action.kind", Value::S(action.kind()));
+            if log_commands {
+                let json = serde_json::to_string(action).unwrap_or_default();
+                kv("gatehouse.review.action", Value::S(&json));
+            }
+        }
+        Query::Upstream | Query::WebSearch => {}
+    }
+}
+
+/// The `Span` of a finished request, into `s.record`: a root span of a
+/// trace of its own, kind SERVER, status ERROR when `error`.
+pub(crate) fn span(
+    s: &mut Scratch,
+    name: &str,
+    start: SystemTime,
+    error: bool,
+    attrs: &[(&'static str, &str)],
+) {
+    let end = SystemTime::now();
+    let r = &mut s.record;
+    r.clear();
+    let (trace, span) = ids();
+    bytes_field(r, 1, &trace);
+    bytes_field(r, 2, &span);
+    bytes_field(r, 5, name.as_bytes());
+    tag(r, 6, VARINT);
+    varint(r, 2); // SPAN_KIND_SERVER
+    fixed64(r, 7, nanos(start));
+    fixed64(r, 8, nanos(end));
+    for (k, v) in attrs {
+        key_value(r, 9, k, Value::S(v));
+    }
+    // Status { code = 3 }: OK or ERROR.
+    tag(r, 15, 2);
+    varint(r, 2);
+    tag(r, 3, VARINT);
+    varint(r, if error { 2 } else { 1 });
+}
+
+/// The same text, shared: policy names repeat on every decision, so each
+/// thread keeps the few it has seen.
+pub(crate) fn interned(s: &str) -> std::sync::Arc<str> {
+    use std::sync::Arc;
+    thread_local! {
+        static SEEN: RefCell<Vec<Arc<str>>> = const { RefCell::new(Vec::new()) };
+    }
+    SEEN.with(|seen| {
+        let Ok(mut seen) = seen.try_borrow_mut() else {
+            return Arc::from(s);
+        };
+        if let Some(a) = seen.iter().find(|a| ***a == *s) {
+            return a.clone();
+        }
+        let a: Arc<str> = Arc::from(s);
+        if seen.len() >= 16 {
+            seen.remove(0);
+        }
+        seen.push(a.clone());
+        a
+    })
+}
