@@ -36,6 +36,27 @@ impl Pending {
         self.log_ends.len() + self.span_ends.len()
     }
 
+    pub(crate) fn bytes(&self) -> usize {
+        self.logs.len() + self.spans.len()
+    }
+
+    /// Moves `other`'s records to the end of these (leaving `other` empty,
+    /// its capacity kept).
+    pub(crate) fn append(&mut self, other: &mut Pending) {
+        if self.len() == 0 {
+            std::mem::swap(self, other);
+            other.clear();
+            return;
+        }
+        let (l, s) = (self.logs.len(), self.spans.len());
+        self.logs.extend_from_slice(&other.logs);
+        self.log_ends.extend(other.log_ends.iter().map(|e| e + l));
+        self.spans.extend_from_slice(&other.spans);
+        self.span_ends.extend(other.span_ends.iter().map(|e| e + s));
+        self.latency.append(&mut other.latency);
+        other.clear();
+    }
+
     pub(crate) fn clear(&mut self) {
         self.logs.clear();
         self.log_ends.clear();
@@ -154,6 +175,13 @@ mod tests {
         assert_eq!(p.log_ends, vec![3]);
         assert_eq!(p.spans, b"\x12\x02bc");
         assert!(q.push(Kind::Log, b"e", None, || false).is_ok());
+        let mut more = Pending::default();
+        q.take(&mut more);
+        p.append(&mut more);
+        assert_eq!(p.logs, b"\x12\x01a\x12\x01e");
+        assert_eq!(p.log_ends, vec![3, 6]);
+        assert_eq!(p.bytes(), 10);
+        assert_eq!(more.len(), 0);
     }
 
     #[test]
