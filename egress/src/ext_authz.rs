@@ -255,7 +255,7 @@ pub fn run(addr: SocketAddr, check_destination: bool, source: &crate::adapter::S
             .serve_with_incoming_shutdown(
                 tokio_stream::wrappers::TcpListenerStream::new(listener),
                 async {
-                    let _ = tokio::signal::ctrl_c().await;
+                    crate::adapter::stopped().await;
                 },
             )
             .await

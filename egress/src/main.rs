@@ -247,27 +247,13 @@ impl OtelArgs {
     }
 }
 
-/// Waits for SIGINT or SIGTERM.
-async fn stopped() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-            return;
-        }
-    }
-    let _ = tokio::signal::ctrl_c().await;
-}
-
-/// An adapter's flags: the policy, its log, the fleet.
+/// An adapter's flags: the policy, its log, the fleet, OpenTelemetry.
 #[derive(Args, Debug)]
 struct AdapterArgs {
     #[command(flatten)]
     policy: PolicyArgs,
+    #[command(flatten)]
+    otel: OtelArgs,
 }
 
 #[derive(Args, Debug)]
@@ -281,6 +267,8 @@ struct ExtAuthzArgs {
     check_destination: bool,
     #[command(flatten)]
     policy: PolicyArgs,
+    #[command(flatten)]
+    otel: OtelArgs,
 }
 
 /// A number of seconds above 0 and at most a year (a larger value is a
@@ -327,6 +315,7 @@ impl PolicyArgs {
                 poll_interval: self.fleet.poll_interval,
                 log_url: self.fleet.log_url.clone(),
             },
+            telemetry: gatehouse_otel::Telemetry::off(),
         }
     }
 }
@@ -376,18 +365,50 @@ fn main() {
     fixed_mmap_threshold();
     let cli = Cli::parse();
     let code = match &cli.command {
-        Some(Command::SrtDecider(a)) => gatehouse_egress::srt_decider::run(&a.policy.source()),
-        Some(Command::SquidHelper(a)) => gatehouse_egress::squid::run(&a.policy.source()),
+        Some(Command::SrtDecider(a)) => adapter(&a.policy, &a.otel, "srt-decider", |s| {
+            gatehouse_egress::srt_decider::run(s)
+        }),
+        Some(Command::SquidHelper(a)) => adapter(&a.policy, &a.otel, "squid-helper", |s| {
+            gatehouse_egress::squid::run(s)
+        }),
         Some(Command::ExtAuthz(a)) => match a.listen {
-            Some(addr) => {
-                gatehouse_egress::ext_authz::run(addr, a.check_destination, &a.policy.source())
-            }
+            Some(addr) => adapter(&a.policy, &a.otel, "ext-authz", |s| {
+                gatehouse_egress::ext_authz::run(addr, a.check_destination, s)
+            }),
             None => 2,
         },
         Some(Command::Host(a)) => host(a),
         None => proxy(&cli.proxy),
     };
     std::process::exit(code);
+}
+
+/// Runs an adapter with its telemetry: started first (outside any
+/// runtime), flushed within 5 s when the adapter ends (its peer closed the
+/// link, or a signal).
+fn adapter(
+    policy: &PolicyArgs,
+    otel: &OtelArgs,
+    mode: &str,
+    run: impl FnOnce(&gatehouse_egress::adapter::Source) -> i32,
+) -> i32 {
+    let mut source = policy.source();
+    source.telemetry = match otel.start(&format!("gatehouse-egress {mode}")) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("gatehouse-egress {mode}: {e}");
+            return 2;
+        }
+    };
+    let code = run(&source);
+    source.telemetry.shutdown(Duration::from_secs(5));
+    if source.telemetry.dropped() > 0 {
+        eprintln!(
+            "gatehouse-egress {mode}: telemetry: {} decision events were not delivered",
+            source.telemetry.dropped()
+        );
+    }
+    code
 }
 
 /// Allocations of 256 KiB and more get pages of their own, given back to
@@ -490,7 +511,7 @@ fn host(args: &HostArgs) -> i32 {
                 if let Some(a) = r.metrics {
                     eprintln!("gatehouse-egress: metrics on http://{a}/metrics");
                 }
-                stopped().await;
+                gatehouse_egress::adapter::stopped().await;
                 0
             }
             Err(e) => {
@@ -520,7 +541,7 @@ async fn serve(config: Config) -> i32 {
             if let Some(a) = r.metrics {
                 eprintln!("gatehouse-egress: metrics on http://{a}/metrics");
             }
-            stopped().await;
+            gatehouse_egress::adapter::stopped().await;
             0
         }
         Err(e) => {

@@ -573,6 +573,18 @@ pub fn with_telemetry(
         "{connection}",
         move || vec![(m.open_connections.get(), Vec::new())],
     );
+    with_decisions(sink, telemetry)
+}
+
+/// The decision sink with OpenTelemetry's beside it, when export is on
+/// (an adapter's: its decisions, without the daemon's counters).
+pub fn with_decisions(
+    sink: Option<Arc<dyn gatehouse::log::DecisionSink>>,
+    telemetry: &gatehouse_otel::Telemetry,
+) -> Option<Arc<dyn gatehouse::log::DecisionSink>> {
+    if !telemetry.is_on() {
+        return sink;
+    }
     let t: Arc<dyn gatehouse::log::DecisionSink> = telemetry.sink();
     Some(match sink {
         None => t,

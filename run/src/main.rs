@@ -47,6 +47,10 @@ pub struct Args {
     /// Write every network decision to FILE (JSON lines, gatehouse-egress's log)
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
+    /// Export the network decisions over OpenTelemetry with these settings
+    /// (TOML, docs/telemetry.md; the OTEL_EXPORTER_OTLP_* variables work too)
+    #[arg(long, value_name = "FILE")]
+    pub otel: Option<PathBuf>,
     /// The gatehouse-egress binary [default: beside gatehouse-run, else on PATH]
     #[arg(long, value_name = "PATH")]
     pub egress: Option<PathBuf>,

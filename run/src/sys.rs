@@ -136,6 +136,9 @@ fn outer(args: &Args, plan: &Plan, abi: ABI) -> Result<u8, RunError> {
     if let Some(l) = &args.log {
         cmd.arg("--log").arg(l);
     }
+    if let Some(o) = &args.otel {
+        cmd.arg("--otel").arg(o);
+    }
     let egress = cmd
         .spawn()
         .map_err(io(format!("starting {}", egress_bin.display())))?;
@@ -372,7 +375,24 @@ impl TryClone for UnixStream {
 struct Reaper(Child);
 
 impl Reaper {
+    /// SIGTERM, so that the proxy flushes its telemetry (it bounds that to
+    /// 5 s), then SIGKILL after 6 s.
     fn stop(&mut self) {
+        if let Ok(pid) = libc::pid_t::try_from(self.0.id()) {
+            #[allow(unsafe_code)]
+            // SAFETY: kill takes two integers and only sends a signal; the
+            // pid is our own child's, not yet waited for (so not reused).
+            unsafe {
+                libc::kill(pid, libc::SIGTERM);
+            }
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_secs(6) {
+                if let Ok(Some(_)) = self.0.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }

@@ -10,6 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${BIN:-target/release}
+BINABS=$(cd "$BIN" && pwd)
 # The receiver's packages, from PyPI, in a venv of their own.
 venv=$PWD/target/otel-venv
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import grpc, opentelemetry.proto" 2>/dev/null; then
@@ -92,6 +93,38 @@ for _ in $(seq 50); do grep -q "http proxy on" "$work/egress-json.err" 2>/dev/nu
 curl -s -o /dev/null --max-time 5 -x "http://127.0.0.1:$PORT" "http://denied.test/a" || true
 curl -s -o /dev/null --max-time 5 -x "http://127.0.0.1:$PORT" "http://denied.test/b" || true
 kill -TERM "$p"; wait "$p" || { echo "gatehouse-egress (json) exited $? on SIGTERM"; cat "$work/egress-json.err"; exit 1; }
+
+# 3c. the adapters: squid's helper and srt's decider, their decisions
+# flushed when the peer closes the link; a helper stopped by SIGTERM
+# flushes too (exit 143).
+GRPCURL="http://127.0.0.1:$GRPC"
+printf '0 allowed.test 443 CONNECT\n1 denied.test 443 CONNECT\n2 denied.test 80 GET\n' |
+  OTEL_SERVICE_NAME=squid-ci "$BIN/gatehouse-egress" squid-helper --policy "$work/egress.policy" \
+    --otel-exporter otlp-grpc --otel-endpoint "$GRPCURL" > "$work/squid.out" 2> "$work/squid.err"
+python3 -c 'import struct, sys
+for m in (b"{\"t\":\"hello\",\"proto\":1}",
+          b"{\"t\":\"req\",\"id\":1,\"method\":\"GET\",\"host\":\"denied.test\",\"port\":443,\"sni\":\"denied.test\",\"path\":\"/\"}"):
+    sys.stdout.buffer.write(struct.pack(">I", len(m)) + m)' |
+  OTEL_SERVICE_NAME=srt-ci "$BIN/gatehouse-egress" srt-decider --policy "$work/egress.policy" \
+    --otel-exporter otlp-grpc --otel-endpoint "$GRPCURL" > "$work/srt.out" 2> "$work/srt.err"
+mkfifo "$work/helper.in"
+exec 7<>"$work/helper.in"
+OTEL_SERVICE_NAME=squid-term "$BIN/gatehouse-egress" squid-helper --policy "$work/egress.policy" \
+  --otel-exporter otlp-grpc --otel-endpoint "$GRPCURL" <&7 > "$work/squid-term.out" 2>/dev/null &
+p=$!
+echo "5 evil.test 80 GET" >&7
+for _ in $(seq 50); do grep -q "^5 " "$work/squid-term.out" 2>/dev/null && break; sleep 0.1; done
+kill -TERM "$p"
+code=0; wait "$p" || code=$?
+exec 7>&-
+[ "$code" = 143 ] || { echo "FAIL squid-helper exited $code on SIGTERM (expected 143)"; exit 1; }
+
+# 3d. gatehouse-run: the proxy it starts exports with the variables it
+# inherits, and is stopped with SIGTERM, so a run's decisions are flushed.
+mkdir -p "$work/ws"
+( cd "$work/ws" && OTEL_SERVICE_NAME=run-ci OTEL_EXPORTER_OTLP_ENDPOINT="$GRPCURL" OTEL_EXPORTER_OTLP_PROTOCOL=grpc \
+  "$BINABS/gatehouse-run" "$work/egress.policy" -- curl -s -o /dev/null --max-time 5 http://denied.test/run ) 2> "$work/run.err" ||
+  { echo "FAIL gatehouse-run"; cat "$work/run.err"; exit 1; }
 
 # 4. `policyc import zerocode --telemetry` on the seed's [otel] examples:
 # settings the daemon accepts, with no token in them. The gRPC example's
@@ -217,6 +250,20 @@ ejs = spans["egress-json"]
 check(len(ej) == 2 and all(r["transport"] == "http/json" and r["attributes"]["gatehouse.decision"] == "deny" for r in ej)
       and len(ejs) == 2 and all(s["transport"] == "http/json" and s["status"] == 2 and len(s["trace_id"]) == 32 for s in ejs),
       f"egress over OTLP/HTTP JSON: 2 decisions and 2 spans (got {len(ej)}, {len(ejs)})")
+sq = logs["squid-ci"]
+check(len(sq) == 3 and sorted(r["attributes"]["gatehouse.decision"] for r in sq) == ["allow", "deny", "deny"]
+      and all(r["attributes"].get("server.address") in ("allowed.test", "denied.test") for r in sq),
+      f"squid-helper: its 3 decisions, flushed when squid closes the link (got {len(sq)})")
+st = logs["squid-term"]
+check(len(st) == 1 and st[0]["attributes"].get("server.address") == "evil.test",
+      f"squid-helper: SIGTERM flushes what is queued (got {len(st)})")
+sr = logs["srt-ci"]
+check(len(sr) >= 1 and all(r["attributes"]["gatehouse.decision"] == "deny" for r in sr)
+      and any(r["attributes"].get("server.address") == "denied.test" for r in sr),
+      f"srt-decider: its decisions arrive (got {[r['attributes'].get('server.address') for r in sr]})")
+rn = logs["run-ci"]
+check(len(rn) == 1 and rn[0]["attributes"].get("server.address") == "denied.test" and rn[0]["attributes"]["gatehouse.decision"] == "deny",
+      f"gatehouse-run: the run's decision arrives, flushed when the run ends (got {len(rn)})")
 imp = logs["import-zc-otel-grpc"]
 check(len(imp) == 1 and imp[0]["headers"].get("x-otlp-meta") == "abc123",
       "import: the daemon runs the imported gRPC settings, its header from the variable the import named")
