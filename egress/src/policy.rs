@@ -381,6 +381,7 @@ impl Policies {
             id: self.requests.fetch_add(1, Ordering::Relaxed),
             decisions: 0,
             started: self.spans.as_ref().map(|_| std::time::SystemTime::now()),
+            parent: None,
         }
     }
 }
@@ -427,9 +428,21 @@ pub struct Request<'a> {
     pub decisions: usize,
     /// When the request began, when spans are exported.
     started: Option<std::time::SystemTime>,
+    /// The caller's span, from its `traceparent` (W3C Trace Context).
+    parent: Option<gatehouse_otel::TraceParent>,
 }
 
 impl Request<'_> {
+    /// The request's `traceparent` header: its span goes in the caller's
+    /// trace. Read only when spans are exported; a malformed value is
+    /// ignored (the span is then a trace of its own). The header is
+    /// forwarded as the client sent it.
+    pub fn traced_by(&mut self, traceparent: Option<&str>) {
+        if self.started.is_some() {
+            self.parent = traceparent.and_then(gatehouse_otel::TraceParent::parse);
+        }
+    }
+
     /// Decides and logs `q`; a set without the chosen policy (impossible
     /// after `load`) is a deny.
     pub fn decide(&mut self, q: QueryRef<'_>) -> Verdict {
@@ -496,6 +509,7 @@ impl Request<'_> {
             }
             t.span(
                 "gatehouse.egress.request",
+                self.parent.as_ref(),
                 start,
                 refused,
                 attrs.get(..n).unwrap_or_default(),

@@ -27,6 +27,7 @@ mod record;
 mod send;
 mod settings;
 mod tally;
+mod trace;
 mod wire;
 
 use std::sync::Arc;
@@ -41,6 +42,7 @@ use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
 
 pub use settings::{Encoding, Exporter, Settings, SettingsError};
+pub use trace::TraceParent;
 
 /// Telemetry that could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -332,19 +334,25 @@ impl Telemetry {
         true
     }
 
-    /// Records a finished span (a proxied request, a DNS answer), a root
-    /// span of a trace of its own, kind SERVER, status ERROR when `error`.
-    /// Never waits: with the queue full it is dropped and counted.
+    /// Records a finished span (a proxied request, a DNS answer), kind
+    /// SERVER, status ERROR when `error`: a child of the caller's span when
+    /// its `traceparent` gave one (none when the caller does not sample the
+    /// trace), else the root of a trace of its own. Never waits: with the
+    /// queue full it is dropped and counted.
     pub fn span(
         &self,
         name: &'static str,
+        parent: Option<&TraceParent>,
         start: std::time::SystemTime,
         error: bool,
         attrs: &[(&'static str, &str)],
     ) {
         let Some(l) = &self.live else { return };
+        if parent.is_some_and(|p| !p.sampled) {
+            return;
+        }
         let queued = record::with_scratch(|s| {
-            record::span(s, name, start, error, attrs);
+            record::span(s, name, parent, start, error, attrs);
             l.queue.push(queue::Kind::Span, &s.record, None, || false)
         });
         l.queued(queued.is_ok());
@@ -652,7 +660,7 @@ mod tests {
     #[test]
     fn shutdown_counts_what_a_dead_collector_never_got() {
         let t = Telemetry::start(&refused(), "test").expect("starts");
-        t.span("x", std::time::SystemTime::now(), false, &[]);
+        t.span("x", None, std::time::SystemTime::now(), false, &[]);
         t.shutdown(Duration::from_secs(2));
         assert_eq!(t.sent(), 0);
         assert_eq!(t.dropped(), 1);

@@ -174,11 +174,13 @@ fn query_attrs(r: &mut Vec<u8>, text: &mut String, q: &Query, log_commands: bool
     }
 }
 
-/// The `Span` of a finished request, into `s.record`: a root span of a
-/// trace of its own, kind SERVER, status ERROR when `error`.
+/// The `Span` of a finished request, into `s.record`: kind SERVER, status
+/// ERROR when `error`, in the caller's trace under its span when there is
+/// a `parent`, else the root of a trace of its own.
 pub(crate) fn span(
     s: &mut Scratch,
     name: &str,
+    parent: Option<&crate::TraceParent>,
     start: SystemTime,
     error: bool,
     attrs: &[(&'static str, &str)],
@@ -187,8 +189,11 @@ pub(crate) fn span(
     let r = &mut s.record;
     r.clear();
     let (trace, span) = ids();
-    bytes_field(r, 1, &trace);
+    bytes_field(r, 1, parent.map_or(&trace, |p| &p.trace_id));
     bytes_field(r, 2, &span);
+    if let Some(p) = parent {
+        bytes_field(r, 4, &p.span_id);
+    }
     bytes_field(r, 5, name.as_bytes());
     tag(r, 6, VARINT);
     varint(r, 2); // SPAN_KIND_SERVER

@@ -392,9 +392,26 @@ mod tests {
         let start = SystemTime::now() - std::time::Duration::from_millis(3);
         let mut s = record::Scratch::default();
         let attrs = [("gatehouse.outcome", "refused: not_allowed")];
-        record::span(&mut s, "gatehouse.egress.request", start, true, &attrs);
+        record::span(
+            &mut s,
+            "gatehouse.egress.request",
+            None,
+            start,
+            true,
+            &attrs,
+        );
         let a = s.record.clone();
-        record::span(&mut s, "gatehouse.egress.request", start, false, &attrs);
+        let parent =
+            crate::TraceParent::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+                .expect("valid");
+        record::span(
+            &mut s,
+            "gatehouse.egress.request",
+            Some(&parent),
+            start,
+            false,
+            &attrs,
+        );
         let out = framed(&[a, s.record.clone()]);
         let req = ExportTraceServiceRequest::decode(out.as_slice()).expect("decodes");
         let spans = &req.resource_spans[0].scope_spans[0].spans;
@@ -412,13 +429,17 @@ mod tests {
             "each span a trace of its own"
         );
         assert_eq!(s.attributes[0].key, "gatehouse.outcome");
+        assert!(s.parent_span_id.is_empty());
+        assert_eq!(spans[1].trace_id, parent.trace_id);
+        assert_eq!(spans[1].parent_span_id, parent.span_id);
+        assert_ne!(spans[1].span_id, parent.span_id);
     }
 
     #[test]
     fn json_is_otlp_json() {
         let start = SystemTime::now();
         let mut s = record::Scratch::default();
-        record::span(&mut s, "n", start, false, &[("k", "v")]);
+        record::span(&mut s, "n", None, start, false, &[("k", "v")]);
         let out = framed(&[s.record.clone()]);
         let json = crate::send::to_json(crate::send::Signal::Traces, &out).expect("transcodes");
         let v: serde_json::Value = serde_json::from_slice(&json).expect("json");

@@ -82,7 +82,9 @@ for _ in $(seq 50); do grep -q "http proxy on" "$work/egress.err" 2>/dev/null &&
 kill -TERM "$egress"
 wait "$egress" || { echo "gatehouse-egress exited $? on SIGTERM"; cat "$work/egress.err"; exit 1; }
 
-# 3b. the proxy over OTLP/HTTP JSON: 2 requests, their decisions and spans.
+# 3b. the proxy over OTLP/HTTP JSON: 3 requests, their decisions and spans;
+# the first in a caller's sampled trace (its span a child there), the third
+# in a trace the caller does not sample (no span).
 PORT=$(free_port)
 OTEL_SERVICE_NAME=egress-json OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$HTTP" OTEL_EXPORTER_OTLP_PROTOCOL=http/json \
   "$BIN/gatehouse-egress" --policy "$work/egress.policy" --http "127.0.0.1:$PORT" --upstream-dns 127.0.0.1:9 \
@@ -90,8 +92,11 @@ OTEL_SERVICE_NAME=egress-json OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$HTT
 p=$!
 pids+=($p)
 for _ in $(seq 50); do grep -q "http proxy on" "$work/egress-json.err" 2>/dev/null && break; sleep 0.1; done
-curl -s -o /dev/null --max-time 5 -x "http://127.0.0.1:$PORT" "http://denied.test/a" || true
+curl -s -o /dev/null --max-time 5 -x "http://127.0.0.1:$PORT" "http://denied.test/a" \
+  -H "traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" || true
 curl -s -o /dev/null --max-time 5 -x "http://127.0.0.1:$PORT" "http://denied.test/b" || true
+curl -s -o /dev/null --max-time 5 -x "http://127.0.0.1:$PORT" "http://denied.test/c" \
+  -H "traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00" || true
 kill -TERM "$p"; wait "$p" || { echo "gatehouse-egress (json) exited $? on SIGTERM"; cat "$work/egress-json.err"; exit 1; }
 
 # 3c. the adapters: squid's helper and srt's decider, their decisions
@@ -247,9 +252,13 @@ check(len(hs) == 1 and hs[0]["attributes"].get("gatehouse.sandbox") == "ci-7",
       f"host mode: the DNS answer's span carries gatehouse.sandbox (got {[s['attributes'] for s in hs]})")
 ej = logs["egress-json"]
 ejs = spans["egress-json"]
-check(len(ej) == 2 and all(r["transport"] == "http/json" and r["attributes"]["gatehouse.decision"] == "deny" for r in ej)
+check(len(ej) == 3 and all(r["transport"] == "http/json" and r["attributes"]["gatehouse.decision"] == "deny" for r in ej)
       and len(ejs) == 2 and all(s["transport"] == "http/json" and s["status"] == 2 and len(s["trace_id"]) == 32 for s in ejs),
-      f"egress over OTLP/HTTP JSON: 2 decisions and 2 spans (got {len(ej)}, {len(ejs)})")
+      f"egress over OTLP/HTTP JSON: 3 decisions and 2 spans (got {len(ej)}, {len(ejs)})")
+child = [s for s in ejs if s["trace_id"] == "4bf92f3577b34da6a3ce929d0e0e4736"]
+check(len(child) == 1 and child[0]["parent"] == "00f067aa0ba902b7"
+      and [s["parent"] for s in ejs if s not in child] == [""],
+      f"egress: a request's traceparent puts its span in the caller's trace; unsampled, none (got {[(s['trace_id'], s['parent']) for s in ejs]})")
 sq = logs["squid-ci"]
 check(len(sq) == 3 and sorted(r["attributes"]["gatehouse.decision"] for r in sq) == ["allow", "deny", "deny"]
       and all(r["attributes"].get("server.address") in ("allowed.test", "denied.test") for r in sq),

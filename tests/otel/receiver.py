@@ -117,7 +117,8 @@ def traces(req, transport):
                     "signal": "span", "transport": transport, "resource": res,
                     "name": s.name, "kind": s.kind, "status": s.status.code,
                     "start": s.start_time_unix_nano, "end": s.end_time_unix_nano,
-                    "trace_id": s.trace_id.hex(), "attributes": attrs(s.attributes),
+                    "trace_id": s.trace_id.hex(), "parent": s.parent_span_id.hex(),
+                    "attributes": attrs(s.attributes),
                 })
     write(rows)
 

@@ -81,6 +81,7 @@ async fn handle(ctx: &Ctx, s: TcpStream) {
             refuse(ctx, &req, &mut client.io, &"-", Refusal::BadRequest).await;
             return;
         };
+        req.traced_by(head.header("traceparent"));
         if head.method().eq_ignore_ascii_case("CONNECT") {
             ctx.metrics.connect_requests.inc();
             connect::connect(ctx, &mut req, client, head).await;
