@@ -381,7 +381,10 @@ impl Policies {
             id: self.requests.fetch_add(1, Ordering::Relaxed),
             decisions: 0,
             started: self.spans.as_ref().map(|_| std::time::SystemTime::now()),
-            parent: None,
+            ids: self
+                .spans
+                .as_ref()
+                .and_then(|_| gatehouse_otel::SpanIds::new(None)),
         }
     }
 }
@@ -428,8 +431,10 @@ pub struct Request<'a> {
     pub decisions: usize,
     /// When the request began, when spans are exported.
     started: Option<std::time::SystemTime>,
-    /// The caller's span, from its `traceparent` (W3C Trace Context).
-    parent: Option<gatehouse_otel::TraceParent>,
+    /// The request's span, when spans are exported: in the caller's trace
+    /// when its `traceparent` (W3C Trace Context) gave one; none when the
+    /// caller does not sample it.
+    ids: Option<gatehouse_otel::SpanIds>,
 }
 
 impl Request<'_> {
@@ -438,8 +443,12 @@ impl Request<'_> {
     /// ignored (the span is then a trace of its own). The header is
     /// forwarded as the client sent it.
     pub fn traced_by(&mut self, traceparent: Option<&str>) {
-        if self.started.is_some() {
-            self.parent = traceparent.and_then(gatehouse_otel::TraceParent::parse);
+        if let Some(parent) = self
+            .started
+            .and(traceparent)
+            .and_then(gatehouse_otel::TraceParent::parse)
+        {
+            self.ids = gatehouse_otel::SpanIds::new(Some(&parent));
         }
     }
 
@@ -457,9 +466,11 @@ impl Request<'_> {
         let Ok(p) = pick(&self.set, self.policies.name.as_deref()) else {
             return Verdict::REFUSED;
         };
-        let d = self
-            .set
-            .decide_ref_logged(p, q, self.policies.sink.as_ref());
+        // Inside the request's span: its decision records carry its ids.
+        let d = gatehouse_otel::in_span(self.ids.as_ref(), || {
+            self.set
+                .decide_ref_logged(p, q, self.policies.sink.as_ref())
+        });
         self.decisions += 1;
         self.policies.metrics.decision(d.is_allow(), d.reason);
         if let Some(t) = &self.policies.tally {
@@ -483,7 +494,7 @@ impl Request<'_> {
     pub fn finish(&self, what: &(dyn std::fmt::Display + Sync), outcome: &str) {
         let refused = outcome.starts_with("refused") || outcome.starts_with("dropped");
         let p = self.policies;
-        if let (Some((t, sandbox)), Some(start)) = (&p.spans, self.started)
+        if let (Some((t, sandbox)), Some(start), Some(ids)) = (&p.spans, self.started, &self.ids)
             && t.span_wanted()
         {
             // The outcome is the proxy's word (`forwarded`, `refused:
@@ -509,7 +520,7 @@ impl Request<'_> {
             }
             t.span(
                 "gatehouse.egress.request",
-                self.parent.as_ref(),
+                ids,
                 start,
                 refused,
                 attrs.get(..n).unwrap_or_default(),

@@ -42,7 +42,7 @@ use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
 
 pub use settings::{Encoding, Exporter, Settings, SettingsError};
-pub use trace::TraceParent;
+pub use trace::{SpanIds, TraceParent, in_span};
 
 /// Telemetry that could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -334,25 +334,22 @@ impl Telemetry {
         true
     }
 
-    /// Records a finished span (a proxied request, a DNS answer), kind
-    /// SERVER, status ERROR when `error`: a child of the caller's span when
-    /// its `traceparent` gave one (none when the caller does not sample the
-    /// trace), else the root of a trace of its own. Never waits: with the
-    /// queue full it is dropped and counted.
+    /// Records a finished span (a proxied request, a DNS answer) with its
+    /// `ids` ([`SpanIds::new`]: a child of the caller's span when its
+    /// `traceparent` gave one, else the root of a trace of its own), kind
+    /// SERVER, status ERROR when `error`. Never waits: with the queue full
+    /// it is dropped and counted.
     pub fn span(
         &self,
         name: &'static str,
-        parent: Option<&TraceParent>,
+        ids: &SpanIds,
         start: std::time::SystemTime,
         error: bool,
         attrs: &[(&'static str, &str)],
     ) {
         let Some(l) = &self.live else { return };
-        if parent.is_some_and(|p| !p.sampled) {
-            return;
-        }
         let queued = record::with_scratch(|s| {
-            record::span(s, name, parent, start, error, attrs);
+            record::span(s, name, ids, start, error, attrs);
             l.queue.push(queue::Kind::Span, &s.record, None, || false)
         });
         l.queued(queued.is_ok());
@@ -660,7 +657,8 @@ mod tests {
     #[test]
     fn shutdown_counts_what_a_dead_collector_never_got() {
         let t = Telemetry::start(&refused(), "test").expect("starts");
-        t.span("x", None, std::time::SystemTime::now(), false, &[]);
+        let ids = SpanIds::new(None).expect("a root span");
+        t.span("x", &ids, std::time::SystemTime::now(), false, &[]);
         t.shutdown(Duration::from_secs(2));
         assert_eq!(t.sent(), 0);
         assert_eq!(t.dropped(), 1);

@@ -10,9 +10,7 @@ use std::time::SystemTime;
 use gatehouse::log::DecisionEvent;
 use gatehouse::query::Query;
 
-use crate::wire::{
-    VARINT, Value, any_value, bytes_field, fixed64, ids, key_value, nanos, tag, varint,
-};
+use crate::wire::{VARINT, Value, any_value, bytes_field, fixed64, key_value, nanos, tag, varint};
 
 /// Reused buffers of one thread.
 #[derive(Default)]
@@ -104,6 +102,11 @@ pub(crate) fn decision(
         kv(r, k, Value::S(v));
     }
     query_attrs(r, &mut s.more, q, log_commands);
+    // The request's span, when the decision is made inside one.
+    if let Some(ids) = crate::trace::current() {
+        bytes_field(r, 9, &ids.trace_id);
+        bytes_field(r, 10, &ids.span_id);
+    }
     fixed64(r, 11, now);
     bytes_field(r, 12, b"gatehouse.decision");
 }
@@ -180,7 +183,7 @@ fn query_attrs(r: &mut Vec<u8>, text: &mut String, q: &Query, log_commands: bool
 pub(crate) fn span(
     s: &mut Scratch,
     name: &str,
-    parent: Option<&crate::TraceParent>,
+    ids: &crate::SpanIds,
     start: SystemTime,
     error: bool,
     attrs: &[(&'static str, &str)],
@@ -188,11 +191,10 @@ pub(crate) fn span(
     let end = SystemTime::now();
     let r = &mut s.record;
     r.clear();
-    let (trace, span) = ids();
-    bytes_field(r, 1, parent.map_or(&trace, |p| &p.trace_id));
-    bytes_field(r, 2, &span);
-    if let Some(p) = parent {
-        bytes_field(r, 4, &p.span_id);
+    bytes_field(r, 1, &ids.trace_id);
+    bytes_field(r, 2, &ids.span_id);
+    if let Some(p) = &ids.parent {
+        bytes_field(r, 4, p);
     }
     bytes_field(r, 5, name.as_bytes());
     tag(r, 6, VARINT);

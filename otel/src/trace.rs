@@ -51,6 +51,59 @@ impl TraceParent {
     }
 }
 
+/// A span's ids, made when its request begins: the decisions made while
+/// it is current ([`in_span`]) carry them, so that a collector joins each
+/// decision to its request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SpanIds {
+    /// The trace: the caller's, or one of its own.
+    pub trace_id: [u8; 16],
+    /// The span's own id.
+    pub span_id: [u8; 8],
+    /// The caller's span, when there is one.
+    pub parent: Option<[u8; 8]>,
+}
+
+impl SpanIds {
+    /// New ids: in `parent`'s trace under its span, or a trace of their
+    /// own. `None` when the parent does not sample the trace (no span is
+    /// recorded, and decisions carry no ids).
+    pub fn new(parent: Option<&TraceParent>) -> Option<SpanIds> {
+        let (trace, span) = crate::wire::ids();
+        match parent {
+            Some(p) if !p.sampled => None,
+            Some(p) => Some(SpanIds {
+                trace_id: p.trace_id,
+                span_id: span,
+                parent: Some(p.span_id),
+            }),
+            None => Some(SpanIds {
+                trace_id: trace,
+                span_id: span,
+                parent: None,
+            }),
+        }
+    }
+}
+
+thread_local! {
+    static CURRENT: std::cell::Cell<Option<SpanIds>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with `ids` as this thread's current span: the decision records
+/// made inside carry its trace and span ids.
+pub fn in_span<R>(ids: Option<&SpanIds>, f: impl FnOnce() -> R) -> R {
+    let before = CURRENT.with(|c| c.replace(ids.copied()));
+    let r = f();
+    CURRENT.with(|c| c.set(before));
+    r
+}
+
+/// This thread's current span.
+pub(crate) fn current() -> Option<SpanIds> {
+    CURRENT.with(std::cell::Cell::get)
+}
+
 /// `N` bytes from `2N` lower-case hex digits.
 fn hex<const N: usize>(s: &[u8]) -> Option<[u8; N]> {
     if s.len() != 2 * N {

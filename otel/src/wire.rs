@@ -287,7 +287,11 @@ mod tests {
         let big = "x".repeat(300);
         record::decision(&mut s, &e, false, &[("gatehouse.sandbox", big.clone())]);
         let one = s.record.clone();
-        let out = framed(&[one.clone(), one]);
+        let ids = crate::SpanIds::new(None).expect("a root");
+        crate::in_span(Some(&ids), || {
+            record::decision(&mut s, &e, false, &[("gatehouse.sandbox", big.clone())]);
+        });
+        let out = framed(&[one, s.record.clone()]);
         let req = ExportLogsServiceRequest::decode(out.as_slice()).expect("decodes");
         let rl = &req.resource_logs[0];
         let res = rl.resource.as_ref().expect("resource");
@@ -340,6 +344,14 @@ mod tests {
         assert_eq!(attr("network.transport"), s("tcp"));
         assert_eq!(attr("gatehouse.via"), s("https"));
         assert_eq!(r.attributes.len(), 14);
+        assert!(
+            r.trace_id.is_empty() && r.span_id.is_empty(),
+            "outside a span"
+        );
+        let r2 = &sl.log_records[1];
+        assert_eq!(r2.trace_id, ids.trace_id);
+        assert_eq!(r2.span_id, ids.span_id);
+        assert_eq!(r2.attributes.len(), 14);
     }
 
     #[test]
@@ -392,10 +404,11 @@ mod tests {
         let start = SystemTime::now() - std::time::Duration::from_millis(3);
         let mut s = record::Scratch::default();
         let attrs = [("gatehouse.outcome", "refused: not_allowed")];
+        let root = crate::SpanIds::new(None).expect("a root");
         record::span(
             &mut s,
             "gatehouse.egress.request",
-            None,
+            &root,
             start,
             true,
             &attrs,
@@ -404,10 +417,11 @@ mod tests {
         let parent =
             crate::TraceParent::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
                 .expect("valid");
+        let child = crate::SpanIds::new(Some(&parent)).expect("sampled");
         record::span(
             &mut s,
             "gatehouse.egress.request",
-            Some(&parent),
+            &child,
             start,
             false,
             &attrs,
@@ -439,7 +453,8 @@ mod tests {
     fn json_is_otlp_json() {
         let start = SystemTime::now();
         let mut s = record::Scratch::default();
-        record::span(&mut s, "n", None, start, false, &[("k", "v")]);
+        let ids = crate::SpanIds::new(None).expect("a root");
+        record::span(&mut s, "n", &ids, start, false, &[("k", "v")]);
         let out = framed(&[s.record.clone()]);
         let json = crate::send::to_json(crate::send::Signal::Traces, &out).expect("transcodes");
         let v: serde_json::Value = serde_json::from_slice(&json).expect("json");

@@ -259,6 +259,14 @@ child = [s for s in ejs if s["trace_id"] == "4bf92f3577b34da6a3ce929d0e0e4736"]
 check(len(child) == 1 and child[0]["parent"] == "00f067aa0ba902b7"
       and [s["parent"] for s in ejs if s not in child] == [""],
       f"egress: a request's traceparent puts its span in the caller's trace; unsampled, none (got {[(s['trace_id'], s['parent']) for s in ejs]})")
+spans_by_id = {(s["trace_id"], s["span_id"]) for s in ejs}
+joined = [r for r in ej if (r["trace_id"], r["span_id"]) in spans_by_id]
+check(len(joined) == 2 and any(r["trace_id"] == "4bf92f3577b34da6a3ce929d0e0e4736" for r in joined)
+      and all(r["span_id"] == "" for r in ej if r not in joined),
+      f"egress: each decision carries its request's trace and span ids (none in an unsampled trace; got {[(r['trace_id'], r['span_id']) for r in ej]})")
+eg_spans = {(s["trace_id"], s["span_id"]) for s in spans["egress-ci"]}
+check(all((r["trace_id"], r["span_id"]) in eg_spans for r in logs["egress-ci"]),
+      "egress: over gRPC too, every decision joins its request's span")
 sq = logs["squid-ci"]
 check(len(sq) == 3 and sorted(r["attributes"]["gatehouse.decision"] for r in sq) == ["allow", "deny", "deny"]
       and all(r["attributes"].get("server.address") in ("allowed.test", "denied.test") for r in sq),

@@ -79,6 +79,7 @@ def logs(req, transport, headers=None):
                     "scope": sl.scope.name, "event_name": r.event_name,
                     "body": value(r.body), "attributes": attrs(r.attributes),
                     "time_unix_nano": r.time_unix_nano,
+                    "trace_id": r.trace_id.hex(), "span_id": r.span_id.hex(),
                     "headers": headers or {},
                 })
     write(rows)
@@ -117,7 +118,8 @@ def traces(req, transport):
                     "signal": "span", "transport": transport, "resource": res,
                     "name": s.name, "kind": s.kind, "status": s.status.code,
                     "start": s.start_time_unix_nano, "end": s.end_time_unix_nano,
-                    "trace_id": s.trace_id.hex(), "parent": s.parent_span_id.hex(),
+                    "trace_id": s.trace_id.hex(), "span_id": s.span_id.hex(),
+                    "parent": s.parent_span_id.hex(),
                     "attributes": attrs(s.attributes),
                 })
     write(rows)
