@@ -1,15 +1,17 @@
 //! OpenTelemetry export under load: `wrk` through gatehouse-egress to nginx
-//! (keep-alive), one run each with export off, on (a healthy OTLP/gRPC
-//! receiver), on with a receiver that hangs 10 s on every export, on with
-//! a collector port that refuses connections, and off again — side by side,
-//! in one run. Reports requests/s, p50, p99, the decisions made, what the
-//! receiver got, what gatehouse counted as dropped, and how long SIGTERM
-//! took to flush. Loopback only; every run bounded (SECONDS each).
+//! (keep-alive) with export off, on (a healthy OTLP/gRPC receiver), on
+//! with a receiver that hangs 10 s on every export, and on with a
+//! collector port that refuses connections — side by side in one run of
+//! ROUNDS rounds taken in turn, each mode judged by its median. Reports
+//! requests/s, p50, p99, the proxy's and the collector's CPU, the
+//! decisions made, what the receiver got, what gatehouse counted as
+//! dropped, and how long SIGTERM took to flush. Loopback only; every run
+//! bounded (SECONDS each).
 //!
-//!     egress/load/otel.sh [SECONDS] [CONNECTIONS]
+//!     egress/load/otel.sh [SECONDS] [CONNECTIONS] [ROUNDS]
 //!
 //! which builds the release binary, makes the receiver's venv, and runs
-//! `target/release/examples/otel_load BIN PYTHON [SECONDS] [CONNECTIONS]`.
+//! `target/release/examples/otel_load BIN PYTHON [SECONDS] [CONNECTIONS] [ROUNDS]`.
 //! Needs `nginx` and `wrk`.
 
 #![allow(
@@ -82,6 +84,7 @@ fn metric(text: &str, name: &str) -> u64 {
 }
 
 struct Outcome {
+    round: u32,
     mode: &'static str,
     run: Run,
     decisions: u64,
@@ -101,6 +104,7 @@ fn main() {
         .clone();
     let seconds: u32 = load::arg(&args, 2, 5, 1, 60);
     let connections: u32 = load::arg(&args, 3, 16, 1, 256);
+    let rounds: u32 = load::arg(&args, 4, 3, 1, 10);
     let dir = std::env::temp_dir().join(format!("gatehouse-otel-load-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
 
@@ -166,7 +170,7 @@ fn main() {
     let refusing = free_port(); // nothing listens there
     // The collector's gRPC port, and its HTTP port to count what arrived.
     type Collector = Option<(u16, Option<u16>)>;
-    let modes: [(&str, Collector); 5] = [
+    let modes: [(&str, Collector); 4] = [
         ("export off", None),
         (
             "export on (healthy receiver)",
@@ -177,10 +181,10 @@ fn main() {
             Some((hanging_grpc, Some(hanging_http))),
         ),
         ("export on (connections refused)", Some((refusing, None))),
-        ("export off, again", None),
     ];
     let mut outcomes = Vec::new();
-    for (mode, otel) in modes {
+    let runs = (1..=rounds).flat_map(|round| modes.iter().map(move |&(m, o)| (round, m, o)));
+    for (round, mode, otel) in runs {
         let port = free_port();
         let metrics = free_port();
         let before = otel.and_then(|(_, h)| h).map(received);
@@ -253,6 +257,7 @@ fn main() {
             .and_then(|(_, h)| h)
             .map(|h| received(h).saturating_sub(before.unwrap_or(0)));
         outcomes.push(Outcome {
+            round,
             mode,
             run,
             decisions,
@@ -268,17 +273,19 @@ fn main() {
     let _ = writeln!(
         report,
         "wrk 1 thread, {connections} connections, keep-alive, {seconds} s a run after a 1 s warm-up, through gatehouse-egress to nginx; \
-         export over OTLP/gRPC to tests/otel/receiver.py (opentelemetry-proto + grpcio, counting only); queue 8 192, export timeout 5 s.\n"
+         export over OTLP/gRPC to tests/otel/receiver.py (opentelemetry-proto + grpcio, counting only); queue 8 192, export timeout 5 s; \
+         {rounds} rounds of the four modes, in turn.\n"
     );
     let _ = writeln!(
         report,
-        "| run | requests/s | p50 | p99 | proxy CPU per request | collector CPU per request | decisions | received by the collector (decision events) | counted dropped (events and spans) | SIGTERM to exit |"
+        "| round | run | requests/s | p50 | p99 | proxy CPU per request | collector CPU per request | decisions | received by the collector (decision events) | counted dropped (events and spans) | SIGTERM to exit |"
     );
-    let _ = writeln!(report, "|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(report, "|---|---|---|---|---|---|---|---|---|---|---|");
     for o in &outcomes {
         let _ = writeln!(
             report,
-            "| {} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {:.2} s |",
+            "| {} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {:.2} s |",
+            o.round,
             o.mode,
             o.run.rps,
             fmt_us(o.run.p50_us),
@@ -291,60 +298,67 @@ fn main() {
             o.flush.as_secs_f64()
         );
     }
-    let off: Vec<&Outcome> = outcomes
-        .iter()
-        .filter(|o| o.mode.starts_with("export off"))
-        .collect();
-    let off_rps = off.iter().map(|o| o.run.rps).sum::<f64>() / off.len() as f64;
-    let off_p99 = off.iter().map(|o| o.run.p99_us).sum::<f64>() / off.len() as f64;
+    // Each mode's median over the rounds (the machine is shared and noisy:
+    // a median of runs taken in turn, rather than one run each).
+    let median = |mode: &str, f: &dyn Fn(&Outcome) -> f64| {
+        let mut v: Vec<f64> = outcomes.iter().filter(|o| o.mode == mode).map(f).collect();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+    };
+    let off_rps = median("export off", &|o| o.run.rps);
+    let off_p99 = median("export off", &|o| o.run.p99_us);
     let _ = writeln!(
         report,
-        "\nAgainst the mean of the two runs with export off ({off_rps:.0} requests/s, p99 {}):\n",
+        "\nMedians over the rounds, against export off ({off_rps:.0} requests/s, p99 {}):\n",
         fmt_us(off_p99)
     );
     // Always checked: every decision delivered or counted, and SIGTERM's
-    // flush bounded (5 s, and a little to exit). The 10 % targets are
-    // checked with OTEL_LOAD_STRICT=1 (a shared 2-core machine is noisy;
-    // BENCHMARKS.md has the figures).
+    // flush bounded (5 s, and a little to exit), in every run. The 10 %
+    // targets are checked with OTEL_LOAD_STRICT=1 (a shared 2-core machine
+    // is noisy; BENCHMARKS.md has the figures).
     let strict = std::env::var("OTEL_LOAD_STRICT").is_ok_and(|v| v == "1");
     let mut missed = 0;
-    for o in outcomes
-        .iter()
-        .filter(|o| !o.mode.starts_with("export off"))
-    {
-        let r = o.run.rps / off_rps;
-        let q = o.run.p99_us / off_p99;
-        let ok = r >= 0.9;
+    let mut unaccounted = 0;
+    for o in outcomes.iter().filter(|o| o.mode != "export off") {
         let accounted = match o.received {
             Some(got) if o.mode.contains("healthy") => got == o.decisions && o.dropped == 0,
             Some(got) => o.dropped > 0 && got + o.dropped >= o.decisions,
             None => o.dropped == o.decisions + o.requests,
         };
-        if (strict && !ok) || !accounted || o.flush > Duration::from_secs(6) {
+        if !accounted || o.flush > Duration::from_secs(6) {
+            unaccounted += 1;
+            let _ = writeln!(
+                report,
+                "- **round {} {}: not accounted for, or shutdown over its bound**",
+                o.round, o.mode
+            );
+        }
+    }
+    for (mode, _) in modes.iter().skip(1) {
+        let r = median(mode, &|o| o.run.rps) / off_rps;
+        let q = median(mode, &|o| o.run.p99_us) / off_p99;
+        // The healthy collector's target is throughput; a hanging or
+        // refusing one must not cost throughput or tail latency.
+        let ok = r >= 0.9 && (mode.contains("healthy") || q <= 1.1);
+        if strict && !ok {
             missed += 1;
         }
         let _ = writeln!(
             report,
-            "- {}: requests/s {r:.2}× ({}), p99 {q:.2}×; {}",
-            o.mode,
+            "- {mode}: requests/s {r:.2}×, p99 {q:.2}× — {}",
             if ok {
                 "within 10 %"
             } else {
-                "**more than 10 % fewer**"
-            },
-            if o.mode.contains("healthy") {
-                format!(
-                    "every decision delivered: {}",
-                    if accounted { "yes" } else { "**no**" }
-                )
-            } else {
-                format!(
-                    "what was lost is counted: {}",
-                    if accounted { "yes" } else { "**no**" }
-                )
+                "**more than 10 % off**"
             }
         );
     }
+    let _ = writeln!(
+        report,
+        "- every decision delivered (healthy) or counted as dropped (hanging, refusing), SIGTERM within its bound: {}",
+        if unaccounted == 0 { "yes" } else { "**no**" }
+    );
+    missed += unaccounted;
     print!("{report}");
     let out = PathBuf::from("target/egress-otel-load.md");
     if std::fs::write(&out, &report).is_ok() {

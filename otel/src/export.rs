@@ -52,8 +52,18 @@ pub(crate) async fn export_loop(x: Export) {
     let mut retry_at = tokio::time::Instant::now();
     let mut last_send = tokio::time::Instant::now();
     loop {
+        // Waiting after a failure, the export sleeps until the next try
+        // (shutdown wakes it); idle (nothing taken, nothing queued), a TICK.
+        let now = tokio::time::Instant::now();
+        let nap = if now < retry_at {
+            retry_at - now
+        } else if out.len() > 0 || x.queue.len() > 0 {
+            TAKE
+        } else {
+            TICK
+        };
         tokio::select! {
-            _ = tokio::time::sleep(TAKE) => {}
+            _ = tokio::time::sleep(nap) => {}
             _ = x.wake.notified() => {}
         }
         x.counts.woken.store(false, Ordering::Relaxed);
