@@ -364,6 +364,8 @@ fn main() {
     if std::fs::write(&out, &report).is_ok() {
         eprintln!("(also written to {})", out.display());
     }
+    // `exit` skips destructors: nginx and the receivers are stopped first.
+    drop((nginx, healthy, hanging));
     let _ = std::fs::remove_dir_all(&dir);
     if missed > 0 {
         eprintln!("otel load: {missed} targets missed");
