@@ -76,7 +76,7 @@ pub fn start(source: &Source, serves: bool) -> Result<Arc<Policies>, crate::Star
                         && dropped > 0
                     {
                         eprintln!(
-                            "gatehouse-egress: telemetry: {dropped} decision events were not delivered"
+                            "gatehouse-egress: telemetry: {dropped} records (decision events and spans) were not delivered"
                         );
                     }
                     std::process::exit(STOPPED);

@@ -404,7 +404,7 @@ fn adapter(
     source.telemetry.shutdown(Duration::from_secs(5));
     if source.telemetry.dropped() > 0 {
         eprintln!(
-            "gatehouse-egress {mode}: telemetry: {} decision events were not delivered",
+            "gatehouse-egress {mode}: telemetry: {} records (decision events and spans) were not delivered",
             source.telemetry.dropped()
         );
     }
@@ -450,7 +450,7 @@ fn proxy(args: &ProxyArgs) -> i32 {
             telemetry.shutdown(Duration::from_secs(5));
             if telemetry.dropped() > 0 {
                 eprintln!(
-                    "gatehouse-egress: telemetry: {} decision events were not delivered",
+                    "gatehouse-egress: telemetry: {} records (decision events and spans) were not delivered",
                     telemetry.dropped()
                 );
             }

@@ -48,15 +48,16 @@ pub(crate) async fn export_loop(x: Export) {
     // to BATCH records, sent at the latest a TICK after the last send.
     let mut out = Pending::default();
     let mut labels: Vec<(Arc<str>, &'static str, [KeyValue; 2])> = Vec::new();
-    let mut backoff = Duration::ZERO;
-    let mut retry_at = tokio::time::Instant::now();
+    // Each signal waits after its own failures: a collector that takes
+    // logs but not traces keeps getting the decisions.
+    let (mut logs_wait, mut traces_wait) = (Backoff::default(), Backoff::default());
     let mut last_send = tokio::time::Instant::now();
     loop {
         // Waiting after a failure, the export sleeps until the next try
         // (shutdown wakes it); idle (nothing taken, nothing queued), a TICK.
         let now = tokio::time::Instant::now();
-        let nap = if now < retry_at {
-            retry_at - now
+        let nap = if now < logs_wait.until {
+            logs_wait.until - now
         } else if out.len() > 0 || x.queue.len() > 0 {
             TAKE
         } else {
@@ -69,7 +70,7 @@ pub(crate) async fn export_loop(x: Export) {
         x.counts.woken.store(false, Ordering::Relaxed);
         let stopping = x.counts.stopping.load(Ordering::Relaxed);
         let now = tokio::time::Instant::now();
-        if !stopping && now < retry_at {
+        if !stopping && now < logs_wait.until {
             continue;
         }
         x.queue.take(&mut taken);
@@ -82,25 +83,53 @@ pub(crate) async fn export_loop(x: Export) {
         for (secs, policy, kind) in &out.latency {
             x.latency.record(*secs, label(&mut labels, policy, kind));
         }
-        let spans = x
-            .send_all(Signal::Traces, &out.spans, &out.span_ends, true)
+        // The decisions first, then the spans, unless the collector did
+        // not take the decisions or is refusing spans for now: then the
+        // spans count as failed without a try.
+        let ok = x
+            .send_all(Signal::Logs, &out.logs, &out.log_ends, true)
             .await;
-        let logs = x
-            .send_all(Signal::Logs, &out.logs, &out.log_ends, spans)
+        let try_spans = ok && (stopping || now >= traces_wait.until);
+        let spans_ok = x
+            .send_all(Signal::Traces, &out.spans, &out.span_ends, try_spans)
             .await;
-        let ok = spans && logs;
-        if out.len() > 0 {
+        if !out.log_ends.is_empty() {
             x.counts.healthy.store(ok, Ordering::Relaxed);
+            logs_wait.after(ok);
+        }
+        if try_spans && !out.span_ends.is_empty() {
+            traces_wait.after(spans_ok);
         }
         out.clear();
-        if ok {
-            backoff = Duration::ZERO;
-        } else {
-            backoff = (backoff * 2).clamp(Duration::from_secs(1), Duration::from_secs(10));
-            retry_at = tokio::time::Instant::now() + backoff;
-        }
         if stopping {
             break;
+        }
+    }
+}
+
+/// How long a signal waits after failures: 1 s, doubling to 10 s; none
+/// after a success.
+struct Backoff {
+    wait: Duration,
+    until: tokio::time::Instant,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff {
+            wait: Duration::ZERO,
+            until: tokio::time::Instant::now(),
+        }
+    }
+}
+
+impl Backoff {
+    fn after(&mut self, ok: bool) {
+        if ok {
+            self.wait = Duration::ZERO;
+        } else {
+            self.wait = (self.wait * 2).clamp(Duration::from_secs(1), Duration::from_secs(10));
+            self.until = tokio::time::Instant::now() + self.wait;
         }
     }
 }

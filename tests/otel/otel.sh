@@ -99,6 +99,27 @@ curl -s -o /dev/null --max-time 5 -x "http://127.0.0.1:$PORT" "http://denied.tes
   -H "traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00" || true
 kill -TERM "$p"; wait "$p" || { echo "gatehouse-egress (json) exited $? on SIGTERM"; cat "$work/egress-json.err"; exit 1; }
 
+# 3b'. a collector without a traces pipeline (no trace service): the
+# decisions still arrive; the spans are counted as not delivered.
+NT_GRPC=$(free_port); NT_HTTP=$(free_port)
+"$venv/bin/python" tests/otel/receiver.py --grpc "$NT_GRPC" --http "$NT_HTTP" --out "$out" --no-traces > "$work/receiver-nt.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 50); do grep -q ready "$work/receiver-nt.log" 2>/dev/null && break; sleep 0.1; done
+PORT=$(free_port)
+OTEL_SERVICE_NAME=egress-no-traces "$BIN/gatehouse-egress" --policy "$work/egress.policy" --http "127.0.0.1:$PORT" \
+  --upstream-dns 127.0.0.1:9 --otel-exporter otlp-grpc --otel-endpoint "http://127.0.0.1:$NT_GRPC" \
+  > /dev/null 2> "$work/egress-nt.err" &
+p=$!
+pids+=($p)
+for _ in $(seq 50); do grep -q "http proxy on" "$work/egress-nt.err" 2>/dev/null && break; sleep 0.1; done
+for i in 1 2 3; do
+  curl -s -o /dev/null --max-time 5 -x "http://127.0.0.1:$PORT" "http://denied.test/nt$i" || true
+  sleep 0.3
+done
+kill -TERM "$p"; wait "$p" || { echo "gatehouse-egress (no traces) exited $? on SIGTERM"; cat "$work/egress-nt.err"; exit 1; }
+grep -q "telemetry: 3 records (decision events and spans) were not delivered" "$work/egress-nt.err" ||
+  { echo "FAIL egress (no traces): the 3 spans were not counted as not delivered"; cat "$work/egress-nt.err"; exit 1; }
+
 # 3c. the adapters: squid's helper and srt's decider, their decisions
 # flushed when the peer closes the link; a helper stopped by SIGTERM
 # flushes too (exit 143).
@@ -267,6 +288,9 @@ check(len(joined) == 2 and any(r["trace_id"] == "4bf92f3577b34da6a3ce929d0e0e473
 eg_spans = {(s["trace_id"], s["span_id"]) for s in spans["egress-ci"]}
 check(all((r["trace_id"], r["span_id"]) in eg_spans for r in logs["egress-ci"]),
       "egress: over gRPC too, every decision joins its request's span")
+nt = logs["egress-no-traces"]
+check(len(nt) == 3 and not spans["egress-no-traces"],
+      f"a collector without traces still gets every decision (got {len(nt)})")
 sq = logs["squid-ci"]
 check(len(sq) == 3 and sorted(r["attributes"]["gatehouse.decision"] for r in sq) == ["allow", "deny", "deny"]
       and all(r["attributes"].get("server.address") in ("allowed.test", "denied.test") for r in sq),

@@ -14,7 +14,9 @@ is written as one JSON line to OUT:
   {"signal": "metric", "transport": ..., "resource": {...}, "name": ...,
    "kind": "sum"|"histogram"|"gauge", "value": N, "count": N, "attributes": {...}}
 
-Usage: receiver.py --grpc PORT --http PORT --out FILE [--hang SECONDS] [--count-only]
+Usage: receiver.py --grpc PORT --http PORT --out FILE [--hang SECONDS] [--count-only] [--no-traces]
+With --no-traces it has no trace service (gRPC: UNIMPLEMENTED; HTTP: 404),
+as a collector without a traces pipeline.
 With --hang every export waits that long before it is answered (a collector
 that hangs). With --count-only log records are decoded and counted, not
 written (load runs), and `GET /count` on the HTTP port answers
@@ -196,7 +198,7 @@ class Http(BaseHTTPRequestHandler):
             req = metrics_service_pb2.ExportMetricsServiceRequest()
             metrics(req, parse(body, req, ctype))
             resp = metrics_service_pb2.ExportMetricsServiceResponse()
-        elif self.path == "/v1/traces":
+        elif self.path == "/v1/traces" and not ARGS.no_traces:
             req = trace_service_pb2.ExportTraceServiceRequest()
             traces(req, parse(body, req, ctype))
             resp = trace_service_pb2.ExportTraceServiceResponse()
@@ -223,11 +225,13 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--hang", type=float, default=0)
     p.add_argument("--count-only", action="store_true")
+    p.add_argument("--no-traces", action="store_true")
     ARGS = p.parse_args()
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
     logs_service_pb2_grpc.add_LogsServiceServicer_to_server(Logs(), server)
     metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(Metrics(), server)
-    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Traces(), server)
+    if not ARGS.no_traces:
+        trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Traces(), server)
     server.add_insecure_port(f"127.0.0.1:{ARGS.grpc}")
     server.start()
     http = ThreadingHTTPServer(("127.0.0.1", ARGS.http), Http)
