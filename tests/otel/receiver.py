@@ -14,7 +14,10 @@ is written as one JSON line to OUT:
   {"signal": "metric", "transport": ..., "resource": {...}, "name": ...,
    "kind": "sum"|"histogram"|"gauge", "value": N, "count": N, "attributes": {...}}
 
-Usage: receiver.py --grpc PORT --http PORT --out FILE [--hang SECONDS] [--count-only] [--no-traces]
+Usage: receiver.py --grpc PORT --http PORT --out FILE [--hang SECONDS] [--count-only] [--no-traces] [--discard]
+With --discard (gRPC only) every export is answered without being decoded:
+a collector whose CPU is not on this machine, as far as a load run can make
+one (`GET /count` then says {"logs": 0, "bytes": N}).
 With --no-traces it has no trace service (gRPC: UNIMPLEMENTED; HTTP: 404),
 as a collector without a traces pipeline.
 With --hang every export waits that long before it is answered (a collector
@@ -41,6 +44,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_serv
 LOCK = threading.Lock()
 ARGS = None
 COUNT = 0
+BYTES = 0
 
 
 def value(v):
@@ -179,7 +183,7 @@ def parse(body, msg, content_type):
 
 class Http(BaseHTTPRequestHandler):
     def do_GET(self):
-        out = json.dumps({"logs": COUNT}).encode()
+        out = json.dumps({"logs": COUNT, "bytes": BYTES}).encode()
         self.send_response(200 if self.path == "/count" else 404)
         self.send_header("content-length", str(len(out)))
         self.end_headers()
@@ -226,8 +230,19 @@ def main():
     p.add_argument("--hang", type=float, default=0)
     p.add_argument("--count-only", action="store_true")
     p.add_argument("--no-traces", action="store_true")
+    p.add_argument("--discard", action="store_true")
     ARGS = p.parse_args()
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+    if ARGS.discard:
+        def took(request, context):
+            global BYTES
+            with LOCK:
+                BYTES += len(request)
+            return b""
+        for svc in ("logs.v1.LogsService", "metrics.v1.MetricsService", "trace.v1.TraceService"):
+            server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
+                f"opentelemetry.proto.collector.{svc}",
+                {"Export": grpc.unary_unary_rpc_method_handler(took)}),))
     logs_service_pb2_grpc.add_LogsServiceServicer_to_server(Logs(), server)
     metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(Metrics(), server)
     if not ARGS.no_traces:
