@@ -10,6 +10,8 @@
 
 mod plan;
 #[cfg(target_os = "linux")]
+mod relay;
+#[cfg(target_os = "linux")]
 mod sys;
 
 use std::path::PathBuf;

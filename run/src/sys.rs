@@ -10,14 +10,14 @@
 //! restricts itself with Landlock, and runs the command, which inherits
 //! both. Its exit status comes back through both.
 
-use std::io::{self, Read, Write};
+use std::io;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use gatehouse::{PolicySet, Workspace};
@@ -28,6 +28,7 @@ use landlock::{
 
 use crate::Args;
 use crate::plan::{Grant, Mount, MountKind, Plan, Rights};
+use crate::relay::{Cleanup, Reaper, splice};
 
 /// The proxy's address inside the namespace.
 const PROXY_PORT: u16 = 3128;
@@ -326,89 +327,6 @@ fn exit_code(s: ExitStatus) -> u8 {
         (Some(c), _) => u8::try_from(c & 0xff).unwrap_or(1),
         (None, Some(sig)) => u8::try_from((128 + sig) & 0xff).unwrap_or(1),
         _ => 1,
-    }
-}
-
-/// Copies both ways between two streams, each way on a thread of its own.
-fn splice<A, B>(a: A, b: B)
-where
-    A: Read + Write + Send + 'static + TryClone,
-    B: Read + Write + Send + 'static + TryClone,
-{
-    let (Ok(a2), Ok(b2)) = (a.try_clone_stream(), b.try_clone_stream()) else {
-        return;
-    };
-    std::thread::spawn(move || pump(a, b2));
-    std::thread::spawn(move || pump(b, a2));
-}
-
-fn pump<R: Read + TryClone, W: Write + TryClone>(mut r: R, mut w: W) {
-    let _ = io::copy(&mut r, &mut w);
-    w.shutdown_write();
-}
-
-/// What `splice` needs of a stream beyond Read and Write.
-trait TryClone: Sized {
-    fn try_clone_stream(&self) -> io::Result<Self>;
-    fn shutdown_write(&self);
-}
-
-impl TryClone for TcpStream {
-    fn try_clone_stream(&self) -> io::Result<Self> {
-        self.try_clone()
-    }
-    fn shutdown_write(&self) {
-        let _ = self.shutdown(std::net::Shutdown::Write);
-    }
-}
-
-impl TryClone for UnixStream {
-    fn try_clone_stream(&self) -> io::Result<Self> {
-        self.try_clone()
-    }
-    fn shutdown_write(&self) {
-        let _ = self.shutdown(std::net::Shutdown::Write);
-    }
-}
-
-/// Stops gatehouse-egress however the run ends.
-struct Reaper(Child);
-
-impl Reaper {
-    /// SIGTERM, so that the proxy flushes its telemetry (it bounds that to
-    /// 5 s), then SIGKILL after 6 s.
-    fn stop(&mut self) {
-        if let Ok(pid) = libc::pid_t::try_from(self.0.id()) {
-            #[allow(unsafe_code)]
-            // SAFETY: kill takes two integers and only sends a signal; the
-            // pid is our own child's, not yet waited for (so not reused).
-            unsafe {
-                libc::kill(pid, libc::SIGTERM);
-            }
-            let start = Instant::now();
-            while start.elapsed() < Duration::from_secs(6) {
-                if let Ok(Some(_)) = self.0.try_wait() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Drop for Reaper {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-struct Cleanup(PathBuf);
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
