@@ -3,13 +3,17 @@
 //! metrics, and whatever counters the program registers (the daemon's
 //! connections, refusals, bytes, reloads), over OTLP/HTTP or OTLP/gRPC.
 //!
-//! Never on the hot path: a decision hands a small owned event to a bounded
-//! queue and returns; a background runtime batches and exports. When the
-//! queue is full (a slow, hanging or refusing collector), the event is
-//! dropped and counted, and so is every event of an export that failed or
-//! timed out: [`Telemetry::dropped`] says what was lost, and is itself
-//! exported (`gatehouse.telemetry.dropped`). [`Telemetry::shutdown`] sends
-//! what is queued within a bounded time.
+//! Never on the hot path: a decision encodes its log record once, straight
+//! into the OTLP protobuf bytes, appends them to a bounded queue and
+//! returns; a background runtime takes the queue, frames and exports it.
+//! When the queue is full (a slow, hanging or refusing collector), nothing
+//! is encoded: the event is dropped and counted, and so is every record of
+//! an export that failed or timed out: [`Telemetry::dropped`] says what was
+//! lost, and is itself exported (`gatehouse.telemetry.dropped`).
+//! [`Telemetry::shutdown`] sends what is queued within a bounded time. A
+//! daemon's request spans ([`Telemetry::span`]) join a caller's trace
+//! ([`TraceParent`]), and the decisions made inside one carry its ids
+//! ([`in_span`]).
 //!
 //! ```no_run
 //! use gatehouse_otel::{Settings, Telemetry};
