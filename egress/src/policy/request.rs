@@ -128,7 +128,7 @@ impl Request<'_> {
     /// The request's access record: what was asked, the outcome, and the
     /// revisions its decisions came from. It goes to the decision log
     /// (`--log`, as `{"access": ...}` lines beside the decisions), and for
-    /// refusals to stderr, at most [`STDERR_REFUSALS_PER_SECOND`] a second.
+    /// refusals to stderr, at most [`STDERR_REFUSALS_PER_SECOND`](super::STDERR_REFUSALS_PER_SECOND) a second.
     pub fn finish(&self, what: &(dyn std::fmt::Display + Sync), outcome: &str) {
         let refused = outcome.starts_with("refused") || outcome.starts_with("dropped");
         let p = self.policies;
