@@ -10,6 +10,12 @@
 //!
 //!     egress/load/otel.sh [SECONDS] [CONNECTIONS] [ROUNDS]
 //!
+//! Settings, for looking closer: `OTEL_LOAD_MODES=1,2` runs those modes
+//! only (export off always runs); `OTEL_LOAD_PIN=1` gives the proxy the
+//! last CPU and everything else the others; `OTEL_LOAD_HTTP=1` exports
+//! over OTLP/HTTP protobuf instead of gRPC; `OTEL_LOAD_THREADS=N` passes
+//! `--threads N`; `OTEL_LOAD_STRICT=1` fails on a missed 10 % target.
+//!
 //! which builds the release binary, makes the receiver's venv, and runs
 //! `target/release/examples/otel_load BIN PYTHON [SECONDS] [CONNECTIONS] [ROUNDS]`.
 //! Needs `nginx` and `wrk`.
@@ -48,9 +54,76 @@ fn get(port: u16, path: &str) -> String {
     out.split("\r\n\r\n").nth(1).unwrap_or("").to_string()
 }
 
+/// Where a process may run: with OTEL_LOAD_PIN=1 the proxy gets the last
+/// CPU to itself and everything else (wrk, nginx, the receivers) the
+/// others, so that each mode measures the proxy's own cost rather than
+/// where the scheduler happened to put the load generator (unpinned, the
+/// default, is how the proxy runs in practice).
+#[derive(Clone, Copy)]
+enum Pin {
+    Proxy,
+    Others,
+}
+
+fn pinned(program: impl AsRef<std::ffi::OsStr>, pin: Pin) -> Command {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if std::env::var("OTEL_LOAD_PIN").as_deref() != Ok("1") || cpus < 2 {
+        return Command::new(program);
+    }
+    let set = match pin {
+        Pin::Proxy => format!("{}", cpus - 1),
+        Pin::Others => format!("0-{}", cpus - 2),
+    };
+    let mut c = Command::new("taskset");
+    c.args(["-c", &set]).arg(program);
+    c
+}
+
+/// The machine's idle and total CPU time so far (`/proc/stat`, in ticks).
+fn machine_idle() -> (f64, f64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let cpu: Vec<f64> = stat
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal
+    let idle = cpu.get(3).copied().unwrap_or(0.0) + cpu.get(4).copied().unwrap_or(0.0);
+    (idle, cpu.iter().take(8).sum())
+}
+
+fn idle_share(before: (f64, f64), after: (f64, f64)) -> f64 {
+    let total = after.1 - before.1;
+    if total > 0.0 {
+        (after.0 - before.0) / total
+    } else {
+        f64::NAN
+    }
+}
+
+/// CPU seconds of the proxy's export thread (`gatehouse-otel`), if it has one.
+fn export_thread_seconds(pid: u32, tck: f64) -> Option<f64> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut total = None;
+    for t in tasks.flatten() {
+        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        if comm.trim() == "gatehouse-otel" {
+            let stat = std::fs::read_to_string(t.path().join("stat")).ok()?;
+            let rest = &stat[stat.rfind(')')? + 2..];
+            let f: Vec<&str> = rest.split(' ').collect();
+            let ticks = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+            *total.get_or_insert(0.0) += ticks / tck;
+        }
+    }
+    total
+}
+
 fn receiver(python: &str, dir: &Path, hang: u32, discard: bool) -> (Proc, u16, u16) {
     let (grpc, http) = (free_port(), free_port());
-    let child = Command::new(python)
+    let child = pinned(python, Pin::Others)
         .arg("tests/otel/receiver.py")
         .args(["--grpc", &grpc.to_string(), "--http", &http.to_string()])
         .arg("--out")
@@ -92,6 +165,8 @@ struct Outcome {
     requests: u64,
     received: Option<u64>,
     collector_cpu: Option<f64>,
+    export_cpu: Option<f64>,
+    idle: f64,
     dropped: u64,
     flush: Duration,
 }
@@ -106,6 +181,7 @@ fn main() {
     let seconds: u32 = load::arg(&args, 2, 5, 1, 60);
     let connections: u32 = load::arg(&args, 3, 16, 1, 256);
     let rounds: u32 = load::arg(&args, 4, 3, 1, 10);
+    let over_http = std::env::var("OTEL_LOAD_HTTP").as_deref() == Ok("1");
     let dir = std::env::temp_dir().join(format!("gatehouse-otel-load-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
 
@@ -133,7 +209,7 @@ fn main() {
     );
     let mut nginx = Proc {
         name: "nginx",
-        child: Command::new("nginx")
+        child: pinned("nginx", Pin::Others)
             .arg("-c")
             .arg(&conf)
             .arg("-e")
@@ -190,26 +266,51 @@ fn main() {
             Some((discarding_grpc, Some(discarding_http))),
         ),
     ];
+    // OTEL_LOAD_MODES=1,2 runs only those modes (numbered from 1, in the
+    // order above; export off always runs, as the yardstick).
+    let only: Option<Vec<usize>> = std::env::var("OTEL_LOAD_MODES")
+        .ok()
+        .map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect());
+    let modes: Vec<_> = modes
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i == 0 || only.as_ref().is_none_or(|o| o.contains(&(i + 1))))
+        .map(|(_, m)| *m)
+        .collect();
     let mut outcomes = Vec::new();
     let runs = (1..=rounds).flat_map(|round| modes.iter().map(move |&(m, o)| (round, m, o)));
     for (round, mode, otel) in runs {
         let port = free_port();
         let metrics = free_port();
         let before = otel.and_then(|(_, h)| h).map(received);
-        let mut cmd = Command::new(&bin);
+        let mut cmd = pinned(&bin, Pin::Proxy);
         cmd.arg("--policy")
             .arg(&policy)
             .args(["--http", &format!("127.0.0.1:{port}")])
             .args(["--metrics", &format!("127.0.0.1:{metrics}")])
             .args(["--upstream-dns", &dns.to_string()])
+            .args(
+                std::env::var("OTEL_LOAD_THREADS")
+                    .ok()
+                    .map(|t| ["--threads".to_string(), t])
+                    .into_iter()
+                    .flatten(),
+            )
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
-        if let Some((grpc, _)) = otel {
+        if let Some((grpc, http)) = otel {
+            // OTEL_LOAD_HTTP=1: OTLP/HTTP protobuf to the receiver's HTTP
+            // port (a refusing "collector" has one port for both).
+            let (exporter, port) = match (over_http, http) {
+                (true, Some(h)) => ("otlp-http", h),
+                (true, None) => ("otlp-http", grpc),
+                (false, _) => ("otlp-grpc", grpc),
+            };
             cmd.args([
                 "--otel-exporter",
-                "otlp-grpc",
+                exporter,
                 "--otel-endpoint",
-                &format!("http://127.0.0.1:{grpc}"),
+                &format!("http://127.0.0.1:{port}"),
             ]);
         }
         let mut p = Proc {
@@ -218,7 +319,7 @@ fn main() {
         };
         p.wait_until(|| std::net::TcpStream::connect(("127.0.0.1", metrics)).is_ok());
         let wrk = |secs: u32, pid: Option<u32>| {
-            let mut c = Command::new("wrk");
+            let mut c = pinned("wrk", Pin::Others);
             c.args(["-t", "1", "-c", &connections.to_string()])
                 .args([
                     "-d",
@@ -236,7 +337,16 @@ fn main() {
         let tck = load::clock_ticks();
         let collector = otel.and_then(|(_, h)| h).map(collector_pid);
         let collector_before = collector.map(|pid| load::cpu_seconds(pid, tck));
+        let export_before = export_thread_seconds(p.child.id(), tck);
+        let idle_before = machine_idle();
         let run = wrk(seconds, Some(p.child.id()));
+        let idle = idle_share(idle_before, machine_idle());
+        let export_cpu = (run.requests > 0.0)
+            .then(|| {
+                let after = export_thread_seconds(p.child.id(), tck)?;
+                Some((after - export_before?) * 1e6 / run.requests)
+            })
+            .flatten();
         let collector_cpu = collector.zip(collector_before).and_then(|(pid, b)| {
             (run.requests > 0.0).then(|| (load::cpu_seconds(pid, tck) - b) * 1e6 / run.requests)
         });
@@ -272,6 +382,8 @@ fn main() {
             requests,
             received,
             collector_cpu,
+            export_cpu,
+            idle,
             dropped,
             flush,
         });
@@ -281,25 +393,40 @@ fn main() {
     let _ = writeln!(
         report,
         "wrk 1 thread, {connections} connections, keep-alive, {seconds} s a run after a 1 s warm-up, through gatehouse-egress to nginx; \
-         export over OTLP/gRPC to tests/otel/receiver.py (opentelemetry-proto + grpcio, counting only); queue 8 192, export timeout 5 s; \
-         {rounds} rounds of the four modes, in turn.\n"
+         export over {} to tests/otel/receiver.py (opentelemetry-proto + grpcio, counting only); queue 8 192, export timeout 5 s; \
+         {rounds} rounds of the modes, in turn{}.\n",
+        if over_http {
+            "OTLP/HTTP protobuf"
+        } else {
+            "OTLP/gRPC"
+        },
+        if std::env::var("OTEL_LOAD_PIN").as_deref() == Ok("1") {
+            "; the proxy pinned to the last CPU, everything else to the others"
+        } else {
+            ""
+        }
     );
     let _ = writeln!(
         report,
-        "| round | run | requests/s | p50 | p99 | proxy CPU per request | collector CPU per request | decisions | received by the collector (decision events) | counted dropped (events and spans) | SIGTERM to exit |"
+        "| round | run | requests/s | p50 | p99 | proxy CPU per request | of which the export thread | collector CPU per request | machine idle | decisions | received by the collector (decision events) | counted dropped (events and spans) | SIGTERM to exit |"
     );
-    let _ = writeln!(report, "|---|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(
+        report,
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    );
     for o in &outcomes {
         let _ = writeln!(
             report,
-            "| {} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {:.2} s |",
+            "| {} | {} | {:.0} | {} | {} | {} | {} | {} | {:.0} % | {} | {} | {} | {:.2} s |",
             o.round,
             o.mode,
             o.run.rps,
             fmt_us(o.run.p50_us),
             fmt_us(o.run.p99_us),
             o.run.cpu_us_per_request.map_or("—".into(), fmt_us),
+            o.export_cpu.map_or("—".into(), fmt_us),
             o.collector_cpu.map_or("—".into(), fmt_us),
+            o.idle * 100.0,
             o.decisions,
             if o.mode.contains("without decoding") {
                 "not decoded".into()

@@ -46,7 +46,7 @@ use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
 
 pub use settings::{Encoding, Exporter, Settings, SettingsError};
-pub use trace::{SpanIds, TraceParent, in_span};
+pub use trace::{Sampler, SpanIds, TraceParent, in_span};
 
 /// Telemetry that could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -99,6 +99,7 @@ struct Live {
     worker: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
     runtime: std::sync::Mutex<Option<tokio::runtime::Runtime>>,
     log_commands: bool,
+    sampler: Sampler,
 }
 
 impl Live {
@@ -163,6 +164,7 @@ impl Telemetry {
     /// "none"` nothing is started and nothing is sent.
     pub fn start(settings: &Settings, program: &str) -> Result<Self, OtelError> {
         settings.validate()?;
+        let sampler = settings.sampler()?;
         if settings.exporter == Exporter::None {
             return Ok(Telemetry::off());
         }
@@ -281,6 +283,7 @@ impl Telemetry {
                 worker: std::sync::Mutex::new(Some(worker)),
                 runtime: std::sync::Mutex::new(Some(runtime)),
                 log_commands: settings.log_commands,
+                sampler,
             })),
         })
     }
@@ -324,6 +327,14 @@ impl Telemetry {
     /// Whether command lines, paths and request lines may be sent.
     pub fn log_commands(&self) -> bool {
         self.live.as_ref().is_some_and(|l| l.log_commands)
+    }
+
+    /// The ids of a request's span under the configured sampler
+    /// (`OTEL_TRACES_SAMPLER`): in `parent`'s trace when a caller's
+    /// `traceparent` gave one, else a trace of its own; `None` when export
+    /// is off or the sampler does not record this request.
+    pub fn span_ids(&self, parent: Option<&TraceParent>) -> Option<SpanIds> {
+        self.live.as_ref()?.sampler.span_ids(parent)
     }
 
     /// Whether a span would be queued now: false when export is off, or

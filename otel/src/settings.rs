@@ -86,6 +86,16 @@ pub struct Settings {
     /// `OTEL_METRIC_EXPORT_INTERVAL` variable, else 10000.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metric_interval_ms: Option<u64>,
+    /// Which requests' spans are recorded, by the OpenTelemetry names:
+    /// `parentbased_always_on` (the default), `parentbased_always_off`,
+    /// `parentbased_traceidratio`, `always_on`, `always_off`,
+    /// `traceidratio`. Default: the `OTEL_TRACES_SAMPLER` variable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traces_sampler: Option<String>,
+    /// The ratio of the `traceidratio` samplers, 0 to 1 (default 1).
+    /// Default: the `OTEL_TRACES_SAMPLER_ARG` variable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traces_sampler_arg: Option<String>,
 }
 
 /// A settings file that cannot be used.
@@ -147,6 +157,8 @@ impl Settings {
             };
         }
         s.metric_interval_ms = var("OTEL_METRIC_EXPORT_INTERVAL").and_then(|v| v.parse().ok());
+        s.traces_sampler = var("OTEL_TRACES_SAMPLER").filter(|v| !v.trim().is_empty());
+        s.traces_sampler_arg = var("OTEL_TRACES_SAMPLER_ARG").filter(|v| !v.trim().is_empty());
         s
     }
 
@@ -175,6 +187,8 @@ impl Settings {
         self.queue = other.queue.or(self.queue);
         self.export_timeout_ms = other.export_timeout_ms.or(self.export_timeout_ms);
         self.metric_interval_ms = other.metric_interval_ms.or(self.metric_interval_ms);
+        self.traces_sampler = other.traces_sampler.or(self.traces_sampler);
+        self.traces_sampler_arg = other.traces_sampler_arg.or(self.traces_sampler_arg);
         self
     }
 
@@ -213,7 +227,20 @@ impl Settings {
                 "`endpoint` = \"{e}\": an http:// or https:// URL is needed"
             )));
         }
+        self.sampler()?;
         Ok(())
+    }
+
+    /// The span sampler (`traces_sampler`, `OTEL_TRACES_SAMPLER`). An
+    /// unknown name or a ratio outside 0–1 is an error at start, not a
+    /// silent default: a setting that quietly does nothing is how traces
+    /// go missing.
+    pub fn sampler(&self) -> Result<crate::Sampler, SettingsError> {
+        crate::Sampler::parse(
+            self.traces_sampler.as_deref(),
+            self.traces_sampler_arg.as_deref(),
+        )
+        .map_err(SettingsError::Invalid)
     }
 
     /// The headers with every `${VAR}` replaced from `var`.
@@ -335,5 +362,42 @@ mod tests {
         ]));
         assert_eq!(s.exporter, Exporter::None);
         assert_eq!(Settings::from_vars(vars(&[])).exporter, Exporter::None);
+    }
+
+    #[test]
+    fn the_sampler_comes_from_the_variables_the_file_and_is_checked() {
+        let vars = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| (*v).to_string())
+            }
+        };
+        let s = Settings::from_vars(vars(&[
+            ("OTEL_TRACES_SAMPLER", "parentbased_traceidratio"),
+            ("OTEL_TRACES_SAMPLER_ARG", "0.1"),
+        ]));
+        assert_eq!(
+            s.sampler().expect("valid"),
+            crate::Sampler::parse(Some("parentbased_traceidratio"), Some("0.1")).expect("valid")
+        );
+        assert_eq!(
+            Settings::default().sampler().expect("default"),
+            crate::Sampler::default()
+        );
+        let file = Settings::from_toml("traces_sampler = \"always_off\"\n").expect("reads");
+        let s = s.overlay(file);
+        assert_eq!(
+            s.sampler().expect("valid"),
+            crate::Sampler::parse(Some("always_off"), None).expect("valid")
+        );
+        let bad = Settings::from_toml("traces_sampler = \"sometimes\"\n");
+        assert!(matches!(bad, Err(SettingsError::Invalid(m)) if m.contains("sometimes")));
+        let bad = Settings::from_vars(vars(&[
+            ("OTEL_TRACES_SAMPLER", "traceidratio"),
+            ("OTEL_TRACES_SAMPLER_ARG", "2"),
+        ]));
+        assert!(bad.validate().is_err());
     }
 }

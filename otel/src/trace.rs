@@ -51,6 +51,107 @@ impl TraceParent {
     }
 }
 
+/// Which requests' spans are recorded: the OpenTelemetry samplers of
+/// `OTEL_TRACES_SAMPLER`. A request that is not sampled makes no span, and
+/// its decisions carry no trace ids (every decision is still exported).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sampler {
+    /// With a caller's `traceparent`, its sampled flag decides.
+    parent_based: bool,
+    /// Otherwise (or always, when not parent based).
+    root: Root,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Root {
+    On,
+    Off,
+    /// Sampled when the trace id's last 8 bytes, big-endian and shifted
+    /// right by one, are below this (the ratio times 2^63), as the
+    /// OpenTelemetry SDKs compute `TraceIdRatioBased`.
+    Below(u64),
+}
+
+impl Default for Sampler {
+    /// `parentbased_always_on`, the OpenTelemetry default.
+    fn default() -> Self {
+        Sampler {
+            parent_based: true,
+            root: Root::On,
+        }
+    }
+}
+
+impl Sampler {
+    /// The sampler `name` (`None`: the default) with its argument, the
+    /// ratio of the `traceidratio` samplers (default 1).
+    pub fn parse(name: Option<&str>, arg: Option<&str>) -> Result<Sampler, String> {
+        let name = name.map(str::trim).unwrap_or("parentbased_always_on");
+        let ratio = || -> Result<Root, String> {
+            let r = match arg.map(str::trim) {
+                None => 1.0,
+                Some(a) => a
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|r| (0.0..=1.0).contains(r))
+                    .ok_or_else(|| {
+                        format!("traces sampler argument `{a}`: a ratio from 0 to 1 is needed")
+                    })?,
+            };
+            // 2^63 · r, exact at both ends (1.0 samples every trace).
+            let bound = if r >= 1.0 {
+                1u64 << 63
+            } else {
+                (r * (1u64 << 63) as f64) as u64
+            };
+            Ok(Root::Below(bound))
+        };
+        let (parent_based, root) = match name {
+            "always_on" => (false, Root::On),
+            "always_off" => (false, Root::Off),
+            "traceidratio" => (false, ratio()?),
+            "parentbased_always_on" => (true, Root::On),
+            "parentbased_always_off" => (true, Root::Off),
+            "parentbased_traceidratio" => (true, ratio()?),
+            other => {
+                return Err(format!(
+                    "traces sampler `{other}` is not known: use parentbased_always_on (the default), \
+                     parentbased_always_off, parentbased_traceidratio, always_on, always_off or traceidratio"
+                ));
+            }
+        };
+        Ok(Sampler { parent_based, root })
+    }
+
+    /// Whether a span in `trace_id` (under `parent`, when a caller gave
+    /// one) is recorded.
+    pub fn sampled(&self, parent: Option<&TraceParent>, trace_id: &[u8; 16]) -> bool {
+        if let (true, Some(p)) = (self.parent_based, parent) {
+            return p.sampled;
+        }
+        match self.root {
+            Root::On => true,
+            Root::Off => false,
+            Root::Below(bound) => {
+                let mut low = [0u8; 8];
+                low.copy_from_slice(trace_id.get(8..).unwrap_or(&[0; 8]));
+                (u64::from_be_bytes(low) >> 1) < bound
+            }
+        }
+    }
+
+    /// New ids for a request's span, or `None` when it is not sampled.
+    pub fn span_ids(&self, parent: Option<&TraceParent>) -> Option<SpanIds> {
+        let (trace, span) = crate::wire::ids();
+        let trace_id = parent.map_or(trace, |p| p.trace_id);
+        self.sampled(parent, &trace_id).then_some(SpanIds {
+            trace_id,
+            span_id: span,
+            parent: parent.map(|p| p.span_id),
+        })
+    }
+}
+
 /// A span's ids, made when its request begins: the decisions made while
 /// it is current ([`in_span`]) carry them, so that a collector joins each
 /// decision to its request.
@@ -68,21 +169,10 @@ impl SpanIds {
     /// New ids: in `parent`'s trace under its span, or a trace of their
     /// own. `None` when the parent does not sample the trace (no span is
     /// recorded, and decisions carry no ids).
+    /// (The default sampler's; [`Telemetry::span_ids`](crate::Telemetry::span_ids)
+    /// applies the configured one.)
     pub fn new(parent: Option<&TraceParent>) -> Option<SpanIds> {
-        let (trace, span) = crate::wire::ids();
-        match parent {
-            Some(p) if !p.sampled => None,
-            Some(p) => Some(SpanIds {
-                trace_id: p.trace_id,
-                span_id: span,
-                parent: Some(p.span_id),
-            }),
-            None => Some(SpanIds {
-                trace_id: trace,
-                span_id: span,
-                parent: None,
-            }),
-        }
+        Sampler::default().span_ids(parent)
     }
 }
 
@@ -162,5 +252,92 @@ mod tests {
         ] {
             assert_eq!(TraceParent::parse(bad), None, "{bad:?}");
         }
+    }
+
+    fn parent(sampled: bool) -> TraceParent {
+        TraceParent {
+            trace_id: [7; 16],
+            span_id: [9; 8],
+            sampled,
+        }
+    }
+
+    fn sampler(name: &str, arg: Option<&str>) -> Sampler {
+        Sampler::parse(Some(name), arg).expect("a known sampler")
+    }
+
+    #[test]
+    fn the_default_follows_the_caller_and_records_roots() {
+        let s = Sampler::parse(None, None).expect("default");
+        assert_eq!(s, Sampler::default());
+        assert_eq!(s, sampler("parentbased_always_on", None));
+        assert!(s.span_ids(None).is_some());
+        let ids = s.span_ids(Some(&parent(true))).expect("sampled caller");
+        assert_eq!((ids.trace_id, ids.parent), ([7; 16], Some([9; 8])));
+        assert!(s.span_ids(Some(&parent(false))).is_none());
+        assert_eq!(SpanIds::new(Some(&parent(false))), None);
+    }
+
+    #[test]
+    fn each_named_sampler_decides_as_opentelemetry_says() {
+        let on = sampler("always_on", None);
+        assert!(
+            on.span_ids(Some(&parent(false))).is_some(),
+            "ignores the caller"
+        );
+        let off = sampler("always_off", None);
+        assert!(off.span_ids(Some(&parent(true))).is_none());
+        assert!(off.span_ids(None).is_none());
+        let pb_off = sampler("parentbased_always_off", None);
+        assert!(pb_off.span_ids(None).is_none());
+        assert!(pb_off.span_ids(Some(&parent(true))).is_some());
+        // Ratio 0 and 1 are exact; the caller's flag counts only when
+        // parent based.
+        let none = sampler("traceidratio", Some("0"));
+        let all = sampler("traceidratio", Some("1"));
+        let pb_none = sampler("parentbased_traceidratio", Some("0"));
+        for _ in 0..1000 {
+            assert!(none.span_ids(Some(&parent(true))).is_none());
+            assert!(all.span_ids(Some(&parent(false))).is_some());
+            assert!(pb_none.span_ids(None).is_none());
+        }
+        assert!(pb_none.span_ids(Some(&parent(true))).is_some());
+        assert_eq!(
+            sampler("traceidratio", None),
+            all,
+            "the ratio defaults to 1"
+        );
+    }
+
+    #[test]
+    fn a_ratio_samples_by_the_trace_ids_low_bytes() {
+        let half = sampler("traceidratio", Some("0.5"));
+        let mut id = [0u8; 16];
+        id[8] = 0x7f; // low 8 bytes 0x7f00…: shifted, below 2^62
+        assert!(half.sampled(None, &id));
+        id[8] = 0x80; // 0x8000… >> 1 = 2^62: not below
+        assert!(!half.sampled(None, &id));
+        // Over fresh ids, about a quarter at 0.25.
+        let quarter = sampler("traceidratio", Some("0.25"));
+        let n = (0..20_000)
+            .filter(|_| quarter.span_ids(None).is_some())
+            .count();
+        assert!((4_000..6_000).contains(&n), "{n} of 20000");
+    }
+
+    #[test]
+    fn an_unknown_sampler_or_a_bad_ratio_is_an_error() {
+        for (name, arg) in [
+            ("jaeger_remote", None),
+            ("AlwaysOn", None),
+            ("traceidratio", Some("1.5")),
+            ("traceidratio", Some("-0.1")),
+            ("parentbased_traceidratio", Some("half")),
+            ("traceidratio", Some("NaN")),
+        ] {
+            assert!(Sampler::parse(Some(name), arg).is_err(), "{name} {arg:?}");
+        }
+        let e = Sampler::parse(Some("jaeger_remote"), None).expect_err("unknown");
+        assert!(e.contains("parentbased_always_on"), "{e}");
     }
 }

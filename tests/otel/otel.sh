@@ -120,6 +120,30 @@ kill -TERM "$p"; wait "$p" || { echo "gatehouse-egress (no traces) exited $? on 
 grep -q "telemetry: 3 records (decision events and spans) were not delivered" "$work/egress-nt.err" ||
   { echo "FAIL egress (no traces): the 3 spans were not counted as not delivered"; cat "$work/egress-nt.err"; exit 1; }
 
+# 3b''. the sampler, the ecosystem's way: OTEL_TRACES_SAMPLER=
+# parentbased_always_off records a span only under a caller that samples
+# its trace; every decision is still sent. An unknown sampler stops the
+# daemon at start with the reason.
+PORT=$(free_port)
+OTEL_SERVICE_NAME=egress-sampled OTEL_TRACES_SAMPLER=parentbased_always_off \
+  OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$GRPC" OTEL_EXPORTER_OTLP_PROTOCOL=grpc \
+  "$BIN/gatehouse-egress" --policy "$work/egress.policy" --http "127.0.0.1:$PORT" --upstream-dns 127.0.0.1:9 \
+  > /dev/null 2> "$work/egress-sampled.err" &
+p=$!
+pids+=($p)
+for _ in $(seq 50); do grep -q "http proxy on" "$work/egress-sampled.err" 2>/dev/null && break; sleep 0.1; done
+curl -s -o /dev/null --max-time 5 -x "http://127.0.0.1:$PORT" "http://denied.test/s1" \
+  -H "traceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" || true
+curl -s -o /dev/null --max-time 5 -x "http://127.0.0.1:$PORT" "http://denied.test/s2" || true
+curl -s -o /dev/null --max-time 5 -x "http://127.0.0.1:$PORT" "http://denied.test/s3" \
+  -H "traceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00" || true
+kill -TERM "$p"; wait "$p" || { echo "gatehouse-egress (sampled) exited $? on SIGTERM"; cat "$work/egress-sampled.err"; exit 1; }
+code=0
+OTEL_TRACES_SAMPLER=sometimes OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$GRPC" \
+  timeout 10 "$BIN/gatehouse-egress" --policy "$work/egress.policy" --http 127.0.0.1:0 > /dev/null 2> "$work/egress-badsampler.err" || code=$?
+[ "$code" = 2 ] && grep -q "traces sampler \`sometimes\` is not known" "$work/egress-badsampler.err" ||
+  { echo "FAIL an unknown OTEL_TRACES_SAMPLER did not stop the daemon with the reason (exit $code)"; cat "$work/egress-badsampler.err"; exit 1; }
+
 # 3c. the adapters: squid's helper and srt's decider, their decisions
 # flushed when the peer closes the link; a helper stopped by SIGTERM
 # flushes too (exit 143).
@@ -291,6 +315,11 @@ check(all((r["trace_id"], r["span_id"]) in eg_spans for r in logs["egress-ci"]),
 nt = logs["egress-no-traces"]
 check(len(nt) == 3 and not spans["egress-no-traces"],
       f"a collector without traces still gets every decision (got {len(nt)})")
+ss, sss = logs["egress-sampled"], spans["egress-sampled"]
+check(len(ss) == 3 and len(sss) == 1 and sss[0]["trace_id"] == "0af7651916cd43dd8448eb211c80319c"
+      and sss[0]["parent"] == "b7ad6b7169203331"
+      and [r["trace_id"] for r in ss].count("0af7651916cd43dd8448eb211c80319c") == 1,
+      f"OTEL_TRACES_SAMPLER=parentbased_always_off: a span only under a sampling caller, every decision sent (got {len(ss)} decisions, {len(sss)} spans)")
 sq = logs["squid-ci"]
 check(len(sq) == 3 and sorted(r["attributes"]["gatehouse.decision"] for r in sq) == ["allow", "deny", "deny"]
       and all(r["attributes"].get("server.address") in ("allowed.test", "denied.test") for r in sq),

@@ -19,10 +19,7 @@ impl Policies {
             id: self.requests.fetch_add(1, Ordering::Relaxed),
             decisions: 0,
             started: self.spans.as_ref().map(|_| std::time::SystemTime::now()),
-            ids: self
-                .spans
-                .as_ref()
-                .and_then(|_| gatehouse_otel::SpanIds::new(None)),
+            ids: self.spans.as_ref().and_then(|(t, _)| t.span_ids(None)),
         }
     }
 }
@@ -77,16 +74,15 @@ pub struct Request<'a> {
 
 impl Request<'_> {
     /// The request's `traceparent` header: its span goes in the caller's
-    /// trace. Read only when spans are exported; a malformed value is
+    /// trace, recorded as the sampler says (by default, when the caller
+    /// samples it). Read only when spans are exported; a malformed value is
     /// ignored (the span is then a trace of its own). The header is
     /// forwarded as the client sent it.
     pub fn traced_by(&mut self, traceparent: Option<&str>) {
-        if let Some(parent) = self
-            .started
-            .and(traceparent)
-            .and_then(gatehouse_otel::TraceParent::parse)
+        if let Some((t, _)) = &self.policies.spans
+            && let Some(parent) = traceparent.and_then(gatehouse_otel::TraceParent::parse)
         {
-            self.ids = gatehouse_otel::SpanIds::new(Some(&parent));
+            self.ids = t.span_ids(Some(&parent));
         }
     }
 
