@@ -1,11 +1,14 @@
 //! OpenTelemetry export under load: `wrk` through gatehouse-egress to nginx
 //! (keep-alive) with export off, on (a healthy OTLP/gRPC receiver), on
-//! with a receiver that hangs 10 s on every export, and on with a
-//! collector port that refuses connections — side by side in one run of
-//! ROUNDS rounds taken in turn, each mode judged by its median. Reports
-//! requests/s, p50, p99, the proxy's and the collector's CPU, the
-//! decisions made, what the receiver got, what gatehouse counted as
-//! dropped, and how long SIGTERM took to flush. Loopback only; every run
+//! with a receiver that hangs 10 s on every export, on with a collector
+//! port that refuses connections, on with a receiver that answers without
+//! decoding, and on to the healthy receiver with spans sampled out
+//! (`OTEL_TRACES_SAMPLER=always_off`) — side by side in one run of ROUNDS
+//! rounds taken in turn, each mode judged by its median. Reports
+//! requests/s, p50, p99, the proxy's CPU (and its export thread's), the
+//! collector's, the machine's idle share, the decisions made, what the
+//! receiver got, what gatehouse counted as dropped, and how long SIGTERM
+//! took to flush. Loopback only; every run
 //! bounded (SECONDS each).
 //!
 //!     egress/load/otel.sh [SECONDS] [CONNECTIONS] [ROUNDS]
@@ -250,7 +253,7 @@ fn main() {
     let refusing = free_port(); // nothing listens there
     // The collector's gRPC port, and its HTTP port to count what arrived.
     type Collector = Option<(u16, Option<u16>)>;
-    let modes: [(&str, Collector); 5] = [
+    let modes: [(&str, Collector); 6] = [
         ("export off", None),
         (
             "export on (healthy receiver)",
@@ -264,6 +267,10 @@ fn main() {
         (
             "export on (receiver answers without decoding)",
             Some((discarding_grpc, Some(discarding_http))),
+        ),
+        (
+            "export on (healthy receiver, spans sampled out: OTEL_TRACES_SAMPLER=always_off)",
+            Some((healthy_grpc, Some(healthy_http))),
         ),
     ];
     // OTEL_LOAD_MODES=1,2 runs only those modes (numbered from 1, in the
@@ -284,6 +291,9 @@ fn main() {
         let metrics = free_port();
         let before = otel.and_then(|(_, h)| h).map(received);
         let mut cmd = pinned(&bin, Pin::Proxy);
+        if mode.contains("always_off") {
+            cmd.env("OTEL_TRACES_SAMPLER", "always_off");
+        }
         cmd.arg("--policy")
             .arg(&policy)
             .args(["--http", &format!("127.0.0.1:{port}")])
@@ -350,7 +360,19 @@ fn main() {
         let collector_cpu = collector.zip(collector_before).and_then(|(pid, b)| {
             (run.requests > 0.0).then(|| (load::cpu_seconds(pid, tck) - b) * 1e6 / run.requests)
         });
-        let text = get(metrics, "/metrics");
+        // wrk's last requests may still be deciding when it returns: the
+        // counts are read once they stop moving (at most 2 s).
+        let mut text = get(metrics, "/metrics");
+        for _ in 0..20 {
+            std::thread::sleep(Duration::from_millis(100));
+            let again = get(metrics, "/metrics");
+            let settled = metric(&again, "gatehouse_egress_decisions_total")
+                == metric(&text, "gatehouse_egress_decisions_total");
+            text = again;
+            if settled {
+                break;
+            }
+        }
         let decisions = metric(&text, "gatehouse_egress_decisions_total");
         // One span per request besides the decisions' events.
         let requests = metric(&text, "gatehouse_egress_requests_total");

@@ -4,7 +4,6 @@
 //! nothing copied twice): the export only frames what is queued.
 
 use std::cell::RefCell;
-use std::fmt::Write as _;
 use std::time::SystemTime;
 
 use gatehouse::log::DecisionEvent;
@@ -60,7 +59,13 @@ pub(crate) fn decision(
     body.push_str(q.kind());
     match q {
         Query::Connect { host, port, .. } => {
-            let _ = write!(body, " {host}:{port}");
+            body.push(' ');
+            body.push_str(host);
+            body.push(':');
+            if *port < 0 {
+                body.push('-');
+            }
+            push_number(body, port.unsigned_abs());
         }
         Query::Dns { name } => {
             body.push(' ');
@@ -71,7 +76,10 @@ pub(crate) fn decision(
             body.push_str(host);
         }
         Query::Mcp { server, tool, .. } => {
-            let _ = write!(body, " {server}/{tool}");
+            body.push(' ');
+            body.push_str(server);
+            body.push('/');
+            body.push_str(tool);
         }
         _ => {}
     }
@@ -86,7 +94,11 @@ pub(crate) fn decision(
     kv(r, "gatehouse.query.kind", Value::S(q.kind()));
     if let Some(rule) = &e.rule {
         body.clear();
-        let _ = write!(body, "{}:{}:{}", rule.file, rule.line, rule.column);
+        body.push_str(rule.file);
+        body.push(':');
+        push_number(body, u64::try_from(rule.line).unwrap_or(u64::MAX));
+        body.push(':');
+        push_number(body, u64::try_from(rule.column).unwrap_or(u64::MAX));
         kv(r, "gatehouse.rule", Value::S(body));
     }
     if let Some(t) = &e.tool_decision {
@@ -109,6 +121,26 @@ pub(crate) fn decision(
     }
     fixed64(r, 11, now);
     bytes_field(r, 12, b"gatehouse.decision");
+}
+
+/// `n` in decimal, without the formatting machinery (this runs on the
+/// deciding thread for every decision).
+fn push_number(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        if let Some(d) = digits.get_mut(i) {
+            *d = b'0' + (n % 10) as u8;
+        }
+        n /= 10;
+        if n == 0 || i == 0 {
+            break;
+        }
+    }
+    for &d in digits.get(i..).unwrap_or_default() {
+        out.push(char::from(d));
+    }
 }
 
 /// The query's attributes.
@@ -232,4 +264,16 @@ pub(crate) fn interned(s: &str) -> std::sync::Arc<str> {
         seen.push(a.clone());
         a
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn numbers_are_written_in_decimal() {
+        for n in [0u64, 7, 10, 443, 65535, u64::from(u32::MAX), u64::MAX] {
+            let mut s = String::from("x");
+            super::push_number(&mut s, n);
+            assert_eq!(s, format!("x{n}"));
+        }
+    }
 }
