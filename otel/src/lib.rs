@@ -164,10 +164,10 @@ impl Telemetry {
     /// "none"` nothing is started and nothing is sent.
     pub fn start(settings: &Settings, program: &str) -> Result<Self, OtelError> {
         settings.validate()?;
-        let sampler = settings.sampler()?;
         if settings.exporter == Exporter::None {
             return Ok(Telemetry::off());
         }
+        let sampler = settings.sampler()?;
         // The export has a runtime of its own, built and entered here: from
         // inside another runtime that would panic, so it is refused.
         if tokio::runtime::Handle::try_current().is_ok() {

@@ -227,7 +227,12 @@ impl Settings {
                 "`endpoint` = \"{e}\": an http:// or https:// URL is needed"
             )));
         }
-        self.sampler()?;
+        // Checked when something is exported: a sampler left in the
+        // environment for another program does not stop one that exports
+        // nothing.
+        if self.exporter != Exporter::None {
+            self.sampler()?;
+        }
         Ok(())
     }
 
@@ -240,7 +245,6 @@ impl Settings {
             self.traces_sampler.as_deref(),
             self.traces_sampler_arg.as_deref(),
         )
-        .map_err(SettingsError::Invalid)
     }
 
     /// The headers with every `${VAR}` replaced from `var`.
@@ -392,12 +396,17 @@ mod tests {
             s.sampler().expect("valid"),
             crate::Sampler::parse(Some("always_off"), None).expect("valid")
         );
-        let bad = Settings::from_toml("traces_sampler = \"sometimes\"\n");
+        let bad = Settings::from_toml("exporter = \"otlp-grpc\"\ntraces_sampler = \"sometimes\"\n");
         assert!(matches!(bad, Err(SettingsError::Invalid(m)) if m.contains("sometimes")));
         let bad = Settings::from_vars(vars(&[
             ("OTEL_TRACES_SAMPLER", "traceidratio"),
             ("OTEL_TRACES_SAMPLER_ARG", "2"),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
         ]));
         assert!(bad.validate().is_err());
+        // Nothing exported: the variable is not this program's business.
+        let off = Settings::from_vars(vars(&[("OTEL_TRACES_SAMPLER", "jaeger_remote")]));
+        assert_eq!(off.exporter, Exporter::None);
+        assert!(off.validate().is_ok());
     }
 }

@@ -1,5 +1,8 @@
 //! W3C Trace Context: a caller's `traceparent`, so that the span of a
-//! request it made through the proxy sits in the caller's trace.
+//! request it made through the proxy sits in the caller's trace; and the
+//! sampler that says which requests' spans are recorded.
+
+use crate::settings::SettingsError;
 
 /// A caller's trace and span, from its `traceparent` header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,9 +88,9 @@ impl Default for Sampler {
 impl Sampler {
     /// The sampler `name` (`None`: the default) with its argument, the
     /// ratio of the `traceidratio` samplers (default 1).
-    pub fn parse(name: Option<&str>, arg: Option<&str>) -> Result<Sampler, String> {
+    pub fn parse(name: Option<&str>, arg: Option<&str>) -> Result<Sampler, SettingsError> {
         let name = name.map(str::trim).unwrap_or("parentbased_always_on");
-        let ratio = || -> Result<Root, String> {
+        let ratio = || -> Result<Root, SettingsError> {
             let r = match arg.map(str::trim) {
                 None => 1.0,
                 Some(a) => a
@@ -95,7 +98,9 @@ impl Sampler {
                     .ok()
                     .filter(|r| (0.0..=1.0).contains(r))
                     .ok_or_else(|| {
-                        format!("traces sampler argument `{a}`: a ratio from 0 to 1 is needed")
+                        SettingsError::Invalid(format!(
+                            "traces sampler argument `{a}`: a ratio from 0 to 1 is needed"
+                        ))
                     })?,
             };
             // 2^63 · r, exact at both ends (1.0 samples every trace).
@@ -114,10 +119,10 @@ impl Sampler {
             "parentbased_always_off" => (true, Root::Off),
             "parentbased_traceidratio" => (true, ratio()?),
             other => {
-                return Err(format!(
+                return Err(SettingsError::Invalid(format!(
                     "traces sampler `{other}` is not known: use parentbased_always_on (the default), \
                      parentbased_always_off, parentbased_traceidratio, always_on, always_off or traceidratio"
-                ));
+                )));
             }
         };
         Ok(Sampler { parent_based, root })
@@ -133,8 +138,10 @@ impl Sampler {
             Root::On => true,
             Root::Off => false,
             Root::Below(bound) => {
-                let mut low = [0u8; 8];
-                low.copy_from_slice(trace_id.get(8..).unwrap_or(&[0; 8]));
+                let low: [u8; 8] = trace_id
+                    .get(8..)
+                    .and_then(|b| b.try_into().ok())
+                    .unwrap_or([0; 8]);
                 (u64::from_be_bytes(low) >> 1) < bound
             }
         }
@@ -338,6 +345,6 @@ mod tests {
             assert!(Sampler::parse(Some(name), arg).is_err(), "{name} {arg:?}");
         }
         let e = Sampler::parse(Some("jaeger_remote"), None).expect_err("unknown");
-        assert!(e.contains("parentbased_always_on"), "{e}");
+        assert!(e.to_string().contains("parentbased_always_on"), "{e}");
     }
 }
