@@ -343,16 +343,18 @@ mod tests {
         assert!(Settings::from_toml("endpoint = \"otel:4317\"\n").is_err());
     }
 
+    /// The variables `pairs` set, as `Settings::from_vars` reads them.
+    fn vars(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| (*v).to_string())
+        }
+    }
+
     #[test]
     fn the_standard_variables() {
-        let vars = |pairs: &'static [(&'static str, &'static str)]| {
-            move |k: &str| {
-                pairs
-                    .iter()
-                    .find(|(n, _)| *n == k)
-                    .map(|(_, v)| v.to_string())
-            }
-        };
         let s = Settings::from_vars(vars(&[
             ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4317"),
             ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
@@ -370,14 +372,6 @@ mod tests {
 
     #[test]
     fn the_sampler_comes_from_the_variables_the_file_and_is_checked() {
-        let vars = |pairs: &'static [(&'static str, &'static str)]| {
-            move |k: &str| {
-                pairs
-                    .iter()
-                    .find(|(n, _)| *n == k)
-                    .map(|(_, v)| (*v).to_string())
-            }
-        };
         let s = Settings::from_vars(vars(&[
             ("OTEL_TRACES_SAMPLER", "parentbased_traceidratio"),
             ("OTEL_TRACES_SAMPLER_ARG", "0.1"),
