@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use bytes::BytesMut;
 use opentelemetry::KeyValue;
 use opentelemetry::metrics::Histogram;
 
@@ -47,6 +48,8 @@ pub(crate) async fn export_loop(x: Export) {
     // What has been taken and not yet sent: gathered into requests of up
     // to BATCH records, sent at the latest a TICK after the last send.
     let mut out = Pending::default();
+    // Each request's bytes, reused (see `Export::send`).
+    let mut body = BytesMut::new();
     let mut labels: Vec<(Arc<str>, &'static str, [KeyValue; 2])> = Vec::new();
     // Each signal waits after its own failures: a collector that takes
     // logs but not traces keeps getting the decisions.
@@ -87,11 +90,17 @@ pub(crate) async fn export_loop(x: Export) {
         // not take the decisions or is refusing spans for now: then the
         // spans count as failed without a try.
         let ok = x
-            .send_all(Signal::Logs, &out.logs, &out.log_ends, true)
+            .send_all(&mut body, Signal::Logs, &out.logs, &out.log_ends, true)
             .await;
         let try_spans = ok && (stopping || now >= traces_wait.until);
         let spans_ok = x
-            .send_all(Signal::Traces, &out.spans, &out.span_ends, try_spans)
+            .send_all(
+                &mut body,
+                Signal::Traces,
+                &out.spans,
+                &out.span_ends,
+                try_spans,
+            )
             .await;
         if !out.log_ends.is_empty() {
             x.counts.healthy.store(ok, Ordering::Relaxed);
@@ -167,30 +176,49 @@ impl Export {
     /// Sends `buf`'s records (ending at `ends`) in requests of at most
     /// BATCH records; whether all arrived. After a failure (or when `go`
     /// is false) the rest are not tried: they count as failed.
-    async fn send_all(&self, signal: Signal, buf: &[u8], ends: &[usize], go: bool) -> bool {
+    async fn send_all(
+        &self,
+        body: &mut BytesMut,
+        signal: Signal,
+        buf: &[u8],
+        ends: &[usize],
+        go: bool,
+    ) -> bool {
         let mut ok = go;
         let (mut from, mut last, mut n) = (0usize, 0usize, 0u64);
         for &end in ends {
             if n > 0 && (n as usize >= BATCH || end - from > MAX_BYTES) {
-                ok = self.send(signal, buf.get(from..last), n, ok).await;
+                ok = self.send(body, signal, buf.get(from..last), n, ok).await;
                 (from, n) = (last, 0);
             }
             (last, n) = (end, n + 1);
         }
         if n > 0 {
-            ok = self.send(signal, buf.get(from..last), n, ok).await;
+            ok = self.send(body, signal, buf.get(from..last), n, ok).await;
         }
         ok
     }
 
     /// One request of `n` records; whether it arrived (false, not tried,
-    /// unless `go`).
-    async fn send(&self, signal: Signal, records: Option<&[u8]>, n: u64, go: bool) -> bool {
+    /// unless `go`). The request is written into `body`, whose allocation
+    /// comes back once the transport has let go of what it sent: a steady
+    /// export maps no fresh pages per request.
+    async fn send(
+        &self,
+        body: &mut BytesMut,
+        signal: Signal,
+        records: Option<&[u8]>,
+        n: u64,
+        go: bool,
+    ) -> bool {
         let ok = match records {
             Some(records) if go => {
-                let mut body = Vec::new();
-                self.frame.request(records, &mut body);
-                self.sender.send(signal, body, self.timeout).await.is_ok()
+                self.frame.request(records, body, self.sender.is_grpc());
+                let request = body.split().freeze();
+                self.sender
+                    .send(signal, request, self.timeout)
+                    .await
+                    .is_ok()
             }
             _ => false,
         };

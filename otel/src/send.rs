@@ -2,14 +2,12 @@
 //! `ExportTraceServiceRequest` ([`crate::wire`]): OTLP/HTTP with the
 //! exporters' HTTP client — protobuf as it is, or JSON (the bytes read with
 //! `opentelemetry-proto`'s types and written as OTLP/JSON, as the SDK's
-//! own JSON exporter writes them) — or OTLP/gRPC with tonic (a
-//! pass-through codec: the bytes are the message).
+//! own JSON exporter writes them) — or OTLP/gRPC over tonic's channel
+//! (the bytes, framed once, are the request body).
 
 use std::time::Duration;
 
-use bytes::{Buf as _, BufMut as _, Bytes};
-use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
-use tonic::metadata::{MetadataKey, MetadataValue};
+use bytes::Bytes;
 
 use crate::settings::{Exporter, Settings};
 use crate::{OnRuntime, OtelError};
@@ -33,10 +31,8 @@ pub(crate) enum Sender {
     },
     Grpc {
         channel: tonic::transport::Channel,
-        metadata: Vec<(
-            MetadataKey<tonic::metadata::Ascii>,
-            MetadataValue<tonic::metadata::Ascii>,
-        )>,
+        /// The headers, each a valid HTTP/2 header.
+        metadata: Vec<(http::HeaderName, http::HeaderValue)>,
     },
 }
 
@@ -95,9 +91,9 @@ impl Sender {
                 }
                 let mut metadata = Vec::new();
                 for (k, v) in &headers {
-                    let key = MetadataKey::from_bytes(k.to_ascii_lowercase().as_bytes())
+                    let key = http::HeaderName::from_bytes(k.to_ascii_lowercase().as_bytes())
                         .map_err(|_| bad(format!("header `{k}`: not a valid name")))?;
-                    let value = MetadataValue::try_from(v.as_str())
+                    let value = http::HeaderValue::from_str(v)
                         .map_err(|_| bad(format!("header `{k}`: not a valid value")))?;
                     metadata.push((key, value));
                 }
@@ -128,11 +124,18 @@ impl Sender {
         }
     }
 
-    /// Sends one request; `Err` says why it did not arrive.
+    /// Whether requests go over gRPC (and so are framed with its message
+    /// prefix).
+    pub(crate) fn is_grpc(&self) -> bool {
+        matches!(self, Sender::Grpc { .. })
+    }
+
+    /// Sends one request (for gRPC, framed); `Err` says why it did not
+    /// arrive.
     pub(crate) async fn send(
         &self,
         signal: Signal,
-        body: Vec<u8>,
+        body: Bytes,
         timeout: Duration,
     ) -> Result<(), String> {
         match self {
@@ -148,7 +151,7 @@ impl Sender {
                     Signal::Traces => traces_url,
                 };
                 let (body, content_type) = if *json {
-                    (to_json(signal, &body)?, "application/json")
+                    (Bytes::from(to_json(signal, &body)?), "application/json")
                 } else {
                     (body, "application/x-protobuf")
                 };
@@ -168,23 +171,106 @@ impl Sender {
                 }
             }
             Sender::Grpc { channel, metadata } => {
-                let mut grpc = tonic::client::Grpc::new(channel.clone());
-                grpc.ready().await.map_err(|e| e.to_string())?;
-                let mut req = tonic::Request::new(Bytes::from(body));
-                req.set_timeout(timeout);
-                for (k, v) in metadata {
-                    req.metadata_mut().insert(k.clone(), v.clone());
-                }
-                let path = http::uri::PathAndQuery::from_static(match signal {
-                    Signal::Logs => "/opentelemetry.proto.collector.logs.v1.LogsService/Export",
-                    Signal::Traces => "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
-                });
-                grpc.unary::<Bytes, (), Raw>(req, path, Raw)
-                    .await
-                    .map(|_| ())
-                    .map_err(|s| s.to_string())
+                grpc_unary(channel.clone(), signal, body, metadata, timeout).await
             }
         }
+    }
+}
+
+/// One gRPC unary call with `body` as the request, already framed (the
+/// message prefix and the encoded message): tonic's channel carries it as
+/// it is, with no codec buffer between (that buffer was a fresh allocation
+/// of the request's size, and a copy, on every export). What tonic's
+/// client adds is added here: `te: trailers`, the gRPC content type, the
+/// call's `grpc-timeout`, and the status read from the response's
+/// headers or trailers. The response message (an empty `Export*ServiceResponse`,
+/// or a partial success) is not read.
+async fn grpc_unary(
+    mut channel: tonic::transport::Channel,
+    signal: Signal,
+    body: Bytes,
+    metadata: &[(http::HeaderName, http::HeaderValue)],
+    timeout: Duration,
+) -> Result<(), String> {
+    use http_body_util::BodyExt as _;
+    use tonic::codegen::Service as _;
+    let path = match signal {
+        Signal::Logs => "/opentelemetry.proto.collector.logs.v1.LogsService/Export",
+        Signal::Traces => "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+    };
+    let mut req = http::Request::builder()
+        .method(http::Method::POST)
+        .version(http::Version::HTTP_2)
+        .uri(path)
+        .header(http::header::TE, "trailers")
+        .header(http::header::CONTENT_TYPE, "application/grpc")
+        .header("grpc-timeout", grpc_timeout(timeout));
+    for (k, v) in metadata {
+        // The headers gRPC itself sets are not the user's to set (tonic
+        // drops them from metadata too).
+        if !RESERVED.contains(&k.as_str()) {
+            req = req.header(k, v);
+        }
+    }
+    let req = req
+        .body(tonic::body::Body::new(http_body_util::Full::new(body)))
+        .map_err(|e| e.to_string())?;
+    let call = async {
+        std::future::poll_fn(|cx| channel.poll_ready(cx))
+            .await
+            .map_err(|e| e.to_string())?;
+        let resp = channel.call(req).await.map_err(|e| e.to_string())?;
+        if resp.status() != http::StatusCode::OK {
+            return Err(format!("HTTP {}", resp.status()));
+        }
+        // A trailers-only response carries the status in its headers.
+        if let Some(status) = tonic::Status::from_header_map(resp.headers()) {
+            return grpc_ok(&status);
+        }
+        let collected = resp
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| e.to_string())?;
+        match collected
+            .trailers()
+            .and_then(tonic::Status::from_header_map)
+        {
+            Some(status) => grpc_ok(&status),
+            None => Err("the response has no grpc-status".into()),
+        }
+    };
+    match tokio::time::timeout(timeout, call).await {
+        Ok(r) => r,
+        Err(_) => Err(format!("no answer within {timeout:?}")),
+    }
+}
+
+/// The headers a gRPC call's metadata may not set.
+const RESERVED: [&str; 6] = [
+    "te",
+    "user-agent",
+    "content-type",
+    "grpc-message",
+    "grpc-message-type",
+    "grpc-status",
+];
+
+fn grpc_ok(status: &tonic::Status) -> Result<(), String> {
+    if status.code() == tonic::Code::Ok {
+        Ok(())
+    } else {
+        Err(status.to_string())
+    }
+}
+
+/// gRPC's `grpc-timeout` value: at most eight digits, then the unit.
+fn grpc_timeout(t: Duration) -> String {
+    let ms = t.as_millis();
+    if ms < 100_000_000 {
+        format!("{}m", ms.max(1))
+    } else {
+        format!("{}S", t.as_secs().min(99_999_999))
     }
 }
 
@@ -206,39 +292,19 @@ pub(crate) fn to_json(signal: Signal, body: &[u8]) -> Result<Vec<u8>, String> {
     json.map_err(|e| format!("OTLP/JSON: {e}"))
 }
 
-/// The pass-through codec: the request is already encoded; the response's
-/// content (an `ExportLogsServiceResponse`) is not read.
-#[derive(Clone, Copy, Default)]
-struct Raw;
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
 
-impl Codec for Raw {
-    type Encode = Bytes;
-    type Decode = ();
-    type Encoder = Raw;
-    type Decoder = Raw;
-    fn encoder(&mut self) -> Raw {
-        Raw
-    }
-    fn decoder(&mut self) -> Raw {
-        Raw
-    }
-}
-
-impl Encoder for Raw {
-    type Item = Bytes;
-    type Error = tonic::Status;
-    fn encode(&mut self, item: Bytes, dst: &mut EncodeBuf<'_>) -> Result<(), tonic::Status> {
-        dst.put(item);
-        Ok(())
-    }
-}
-
-impl Decoder for Raw {
-    type Item = ();
-    type Error = tonic::Status;
-    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<()>, tonic::Status> {
-        let n = src.remaining();
-        src.advance(n);
-        Ok(Some(()))
+    #[test]
+    fn grpc_timeouts_have_at_most_eight_digits() {
+        assert_eq!(super::grpc_timeout(Duration::from_secs(5)), "5000m");
+        assert_eq!(super::grpc_timeout(Duration::ZERO), "1m");
+        assert_eq!(
+            super::grpc_timeout(Duration::from_millis(99_999_999)),
+            "99999999m"
+        );
+        assert_eq!(super::grpc_timeout(Duration::from_secs(100_000)), "100000S");
+        assert_eq!(super::grpc_timeout(Duration::MAX), "99999999S");
     }
 }

@@ -186,17 +186,29 @@ impl Frame {
     /// The request (`ExportLogsServiceRequest` or
     /// `ExportTraceServiceRequest`: the same shape, resource → scope →
     /// field 2) around `records`, each already a field 2 of the scope's
-    /// message; into `out`, one copy of the records.
-    pub(crate) fn request(&self, records: &[u8], out: &mut Vec<u8>) {
+    /// message; into `out` (cleared first), one copy of the records. With
+    /// `grpc`, behind gRPC's message prefix (not compressed, the length as
+    /// four bytes, big-endian): the request body as it goes on the wire.
+    pub(crate) fn request(&self, records: &[u8], out: &mut bytes::BytesMut, grpc: bool) {
+        use bytes::BufMut as _;
         let scoped = self.scope.len() + records.len();
         let resourced = self.resource.len() + field_len(scoped);
+        let len = field_len(resourced);
+        let mut head = Vec::with_capacity(16);
+        tag(&mut head, 1, LEN);
+        varint(&mut head, resourced as u64);
+        let mut mid = Vec::with_capacity(16);
+        tag(&mut mid, 2, LEN);
+        varint(&mut mid, scoped as u64);
         out.clear();
-        out.reserve(field_len(resourced));
-        tag(out, 1, LEN);
-        varint(out, resourced as u64);
+        out.reserve(len + 5);
+        if grpc {
+            out.put_u8(0);
+            out.put_u32(u32::try_from(len).unwrap_or(u32::MAX));
+        }
+        out.extend_from_slice(&head);
         out.extend_from_slice(&self.resource);
-        tag(out, 2, LEN);
-        varint(out, scoped as u64);
+        out.extend_from_slice(&mid);
         out.extend_from_slice(&self.scope);
         out.extend_from_slice(records);
     }
@@ -250,9 +262,39 @@ mod tests {
         for r in records {
             bytes_field(&mut all, 2, r);
         }
-        let mut out = Vec::new();
-        Frame::new(&resource).request(&all, &mut out);
-        out
+        let mut out = bytes::BytesMut::new();
+        Frame::new(&resource).request(&all, &mut out, false);
+        let mut grpc = bytes::BytesMut::new();
+        Frame::new(&resource).request(&all, &mut grpc, true);
+        // gRPC's prefix: not compressed, then the message's length.
+        assert_eq!(grpc[0], 0);
+        assert_eq!(
+            u32::from_be_bytes([grpc[1], grpc[2], grpc[3], grpc[4]]) as usize,
+            out.len()
+        );
+        assert_eq!(&grpc[5..], &out[..]);
+        out.to_vec()
+    }
+
+    #[test]
+    fn a_request_buffer_is_reused_once_the_sent_bytes_are_dropped() {
+        // The export relies on this: one allocation for every request of a
+        // steady stream, not fresh pages each time.
+        let frame = Frame::new(&Resource(vec![]));
+        let records = vec![7u8; 300_000];
+        let mut body = bytes::BytesMut::new();
+        frame.request(&records, &mut body, true);
+        let (first, len) = (body.as_ptr(), body.len());
+        let sent = body.split().freeze();
+        assert!(body.is_empty());
+        drop(sent);
+        frame.request(&records, &mut body, true);
+        assert_eq!(body.as_ptr(), first);
+        // Still held by the transport: a new buffer, the old one untouched.
+        let held = body.split().freeze();
+        frame.request(&records[..10], &mut body, true);
+        assert_ne!(body.as_ptr(), first);
+        assert_eq!((held.as_ptr(), held.len()), (first, len));
     }
 
     #[test]
