@@ -13,6 +13,7 @@ cargo bench -p gatehouse-benches --bench decide -- --warm-up-time 1 --measuremen
 cargo bench -p gatehouse-benches --bench build -- --warm-up-time 1 --measurement-time 5
 cargo bench -p gatehouse-benches --bench memory
 cargo bench -p gatehouse-benches --bench swap
+cargo bench -p gatehouse-benches --bench otel -- --warm-up-time 1 --measurement-time 3
 cargo bench -p gatehouse-peers --bench peers
 python3 benches/report.py
 python3 benches/peers/plot.py target/criterion benches/peers/peers.svg

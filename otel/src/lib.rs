@@ -365,7 +365,10 @@ impl Telemetry {
         let Some(l) = &self.live else { return };
         let queued = record::with_scratch(|s| {
             record::span(s, name, ids, start, error, attrs);
-            l.queue.push(queue::Kind::Span, &s.record, None, || false)
+            match s.record() {
+                Some(r) => l.queue.push(queue::Kind::Span, r, None, || false),
+                None => Err(queue::Refused::Full),
+            }
         });
         l.queued(queued.is_ok());
     }
@@ -502,8 +505,10 @@ impl DecisionSink for OtelSink {
         );
         let queued = record::with_scratch(|s| {
             record::decision(s, e, l.log_commands, &self.extra);
-            l.queue
-                .push(queue::Kind::Log, &s.record, Some(latency), wait)
+            match s.record() {
+                Some(r) => l.queue.push(queue::Kind::Log, r, Some(latency), wait),
+                None => Err(queue::Refused::Full),
+            }
         });
         l.queued(queued.is_ok());
     }
@@ -515,6 +520,17 @@ impl DecisionSink for OtelSink {
     fn wants_json(&self) -> bool {
         false
     }
+}
+
+/// For benchmarks (`benches/benches/otel.rs`): encodes `e` as the sink
+/// does on the deciding thread, into this thread's buffer; the record's
+/// length. Not part of the API.
+#[doc(hidden)]
+pub fn encode_decision_for_bench(e: &DecisionEvent<'_>) -> usize {
+    record::with_scratch(|s| {
+        record::decision(s, e, false, &[]);
+        s.record().map_or(0, <[u8]>::len)
+    })
 }
 
 fn resource(settings: &Settings, program: &str) -> Resource {

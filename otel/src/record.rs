@@ -9,15 +9,27 @@ use std::time::SystemTime;
 use gatehouse::log::DecisionEvent;
 use gatehouse::query::Query;
 
-use crate::wire::{VARINT, Value, any_value, bytes_field, fixed64, key_value, nanos, tag, varint};
+use crate::wire::{
+    Cursor, VARINT, Value, any_value, bytes_field, encode, fixed64, key_value, nanos, tag, varint,
+};
 
 /// Reused buffers of one thread.
 #[derive(Default)]
 pub(crate) struct Scratch {
-    /// The record's encoding.
-    pub(crate) record: Vec<u8>,
+    /// The record's encoding, in its first `len` bytes (the rest is left
+    /// from earlier records: the buffer is written through a
+    /// [`Cursor`], never cleared).
+    buf: Vec<u8>,
+    len: Option<usize>,
     text: String,
     more: String,
+}
+
+impl Scratch {
+    /// The last record encoded (`None` if it could not be).
+    pub(crate) fn record(&self) -> Option<&[u8]> {
+        self.buf.get(..self.len?)
+    }
 }
 
 thread_local! {
@@ -44,15 +56,32 @@ pub(crate) fn decision(
     extra: &[(&'static str, String)],
 ) {
     let now = nanos(SystemTime::now());
+    let Scratch {
+        buf,
+        len,
+        text,
+        more,
+    } = s;
+    *len = encode(buf, |r| {
+        decision_into(r, text, more, e, log_commands, extra, now);
+    });
+}
+
+fn decision_into(
+    r: &mut Cursor<'_>,
+    body: &mut String,
+    more: &mut String,
+    e: &DecisionEvent<'_>,
+    log_commands: bool,
+    extra: &[(&'static str, String)],
+    now: u64,
+) {
     let q = e.masked;
-    let r = &mut s.record;
-    r.clear();
     fixed64(r, 1, now);
     tag(r, 2, VARINT);
     varint(r, 9); // SEVERITY_NUMBER_INFO
     bytes_field(r, 3, b"INFO");
     // The body: `DECISION KIND [TARGET]: REASON`.
-    let body = &mut s.text;
     body.clear();
     body.push_str(e.decision);
     body.push(' ');
@@ -86,7 +115,7 @@ pub(crate) fn decision(
     body.push_str(": ");
     body.push_str(e.reason);
     any_value(r, 5, Value::S(body));
-    let kv = |r: &mut Vec<u8>, k: &str, v: Value<'_>| key_value(r, 6, k, v);
+    let kv = |r: &mut Cursor<'_>, k: &str, v: Value<'_>| key_value(r, 6, k, v);
     kv(r, "gatehouse.policy", Value::S(e.policy));
     kv(r, "gatehouse.revision", Value::S(e.revision));
     kv(r, "gatehouse.decision", Value::S(e.decision));
@@ -113,7 +142,7 @@ pub(crate) fn decision(
     for (k, v) in extra {
         kv(r, k, Value::S(v));
     }
-    query_attrs(r, &mut s.more, q, log_commands);
+    query_attrs(r, more, q, log_commands);
     // The request's span, when the decision is made inside one.
     if let Some(ids) = crate::trace::current() {
         bytes_field(r, 9, &ids.trace_id);
@@ -144,7 +173,7 @@ fn push_number(out: &mut String, mut n: u64) {
 }
 
 /// The query's attributes.
-fn query_attrs(r: &mut Vec<u8>, text: &mut String, q: &Query, log_commands: bool) {
+fn query_attrs(r: &mut Cursor<'_>, text: &mut String, q: &Query, log_commands: bool) {
     let mut kv = |k: &str, v: Value<'_>| key_value(r, 6, k, v);
     match q {
         Query::Connect { host, port, via } => {
@@ -220,9 +249,20 @@ pub(crate) fn span(
     error: bool,
     attrs: &[(&'static str, &str)],
 ) {
-    let end = SystemTime::now();
-    let r = &mut s.record;
-    r.clear();
+    let (start, end) = (nanos(start), nanos(SystemTime::now()));
+    s.len = encode(&mut s.buf, |r| {
+        span_into(r, name, ids, (start, end), error, attrs)
+    });
+}
+
+fn span_into(
+    r: &mut Cursor<'_>,
+    name: &str,
+    ids: &crate::SpanIds,
+    (start, end): (u64, u64),
+    error: bool,
+    attrs: &[(&'static str, &str)],
+) {
     bytes_field(r, 1, &ids.trace_id);
     bytes_field(r, 2, &ids.span_id);
     if let Some(p) = &ids.parent {
@@ -231,8 +271,8 @@ pub(crate) fn span(
     bytes_field(r, 5, name.as_bytes());
     tag(r, 6, VARINT);
     varint(r, 2); // SPAN_KIND_SERVER
-    fixed64(r, 7, nanos(start));
-    fixed64(r, 8, nanos(end));
+    fixed64(r, 7, start);
+    fixed64(r, 8, end);
     for (k, v) in attrs {
         key_value(r, 9, k, Value::S(v));
     }

@@ -14,28 +14,118 @@ const LEN: u32 = 2;
 pub(crate) const VARINT: u32 = 0;
 const I64: u32 = 1;
 
-pub(crate) fn varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
+/// Where encoded bytes go: a `Vec` (growing), or a [`Cursor`] over a
+/// buffer sized beforehand.
+pub(crate) trait Out {
+    fn byte(&mut self, b: u8);
+    fn put(&mut self, b: &[u8]);
 }
 
-pub(crate) fn tag(out: &mut Vec<u8>, field: u32, wire: u32) {
+impl Out for Vec<u8> {
+    fn byte(&mut self, b: u8) {
+        self.push(b);
+    }
+    fn put(&mut self, b: &[u8]) {
+        self.extend_from_slice(b);
+    }
+}
+
+/// Writes into a slice, its position held apart from the bytes: a `Vec`
+/// pushed a byte at a time stores and reloads its length around every
+/// byte (the byte, written through a `u8` pointer, may alias it), which
+/// was most of a record's encoding time. Past the end it writes nothing
+/// and says so ([`Cursor::overflowed`]); the caller grows the buffer and
+/// encodes again.
+pub(crate) struct Cursor<'a> {
+    buf: &'a mut [u8],
+    /// The bytes written, or that would have been had they fitted.
+    n: usize,
+    overflowed: bool,
+}
+
+impl<'a> Cursor<'a> {
+    pub(crate) fn new(buf: &'a mut [u8]) -> Self {
+        Cursor {
+            buf,
+            n: 0,
+            overflowed: false,
+        }
+    }
+
+    /// The bytes written; `Err` with the size the buffer needs when they
+    /// did not fit.
+    pub(crate) fn written(&self) -> Result<usize, usize> {
+        if self.overflowed {
+            Err(self.n)
+        } else {
+            Ok(self.n)
+        }
+    }
+}
+
+impl Out for Cursor<'_> {
+    #[inline]
+    fn byte(&mut self, b: u8) {
+        match self.buf.get_mut(self.n) {
+            Some(slot) => *slot = b,
+            None => self.overflowed = true,
+        }
+        self.n += 1;
+    }
+    #[inline]
+    fn put(&mut self, b: &[u8]) {
+        match self.buf.get_mut(self.n..self.n + b.len()) {
+            Some(dst) => dst.copy_from_slice(b),
+            None => self.overflowed = true,
+        }
+        self.n += b.len();
+    }
+}
+
+/// Encodes with `f` into `buf` (grown as needed, never shrunk); the
+/// encoding's length. `f` must write the same bytes each time it is
+/// called: a first pass that did not fit says the size, the second fits.
+pub(crate) fn encode(buf: &mut Vec<u8>, mut f: impl FnMut(&mut Cursor<'_>)) -> Option<usize> {
+    if buf.len() < 1024 {
+        buf.resize(1024, 0);
+    }
+    for _ in 0..3 {
+        let mut c = Cursor::new(buf);
+        f(&mut c);
+        match c.written() {
+            Ok(n) => return Some(n),
+            Err(needed) => buf.resize(needed, 0),
+        }
+    }
+    None
+}
+
+#[inline(always)]
+pub(crate) fn varint<O: Out + ?Sized>(out: &mut O, mut v: u64) {
+    while v >= 0x80 {
+        out.byte((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.byte(v as u8);
+}
+
+#[inline(always)]
+pub(crate) fn tag<O: Out + ?Sized>(out: &mut O, field: u32, wire: u32) {
     varint(out, u64::from((field << 3) | wire));
 }
 
 /// A length-delimited field: a string, bytes, or a message's encoding.
-pub(crate) fn bytes_field(out: &mut Vec<u8>, field: u32, b: &[u8]) {
+#[inline(always)]
+pub(crate) fn bytes_field<O: Out + ?Sized>(out: &mut O, field: u32, b: &[u8]) {
     tag(out, field, LEN);
     varint(out, b.len() as u64);
-    out.extend_from_slice(b);
+    out.put(b);
 }
 
-pub(crate) fn fixed64(out: &mut Vec<u8>, field: u32, v: u64) {
+#[inline(always)]
+pub(crate) fn fixed64<O: Out + ?Sized>(out: &mut O, field: u32, v: u64) {
     tag(out, field, I64);
-    out.extend_from_slice(&v.to_le_bytes());
+    out.put(&v.to_le_bytes());
 }
 
 pub(crate) fn varint_len(mut v: u64) -> usize {
@@ -64,6 +154,7 @@ pub(crate) enum Value<'a> {
 
 impl Value<'_> {
     /// The `AnyValue` message's size.
+    #[inline(always)]
     fn any_len(&self) -> usize {
         match self {
             Value::S(s) => field_len(s.len()),
@@ -74,7 +165,8 @@ impl Value<'_> {
     }
 
     /// The `AnyValue` message, without a tag of its own.
-    fn write_any(&self, out: &mut Vec<u8>) {
+    #[inline(always)]
+    fn write_any<O: Out + ?Sized>(&self, out: &mut O) {
         match self {
             Value::S(s) => bytes_field(out, 1, s.as_bytes()),
             Value::B(b) => {
@@ -87,14 +179,15 @@ impl Value<'_> {
             }
             Value::D(d) => {
                 tag(out, 4, I64);
-                out.extend_from_slice(&d.to_le_bytes());
+                out.put(&d.to_le_bytes());
             }
         }
     }
 }
 
 /// An `AnyValue` as field `field` of the enclosing message.
-pub(crate) fn any_value(out: &mut Vec<u8>, field: u32, v: Value<'_>) {
+#[inline(always)]
+pub(crate) fn any_value<O: Out + ?Sized>(out: &mut O, field: u32, v: Value<'_>) {
     tag(out, field, LEN);
     varint(out, v.any_len() as u64);
     v.write_any(out);
@@ -102,7 +195,8 @@ pub(crate) fn any_value(out: &mut Vec<u8>, field: u32, v: Value<'_>) {
 
 /// A `KeyValue { key = 1, value = 2 }` as field `field` of the enclosing
 /// message, its sizes counted rather than encoded twice.
-pub(crate) fn key_value(out: &mut Vec<u8>, field: u32, key: &str, v: Value<'_>) {
+#[inline(always)]
+pub(crate) fn key_value<O: Out + ?Sized>(out: &mut O, field: u32, key: &str, v: Value<'_>) {
     let any = v.any_len();
     tag(out, field, LEN);
     varint(out, (field_len(key.len()) + field_len(any)) as u64);
@@ -277,6 +371,45 @@ mod tests {
     }
 
     #[test]
+    fn the_cursor_writes_what_a_vec_would_and_grows_when_short() {
+        let long = "x".repeat(3000);
+        let write = |o: &mut dyn FnMut(&str, Value<'_>)| {
+            o("server.address", Value::S("api.github.com"));
+            o("server.port", Value::I(443));
+            o("gatehouse.exec.escalate", Value::B(true));
+            o("ratio", Value::D(0.25));
+            o("process.command_line", Value::S(&long));
+        };
+        let mut want = Vec::new();
+        write(&mut |k, v| key_value(&mut want, 6, k, v));
+        // A buffer too small at first (1 024 bytes): one pass says the
+        // size, the next writes it.
+        let mut buf = Vec::new();
+        let mut passes = 0;
+        let n = encode(&mut buf, |c| {
+            passes += 1;
+            write(&mut |k, v| key_value(c, 6, k, v));
+        });
+        assert_eq!(n, Some(want.len()));
+        assert_eq!(passes, 2);
+        assert_eq!(buf.get(..want.len()), Some(&want[..]));
+        // Now large enough: one pass, the old bytes past the end left.
+        let mut passes = 0;
+        let n = encode(&mut buf, |c| {
+            passes += 1;
+            key_value(c, 6, "k", Value::S("v"));
+        });
+        assert_eq!((n, passes), (Some(10), 1));
+        // A writer that never fits gives up rather than looping.
+        let mut grow = 0usize;
+        let n = encode(&mut Vec::new(), |c| {
+            grow += 4096;
+            c.put(&vec![0; grow]);
+        });
+        assert_eq!(n, None);
+    }
+
+    #[test]
     fn a_request_buffer_is_reused_once_the_sent_bytes_are_dropped() {
         // The export relies on this: one allocation for every request of a
         // steady stream, not fresh pages each time.
@@ -328,12 +461,12 @@ mod tests {
         let mut s = record::Scratch::default();
         let big = "x".repeat(300);
         record::decision(&mut s, &e, false, &[("gatehouse.sandbox", big.clone())]);
-        let one = s.record.clone();
+        let one = s.record().expect("encoded").to_vec();
         let ids = crate::SpanIds::new(None).expect("a root");
         crate::in_span(Some(&ids), || {
             record::decision(&mut s, &e, false, &[("gatehouse.sandbox", big.clone())]);
         });
-        let out = framed(&[one, s.record.clone()]);
+        let out = framed(&[one, s.record().expect("encoded").to_vec()]);
         let req = ExportLogsServiceRequest::decode(out.as_slice()).expect("decodes");
         let rl = &req.resource_logs[0];
         let res = rl.resource.as_ref().expect("resource");
@@ -417,7 +550,7 @@ mod tests {
         for (log_commands, want) in [(false, None), (true, Some("git push"))] {
             let mut s = record::Scratch::default();
             record::decision(&mut s, &e, log_commands, &[]);
-            let out = framed(&[s.record.clone()]);
+            let out = framed(&[s.record().expect("encoded").to_vec()]);
             let req = ExportLogsServiceRequest::decode(out.as_slice()).expect("decodes");
             let r = &req.resource_logs[0].scope_logs[0].log_records[0];
             let line = r
@@ -455,7 +588,7 @@ mod tests {
             true,
             &attrs,
         );
-        let a = s.record.clone();
+        let a = s.record().expect("encoded").to_vec();
         let parent =
             crate::TraceParent::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
                 .expect("valid");
@@ -468,7 +601,7 @@ mod tests {
             false,
             &attrs,
         );
-        let out = framed(&[a, s.record.clone()]);
+        let out = framed(&[a, s.record().expect("encoded").to_vec()]);
         let req = ExportTraceServiceRequest::decode(out.as_slice()).expect("decodes");
         let spans = &req.resource_spans[0].scope_spans[0].spans;
         assert_eq!(spans.len(), 2);
@@ -497,7 +630,7 @@ mod tests {
         let mut s = record::Scratch::default();
         let ids = crate::SpanIds::new(None).expect("a root");
         record::span(&mut s, "n", &ids, start, false, &[("k", "v")]);
-        let out = framed(&[s.record.clone()]);
+        let out = framed(&[s.record().expect("encoded").to_vec()]);
         let json = crate::send::to_json(crate::send::Signal::Traces, &out).expect("transcodes");
         let v: serde_json::Value = serde_json::from_slice(&json).expect("json");
         let span = &v["resourceSpans"][0]["scopeSpans"][0]["spans"][0];
