@@ -92,7 +92,10 @@ impl Sender {
                 let mut metadata = Vec::new();
                 for (k, v) in &headers {
                     let key = http::HeaderName::from_bytes(k.to_ascii_lowercase().as_bytes())
-                        .map_err(|_| bad(format!("header `{k}`: not a valid name")))?;
+                        .ok()
+                        // gRPC reads a `-bin` header as base64 binary.
+                        .filter(|n| !n.as_str().ends_with("-bin"))
+                        .ok_or_else(|| bad(format!("header `{k}`: not a valid name")))?;
                     let value = http::HeaderValue::from_str(v)
                         .map_err(|_| bad(format!("header `{k}`: not a valid value")))?;
                     metadata.push((key, value));
@@ -208,7 +211,7 @@ async fn grpc_unary(
     for (k, v) in metadata {
         // The headers gRPC itself sets are not the user's to set (tonic
         // drops them from metadata too).
-        if !RESERVED.contains(&k.as_str()) {
+        if !reserved(k.as_str()) {
             req = req.header(k, v);
         }
     }
@@ -246,15 +249,11 @@ async fn grpc_unary(
     }
 }
 
-/// The headers a gRPC call's metadata may not set.
-const RESERVED: [&str; 6] = [
-    "te",
-    "user-agent",
-    "content-type",
-    "grpc-message",
-    "grpc-message-type",
-    "grpc-status",
-];
+/// The headers a gRPC call's metadata may not set: HTTP/2's and gRPC's
+/// own (every `grpc-` name is reserved to the protocol).
+fn reserved(name: &str) -> bool {
+    matches!(name, "te" | "user-agent" | "content-type") || name.starts_with("grpc-")
+}
 
 fn grpc_ok(status: &tonic::Status) -> Result<(), String> {
     if status.code() == tonic::Code::Ok {
@@ -295,6 +294,22 @@ pub(crate) fn to_json(signal: Signal, body: &[u8]) -> Result<Vec<u8>, String> {
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
+
+    #[test]
+    fn the_protocols_own_headers_are_not_metadata() {
+        for h in [
+            "te",
+            "content-type",
+            "user-agent",
+            "grpc-timeout",
+            "grpc-status",
+        ] {
+            assert!(super::reserved(h), "{h}");
+        }
+        for h in ["authorization", "x-api-key", "x-grpc"] {
+            assert!(!super::reserved(h), "{h}");
+        }
+    }
 
     #[test]
     fn grpc_timeouts_have_at_most_eight_digits() {
