@@ -1,6 +1,6 @@
-//! What a decision costs the deciding thread when it is exported over
-//! OTLP: its `LogRecord` encoded as the sink encodes it
-//! (`gatehouse-otel`), over a stream of 4 096 distinct decisions of a
+//! What a decision costs when it is exported over OTLP (`gatehouse-otel`):
+//! on the deciding thread, its compact form; then, on the export's, its
+//! `LogRecord` — over a stream of 4 096 distinct decisions of a
 //! proxy — `connect` by name and the `resolved` check of its answers, hosts
 //! of realistic lengths, ports, rules and outcomes varied:
 //! `cargo bench -p gatehouse-benches --bench otel`.
@@ -87,11 +87,22 @@ fn bench(c: &mut Criterion) {
         .collect();
     let mut g = c.benchmark_group("otel");
     g.throughput(Throughput::Elements(events.len() as u64));
-    g.bench_function("encode a decision record (4096 distinct)", |b| {
+    // What the deciding thread does: the decision's compact form.
+    g.bench_function("capture a decision (4096 distinct)", |b| {
         b.iter(|| {
             let mut bytes = 0;
             for e in &events {
-                bytes += gatehouse_otel::encode_decision_for_bench(black_box(e));
+                bytes += gatehouse_otel::encode_decision_for_bench(black_box(e), false);
+            }
+            black_box(bytes)
+        })
+    });
+    // And then what the export does: its OTLP LogRecord.
+    g.bench_function("capture and expand a decision (4096 distinct)", |b| {
+        b.iter(|| {
+            let mut bytes = 0;
+            for e in &events {
+                bytes += gatehouse_otel::encode_decision_for_bench(black_box(e), true);
             }
             black_box(bytes)
         })

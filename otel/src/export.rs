@@ -50,6 +50,8 @@ pub(crate) async fn export_loop(x: Export) {
     let mut out = Pending::default();
     // Each request's bytes, reused (see `Export::send`).
     let mut body = BytesMut::new();
+    // The decisions taken, encoded as OTLP (and one record's encoding).
+    let (mut expanded, mut one) = (Pending::default(), Vec::new());
     let mut labels: Vec<(Arc<str>, &'static str, [KeyValue; 2])> = Vec::new();
     // Each signal waits after its own failures: a collector that takes
     // logs but not traces keeps getting the decisions.
@@ -89,8 +91,17 @@ pub(crate) async fn export_loop(x: Export) {
         // The decisions first, then the spans, unless the collector did
         // not take the decisions or is refusing spans for now: then the
         // spans count as failed without a try.
+        // The decisions' OTLP encoding, from their compact form.
+        let unreadable = expand_all(&out.logs, &out.log_ends, &mut expanded, &mut one);
+        x.counts.failed.fetch_add(unreadable, Ordering::Relaxed);
         let ok = x
-            .send_all(&mut body, Signal::Logs, &out.logs, &out.log_ends, true)
+            .send_all(
+                &mut body,
+                Signal::Logs,
+                &expanded.logs,
+                &expanded.log_ends,
+                true,
+            )
             .await;
         let try_spans = ok && (stopping || now >= traces_wait.until);
         let spans_ok = x
@@ -114,6 +125,31 @@ pub(crate) async fn export_loop(x: Export) {
             break;
         }
     }
+}
+
+/// The OTLP `LogRecord`s of the compact decision records in `buf` (each a
+/// field 2 ending at its place in `ends`), into `into.logs` as field 2 of
+/// `ScopeLogs` with their ends; how many could not be read (none: this
+/// program wrote them).
+fn expand_all(buf: &[u8], ends: &[usize], into: &mut Pending, one: &mut Vec<u8>) -> u64 {
+    into.clear();
+    let (mut from, mut unreadable) = (0, 0);
+    for &end in ends {
+        let compact = buf.get(from..end).and_then(crate::wire::field_2_content);
+        from = end;
+        let mut read = false;
+        let n = compact.and_then(|c| {
+            crate::wire::encode(one, |r| read = crate::record::expand(c, r).is_some())
+        });
+        match n.and_then(|n| one.get(..n)) {
+            Some(record) if read => {
+                crate::wire::bytes_field(&mut into.logs, 2, record);
+                into.log_ends.push(into.logs.len());
+            }
+            _ => unreadable += 1,
+        }
+    }
+    unreadable
 }
 
 /// How long a signal waits after failures: 1 s, doubling to 10 s; none

@@ -3,9 +3,10 @@
 //! metrics, and whatever counters the program registers (the daemon's
 //! connections, refusals, bytes, reloads), over OTLP/HTTP or OTLP/gRPC.
 //!
-//! Never on the hot path: a decision encodes its log record once, straight
-//! into the OTLP protobuf bytes, appends them to a bounded queue and
-//! returns; a background runtime takes the queue, frames and exports it.
+//! Never on the hot path: a decision copies its fields into a compact
+//! form, appends it to a bounded queue and returns; a background runtime
+//! takes the queue, encodes each record as OTLP protobuf, frames and
+//! exports them.
 //! When the queue is full (a slow, hanging or refusing collector), nothing
 //! is encoded: the event is dropped and counted, and so is every record of
 //! an export that failed or timed out: [`Telemetry::dropped`] says what was
@@ -504,7 +505,7 @@ impl DecisionSink for OtelSink {
             e.masked.kind(),
         );
         let queued = record::with_scratch(|s| {
-            record::decision(s, e, l.log_commands, &self.extra);
+            record::capture(s, e, l.log_commands, &self.extra);
             match s.record() {
                 Some(r) => l.queue.push(queue::Kind::Log, r, Some(latency), wait),
                 None => Err(queue::Refused::Full),
@@ -522,14 +523,30 @@ impl DecisionSink for OtelSink {
     }
 }
 
-/// For benchmarks (`benches/benches/otel.rs`): encodes `e` as the sink
-/// does on the deciding thread, into this thread's buffer; the record's
-/// length. Not part of the API.
+/// For benchmarks (`benches/benches/otel.rs`): what the sink does with `e`
+/// on the deciding thread (its compact form, into this thread's buffer)
+/// and, with `expand`, what the export then does with it (its OTLP
+/// `LogRecord`); the length of the last. Not part of the API.
 #[doc(hidden)]
-pub fn encode_decision_for_bench(e: &DecisionEvent<'_>) -> usize {
+pub fn encode_decision_for_bench(e: &DecisionEvent<'_>, expand: bool) -> usize {
     record::with_scratch(|s| {
-        record::decision(s, e, false, &[]);
-        s.record().map_or(0, <[u8]>::len)
+        record::capture(s, e, false, &[]);
+        let Some(compact) = s.record() else { return 0 };
+        if !expand {
+            return compact.len();
+        }
+        thread_local! {
+            static OUT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        OUT.with(|out| {
+            let Ok(mut out) = out.try_borrow_mut() else {
+                return 0;
+            };
+            wire::encode(&mut out, |r| {
+                let _ = record::expand(compact, r);
+            })
+            .unwrap_or(0)
+        })
     })
 }
 

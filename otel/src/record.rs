@@ -1,7 +1,8 @@
-//! A decision as an OTLP `LogRecord`, a request as an OTLP `Span`: encoded
-//! on the deciding thread, once, into the bytes the collector gets. No
-//! event is built and handed over (no allocation freed on another thread,
-//! nothing copied twice): the export only frames what is queued.
+//! A decision as an OTLP `LogRecord`, a request as an OTLP `Span`. A
+//! decision's fields are copied on the deciding thread into a compact
+//! form ([`capture`]: bytes in the queue, no allocation handed to another
+//! thread) that the export encodes as OTLP ([`expand`]); a span, one a
+//! request and small, is encoded where the request ends.
 
 use std::cell::RefCell;
 use std::time::SystemTime;
@@ -10,7 +11,8 @@ use gatehouse::log::DecisionEvent;
 use gatehouse::query::Query;
 
 use crate::wire::{
-    Cursor, VARINT, Value, any_value, bytes_field, encode, fixed64, key_value, nanos, tag, varint,
+    Cursor, Out as _, VARINT, Value, any_value, bytes_field, encode, fixed64, key_value, nanos,
+    tag, varint,
 };
 
 /// Reused buffers of one thread.
@@ -45,43 +47,171 @@ pub(crate) fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
     })
 }
 
-/// The `LogRecord` of one decision, into `s.record`. Hosts, ports, names
-/// and the decision are always sent; command lines, paths and review
-/// actions only with `log_commands` (and then as the policy's masks leave
-/// them).
+/// The `LogRecord` of one decision, into `s.record`: [`capture`], then
+/// [`expand`] (what the deciding thread and then the export do).
+#[cfg(test)]
 pub(crate) fn decision(
     s: &mut Scratch,
     e: &DecisionEvent<'_>,
     log_commands: bool,
     extra: &[(&'static str, String)],
 ) {
+    capture(s, e, log_commands, extra);
+    let compact = s.record().map(<[u8]>::to_vec).unwrap_or_default();
+    s.len = encode(&mut s.buf, |r| {
+        let _ = expand(&compact, r);
+    });
+}
+
+/// Every attribute key of a decision record; the compact form names a key
+/// by its place here.
+const KEYS: [&str; 25] = [
+    "gatehouse.policy",
+    "gatehouse.revision",
+    "gatehouse.decision",
+    "gatehouse.reason",
+    "gatehouse.query.kind",
+    "gatehouse.rule",
+    "gatehouse.tool_decision",
+    "gatehouse.decision_source",
+    "gatehouse.escalation",
+    "server.address",
+    "server.port",
+    "network.transport",
+    "gatehouse.via",
+    "dns.question.name",
+    "dns.answers",
+    "gatehouse.permission",
+    "gatehouse.app",
+    "gatehouse.mcp.server",
+    "gen_ai.tool.name",
+    "gatehouse.prompt.category",
+    "gatehouse.exec.escalate",
+    "process.command_line",
+    "file.path",
+    "gatehouse.review.action.kind",
+    "gatehouse.review.action",
+];
+
+/// A key not in [`KEYS`] (a sink's extra attribute) follows this byte.
+const NAMED: u8 = 0xff;
+
+/// `k`'s place in [`KEYS`], found when the program is compiled (a key not
+/// there does not compile).
+#[allow(clippy::indexing_slicing, clippy::panic)] // evaluated only when compiling (`key!`): `i` is below the length, and the panic is a compile error
+const fn key_id(k: &str) -> u8 {
+    let mut i = 0;
+    while i < KEYS.len() {
+        let (a, b) = (KEYS[i].as_bytes(), k.as_bytes());
+        if a.len() == b.len() {
+            let mut j = 0;
+            while j < a.len() && a[j] == b[j] {
+                j += 1;
+            }
+            if j == a.len() {
+                return i as u8;
+            }
+        }
+        i += 1;
+    }
+    panic!("an attribute key missing from KEYS")
+}
+
+macro_rules! key {
+    ($k:literal) => {{
+        const ID: u8 = key_id($k);
+        ID
+    }};
+}
+
+/// The value tags of the compact form.
+const S: u8 = 0;
+const I: u8 = 1;
+const B: u8 = 2;
+
+/// One attribute in the compact form: the key's place (or [`NAMED`] and
+/// the key), the value's tag, the value.
+#[inline(always)]
+fn attr(c: &mut Cursor<'_>, id: u8, v: Value<'_>) {
+    c.byte(id);
+    attr_value(c, v);
+}
+
+/// An attribute's value in the compact form: its tag, then the value.
+#[inline(always)]
+fn attr_value(c: &mut Cursor<'_>, v: Value<'_>) {
+    match v {
+        Value::S(s) => {
+            c.byte(S);
+            varint(c, s.len() as u64);
+            c.put(s.as_bytes());
+        }
+        Value::U(b) => {
+            c.byte(S);
+            varint(c, b.len() as u64);
+            c.put(b);
+        }
+        Value::I(i) => {
+            c.byte(I);
+            c.put(&i.to_le_bytes());
+        }
+        Value::B(b) => {
+            c.byte(B);
+            c.byte(u8::from(b));
+        }
+        // No decision attribute is a float; written as its text.
+        Value::D(d) => {
+            let t = d.to_string();
+            c.byte(S);
+            varint(c, t.len() as u64);
+            c.put(t.as_bytes());
+        }
+    }
+}
+
+/// What the deciding thread does for a decision: its fields, copied into
+/// a compact form in `s.record` — the time, the request's span ids, the
+/// body, and each attribute as its key's place and its value. The OTLP
+/// encoding ([`expand`]) is left to the export, which runs it over
+/// thousands of records at once: encoded here, between a request's own
+/// work, it cost several times what it costs in a loop (criterion and the
+/// load runs in BENCHMARKS.md). Hosts, ports, names and the decision are
+/// always sent; command lines, paths and review actions only with
+/// `log_commands` (and then as the policy's masks leave them).
+pub(crate) fn capture(
+    s: &mut Scratch,
+    e: &DecisionEvent<'_>,
+    log_commands: bool,
+    extra: &[(&'static str, String)],
+) {
     let now = nanos(SystemTime::now());
+    let ids = crate::trace::current();
     let Scratch {
         buf,
         len,
         text,
         more,
     } = s;
-    *len = encode(buf, |r| {
-        decision_into(r, text, more, e, log_commands, extra, now);
+    body(text, e);
+    *len = encode(buf, |c| {
+        c.put(&now.to_le_bytes());
+        match &ids {
+            Some(ids) => {
+                c.byte(1);
+                c.put(&ids.trace_id);
+                c.put(&ids.span_id);
+            }
+            None => c.byte(0),
+        }
+        varint(c, text.len() as u64);
+        c.put(text.as_bytes());
+        attrs(c, more, e, log_commands, extra);
     });
 }
 
-fn decision_into(
-    r: &mut Cursor<'_>,
-    body: &mut String,
-    more: &mut String,
-    e: &DecisionEvent<'_>,
-    log_commands: bool,
-    extra: &[(&'static str, String)],
-    now: u64,
-) {
+/// The body: `DECISION KIND [TARGET]: REASON`.
+fn body(body: &mut String, e: &DecisionEvent<'_>) {
     let q = e.masked;
-    fixed64(r, 1, now);
-    tag(r, 2, VARINT);
-    varint(r, 9); // SEVERITY_NUMBER_INFO
-    bytes_field(r, 3, b"INFO");
-    // The body: `DECISION KIND [TARGET]: REASON`.
     body.clear();
     body.push_str(e.decision);
     body.push(' ');
@@ -114,42 +244,125 @@ fn decision_into(
     }
     body.push_str(": ");
     body.push_str(e.reason);
-    any_value(r, 5, Value::S(body));
-    let kv = |r: &mut Cursor<'_>, k: &str, v: Value<'_>| key_value(r, 6, k, v);
-    kv(r, "gatehouse.policy", Value::S(e.policy));
-    kv(r, "gatehouse.revision", Value::S(e.revision));
-    kv(r, "gatehouse.decision", Value::S(e.decision));
-    kv(r, "gatehouse.reason", Value::S(e.reason));
-    kv(r, "gatehouse.query.kind", Value::S(q.kind()));
+}
+
+/// The decision's attributes, in the compact form.
+fn attrs(
+    c: &mut Cursor<'_>,
+    more: &mut String,
+    e: &DecisionEvent<'_>,
+    log_commands: bool,
+    extra: &[(&'static str, String)],
+) {
+    let q = e.masked;
+    attr(c, key!("gatehouse.policy"), Value::S(e.policy));
+    attr(c, key!("gatehouse.revision"), Value::S(e.revision));
+    attr(c, key!("gatehouse.decision"), Value::S(e.decision));
+    attr(c, key!("gatehouse.reason"), Value::S(e.reason));
+    attr(c, key!("gatehouse.query.kind"), Value::S(q.kind()));
     if let Some(rule) = &e.rule {
-        body.clear();
-        body.push_str(rule.file);
-        body.push(':');
-        push_number(body, u64::try_from(rule.line).unwrap_or(u64::MAX));
-        body.push(':');
-        push_number(body, u64::try_from(rule.column).unwrap_or(u64::MAX));
-        kv(r, "gatehouse.rule", Value::S(body));
+        more.clear();
+        more.push_str(rule.file);
+        more.push(':');
+        push_number(more, u64::try_from(rule.line).unwrap_or(u64::MAX));
+        more.push(':');
+        push_number(more, u64::try_from(rule.column).unwrap_or(u64::MAX));
+        attr(c, key!("gatehouse.rule"), Value::S(more));
     }
     if let Some(t) = &e.tool_decision {
-        kv(r, "gatehouse.tool_decision", Value::S(t.decision));
-        kv(r, "gatehouse.decision_source", Value::S(t.source));
+        attr(c, key!("gatehouse.tool_decision"), Value::S(t.decision));
+        attr(c, key!("gatehouse.decision_source"), Value::S(t.source));
     }
     match e.decision {
-        "ask" => kv(r, "gatehouse.escalation", Value::S("user")),
-        "review" => kv(r, "gatehouse.escalation", Value::S("auto_review")),
+        "ask" => attr(c, key!("gatehouse.escalation"), Value::S("user")),
+        "review" => attr(c, key!("gatehouse.escalation"), Value::S("auto_review")),
         _ => {}
     }
     for (k, v) in extra {
-        kv(r, k, Value::S(v));
+        c.byte(NAMED);
+        varint(c, k.len() as u64);
+        c.put(k.as_bytes());
+        attr_value(c, Value::S(v));
     }
-    query_attrs(r, more, q, log_commands);
-    // The request's span, when the decision is made inside one.
-    if let Some(ids) = crate::trace::current() {
-        bytes_field(r, 9, &ids.trace_id);
-        bytes_field(r, 10, &ids.span_id);
+    query_attrs(c, more, q, log_commands);
+}
+
+/// Reads the compact form.
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let (a, b) = (self.0.get(..n)?, self.0.get(n..)?);
+        self.0 = b;
+        Some(a)
+    }
+
+    fn byte(&mut self) -> Option<u8> {
+        self.take(1)?.first().copied()
+    }
+
+    fn varint(&mut self) -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.byte()?;
+            v |= u64::from(b & 0x7f) << shift;
+            if b < 0x80 {
+                return Some(v);
+            }
+        }
+        None
+    }
+
+    fn bytes(&mut self) -> Option<&'a [u8]> {
+        let n = usize::try_from(self.varint()?).ok()?;
+        self.take(n)
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+}
+
+/// The OTLP `LogRecord` of a decision captured by [`capture`], into `r`;
+/// `None` when `compact` is not such a record (it always is: it was
+/// written by this program).
+pub(crate) fn expand(compact: &[u8], r: &mut Cursor<'_>) -> Option<()> {
+    let mut rd = Reader(compact);
+    let now = rd.u64()?;
+    let ids = match rd.byte()? {
+        0 => None,
+        _ => Some((rd.take(16)?, rd.take(8)?)),
+    };
+    let body = rd.bytes()?;
+    fixed64(r, 1, now);
+    tag(r, 2, VARINT);
+    varint(r, 9); // SEVERITY_NUMBER_INFO
+    bytes_field(r, 3, b"INFO");
+    any_value(r, 5, Value::U(body));
+    while !rd.0.is_empty() {
+        let id = rd.byte()?;
+        let named;
+        let key: &[u8] = if id == NAMED {
+            named = rd.bytes()?;
+            named
+        } else {
+            KEYS.get(usize::from(id))?.as_bytes()
+        };
+        let value = match rd.byte()? {
+            S => Value::U(rd.bytes()?),
+            I => Value::I(i64::from_le_bytes(rd.take(8)?.try_into().ok()?)),
+            B => Value::B(rd.byte()? != 0),
+            _ => return None,
+        };
+        key_value(r, 6, key, value);
+    }
+    if let Some((trace, span)) = ids {
+        bytes_field(r, 9, trace);
+        bytes_field(r, 10, span);
     }
     fixed64(r, 11, now);
     bytes_field(r, 12, b"gatehouse.decision");
+    Some(())
 }
 
 /// `n` in decimal, without the formatting machinery (this runs on the
@@ -173,18 +386,18 @@ fn push_number(out: &mut String, mut n: u64) {
 }
 
 /// The query's attributes.
-fn query_attrs(r: &mut Cursor<'_>, text: &mut String, q: &Query, log_commands: bool) {
-    let mut kv = |k: &str, v: Value<'_>| key_value(r, 6, k, v);
+fn query_attrs(c: &mut Cursor<'_>, text: &mut String, q: &Query, log_commands: bool) {
+    let mut kv = |id: u8, v: Value<'_>| attr(c, id, v);
     match q {
         Query::Connect { host, port, via } => {
-            kv("server.address", Value::S(host));
-            kv("server.port", Value::I(*port));
-            kv("network.transport", Value::S("tcp"));
-            kv("gatehouse.via", Value::S(via.as_str()));
+            kv(key!("server.address"), Value::S(host));
+            kv(key!("server.port"), Value::I(*port));
+            kv(key!("network.transport"), Value::S("tcp"));
+            kv(key!("gatehouse.via"), Value::S(via.as_str()));
         }
-        Query::Dns { name } => kv("dns.question.name", Value::S(name)),
+        Query::Dns { name } => kv(key!("dns.question.name"), Value::S(name)),
         Query::Resolved { host, addrs, port } => {
-            kv("dns.question.name", Value::S(host));
+            kv(key!("dns.question.name"), Value::S(host));
             text.clear();
             for (i, a) in addrs.iter().enumerate() {
                 if i > 0 {
@@ -192,25 +405,28 @@ fn query_attrs(r: &mut Cursor<'_>, text: &mut String, q: &Query, log_commands: b
                 }
                 text.push_str(a);
             }
-            kv("dns.answers", Value::S(text));
+            kv(key!("dns.answers"), Value::S(text));
             if let Some(p) = port {
-                kv("server.port", Value::I(*p));
+                kv(key!("server.port"), Value::I(*p));
             }
         }
         Query::Socket { path } => {
-            kv("network.transport", Value::S("unix"));
-            kv("server.address", Value::S(path));
+            kv(key!("network.transport"), Value::S("unix"));
+            kv(key!("server.address"), Value::S(path));
         }
-        Query::Listen { addr } => kv("server.address", Value::S(addr)),
-        Query::Tool { permission } => kv("gatehouse.permission", Value::S(permission)),
-        Query::App { program } => kv("gatehouse.app", Value::S(program)),
+        Query::Listen { addr } => kv(key!("server.address"), Value::S(addr)),
+        Query::Tool { permission } => kv(key!("gatehouse.permission"), Value::S(permission)),
+        Query::App { program } => kv(key!("gatehouse.app"), Value::S(program)),
         Query::Mcp { server, tool, .. } => {
-            kv("gatehouse.mcp.server", Value::S(server));
-            kv("gen_ai.tool.name", Value::S(tool));
+            kv(key!("gatehouse.mcp.server"), Value::S(server));
+            kv(key!("gen_ai.tool.name"), Value::S(tool));
         }
-        Query::Prompt { category } => kv("gatehouse.prompt.category", Value::S(category.as_str())),
+        Query::Prompt { category } => kv(
+            key!("gatehouse.prompt.category"),
+            Value::S(category.as_str()),
+        ),
         Query::Exec { argv, escalate } => {
-            kv("gatehouse.exec.escalate", Value::B(*escalate));
+            kv(key!("gatehouse.exec.escalate"), Value::B(*escalate));
             if log_commands {
                 text.clear();
                 for (i, a) in argv.iter().enumerate() {
@@ -219,19 +435,22 @@ fn query_attrs(r: &mut Cursor<'_>, text: &mut String, q: &Query, log_commands: b
                     }
                     text.push_str(a);
                 }
-                kv("process.command_line", Value::S(text));
+                kv(key!("process.command_line"), Value::S(text));
             }
         }
         Query::Write { path, .. } | Query::Read { path, .. } => {
             if log_commands {
-                kv("file.path", Value::S(path));
+                kv(key!("file.path"), Value::S(path));
             }
         }
         Query::Review { action, .. } => {
-            kv("gatehouse.review.action.kind", Value::S(action.kind()));
+            kv(
+                key!("gatehouse.review.action.kind"),
+                Value::S(action.kind()),
+            );
             if log_commands {
                 let json = serde_json::to_string(action).unwrap_or_default();
-                kv("gatehouse.review.action", Value::S(&json));
+                kv(key!("gatehouse.review.action"), Value::S(&json));
             }
         }
         Query::Upstream | Query::WebSearch => {}
@@ -274,7 +493,7 @@ fn span_into(
     fixed64(r, 7, start);
     fixed64(r, 8, end);
     for (k, v) in attrs {
-        key_value(r, 9, k, Value::S(v));
+        key_value(r, 9, k.as_bytes(), Value::S(v));
     }
     // Status { code = 3 }: OK or ERROR.
     tag(r, 15, 2);

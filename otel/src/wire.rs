@@ -122,6 +122,25 @@ pub(crate) fn bytes_field<O: Out + ?Sized>(out: &mut O, field: u32, b: &[u8]) {
     out.put(b);
 }
 
+/// The content of a length-delimited field 2 (how the queue holds each
+/// record); `None` if `field` is not one.
+pub(crate) fn field_2_content(field: &[u8]) -> Option<&[u8]> {
+    let (&tag, mut rest) = field.split_first()?;
+    if u32::from(tag) != (2 << 3 | LEN) {
+        return None;
+    }
+    let mut len = 0u64;
+    for shift in (0..64).step_by(7) {
+        let (&b, r) = rest.split_first()?;
+        rest = r;
+        len |= u64::from(b & 0x7f) << shift;
+        if b < 0x80 {
+            return (usize::try_from(len).ok()? == rest.len()).then_some(rest);
+        }
+    }
+    None
+}
+
 #[inline(always)]
 pub(crate) fn fixed64<O: Out + ?Sized>(out: &mut O, field: u32, v: u64) {
     tag(out, field, I64);
@@ -147,6 +166,8 @@ fn field_len(content: usize) -> usize {
 #[derive(Clone, Copy)]
 pub(crate) enum Value<'a> {
     S(&'a str),
+    /// A string's bytes, written as a string (they came from a `&str`).
+    U(&'a [u8]),
     I(i64),
     B(bool),
     D(f64),
@@ -158,6 +179,7 @@ impl Value<'_> {
     fn any_len(&self) -> usize {
         match self {
             Value::S(s) => field_len(s.len()),
+            Value::U(b) => field_len(b.len()),
             Value::B(_) => 2,
             Value::I(i) => 1 + varint_len(*i as u64),
             Value::D(_) => 9,
@@ -169,6 +191,7 @@ impl Value<'_> {
     fn write_any<O: Out + ?Sized>(&self, out: &mut O) {
         match self {
             Value::S(s) => bytes_field(out, 1, s.as_bytes()),
+            Value::U(b) => bytes_field(out, 1, b),
             Value::B(b) => {
                 tag(out, 2, VARINT);
                 varint(out, u64::from(*b));
@@ -196,11 +219,11 @@ pub(crate) fn any_value<O: Out + ?Sized>(out: &mut O, field: u32, v: Value<'_>) 
 /// A `KeyValue { key = 1, value = 2 }` as field `field` of the enclosing
 /// message, its sizes counted rather than encoded twice.
 #[inline(always)]
-pub(crate) fn key_value<O: Out + ?Sized>(out: &mut O, field: u32, key: &str, v: Value<'_>) {
+pub(crate) fn key_value<O: Out + ?Sized>(out: &mut O, field: u32, key: &[u8], v: Value<'_>) {
     let any = v.any_len();
     tag(out, field, LEN);
     varint(out, (field_len(key.len()) + field_len(any)) as u64);
-    bytes_field(out, 1, key.as_bytes());
+    bytes_field(out, 1, key);
     tag(out, 2, LEN);
     varint(out, any as u64);
     v.write_any(out);
@@ -265,7 +288,7 @@ impl Frame {
                 ResourceValue::B(b) => Value::B(*b),
                 ResourceValue::D(d) => Value::D(*d),
             };
-            key_value(&mut res, 1, k, v);
+            key_value(&mut res, 1, k.as_bytes(), v);
         }
         let mut resource = Vec::with_capacity(res.len() + 8);
         bytes_field(&mut resource, 1, &res);
@@ -381,14 +404,14 @@ mod tests {
             o("process.command_line", Value::S(&long));
         };
         let mut want = Vec::new();
-        write(&mut |k, v| key_value(&mut want, 6, k, v));
+        write(&mut |k, v| key_value(&mut want, 6, k.as_bytes(), v));
         // A buffer too small at first (1 024 bytes): one pass says the
         // size, the next writes it.
         let mut buf = Vec::new();
         let mut passes = 0;
         let n = encode(&mut buf, |c| {
             passes += 1;
-            write(&mut |k, v| key_value(c, 6, k, v));
+            write(&mut |k, v| key_value(c, 6, k.as_bytes(), v));
         });
         assert_eq!(n, Some(want.len()));
         assert_eq!(passes, 2);
@@ -397,7 +420,7 @@ mod tests {
         let mut passes = 0;
         let n = encode(&mut buf, |c| {
             passes += 1;
-            key_value(c, 6, "k", Value::S("v"));
+            key_value(c, 6, b"k", Value::S("v"));
         });
         assert_eq!((n, passes), (Some(10), 1));
         // A writer that never fits gives up rather than looping.
@@ -407,6 +430,59 @@ mod tests {
             c.put(&vec![0; grow]);
         });
         assert_eq!(n, None);
+    }
+
+    #[test]
+    fn a_sinks_own_attribute_survives_the_compact_form_and_garbage_is_refused() {
+        let q = Query::Connect {
+            host: "api.github.com".into(),
+            port: 443,
+            via: Via::Https,
+        };
+        let e = DecisionEvent {
+            time: String::new(),
+            policy: "p",
+            revision: "r",
+            query: serde_json::Value::Null,
+            decision: "allow",
+            reason: "allowed_by_rule",
+            rule: None,
+            tool_decision: None,
+            elapsed: std::time::Duration::ZERO,
+            masked: &q,
+        };
+        let mut s = record::Scratch::default();
+        let extra = [("gatehouse.sandbox", "sb-1".to_string())];
+        record::decision(&mut s, &e, false, &extra);
+        let out = framed(&[s.record().expect("encoded").to_vec()]);
+        let req = ExportLogsServiceRequest::decode(out.as_slice()).expect("decodes");
+        let r = &req.resource_logs[0].scope_logs[0].log_records[0];
+        let sandbox = r
+            .attributes
+            .iter()
+            .find(|a| a.key == "gatehouse.sandbox")
+            .and_then(|a| a.value.as_ref())
+            .and_then(|v| v.value.clone());
+        assert_eq!(sandbox, Some(PV::StringValue("sb-1".into())));
+        assert_eq!(r.attributes.len(), 10);
+        // Every cut of a compact record, and every byte of it changed, is
+        // read or refused: never a panic.
+        record::capture(&mut s, &e, false, &extra);
+        let compact = s.record().expect("captured").to_vec();
+        let mut buf = Vec::new();
+        for n in 0..compact.len() {
+            let _ = encode(&mut buf, |c| {
+                let _ = record::expand(&compact[..n], c);
+            });
+            let mut changed = compact.clone();
+            changed[n] ^= 0xa5;
+            let _ = encode(&mut buf, |c| {
+                let _ = record::expand(&changed, c);
+            });
+        }
+        assert_eq!(field_2_content(b"\x12\x02ab"), Some(&b"ab"[..]));
+        assert_eq!(field_2_content(b"\x12\x03ab"), None);
+        assert_eq!(field_2_content(b"\x0a\x02ab"), None);
     }
 
     #[test]
