@@ -46,6 +46,8 @@ use opentelemetry_otlp::{WithExportConfig as _, WithHttpConfig as _, WithTonicCo
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
 
+#[doc(hidden)]
+pub use record::encode_decision_for_bench;
 pub use settings::{Encoding, Exporter, Settings, SettingsError};
 pub use trace::{Sampler, SpanIds, TraceParent, in_span};
 
@@ -521,33 +523,6 @@ impl DecisionSink for OtelSink {
     fn wants_json(&self) -> bool {
         false
     }
-}
-
-/// For benchmarks (`benches/benches/otel.rs`): what the sink does with `e`
-/// on the deciding thread (its compact form, into this thread's buffer)
-/// and, with `expand`, what the export then does with it (its OTLP
-/// `LogRecord`); the length of the last. Not part of the API.
-#[doc(hidden)]
-pub fn encode_decision_for_bench(e: &DecisionEvent<'_>, expand: bool) -> usize {
-    record::with_scratch(|s| {
-        record::capture(s, e, false, &[]);
-        let Some(compact) = s.record() else { return 0 };
-        if !expand {
-            return compact.len();
-        }
-        thread_local! {
-            static OUT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-        }
-        OUT.with(|out| {
-            let Ok(mut out) = out.try_borrow_mut() else {
-                return 0;
-            };
-            wire::encode(&mut out, |r| {
-                let _ = record::expand(compact, r);
-            })
-            .unwrap_or(0)
-        })
-    })
 }
 
 fn resource(settings: &Settings, program: &str) -> Resource {

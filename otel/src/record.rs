@@ -525,6 +525,33 @@ pub(crate) fn interned(s: &str) -> std::sync::Arc<str> {
     })
 }
 
+/// For benchmarks (`benches/benches/otel.rs`): what the sink does with `e`
+/// on the deciding thread (its compact form, into this thread's buffer)
+/// and, with `and_expand`, what the export then does with it (its OTLP
+/// `LogRecord`); the length of the last. Not part of the API.
+#[doc(hidden)]
+pub fn encode_decision_for_bench(e: &DecisionEvent<'_>, and_expand: bool) -> usize {
+    with_scratch(|s| {
+        capture(s, e, false, &[]);
+        let Some(compact) = s.record() else { return 0 };
+        if !and_expand {
+            return compact.len();
+        }
+        thread_local! {
+            static OUT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        OUT.with(|out| {
+            let Ok(mut out) = out.try_borrow_mut() else {
+                return 0;
+            };
+            encode(&mut out, |r| {
+                let _ = expand(compact, r);
+            })
+            .unwrap_or(0)
+        })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
