@@ -1,7 +1,9 @@
 //! The background export: every TAKE (or sooner, when the queue fills)
 //! takes everything queued; every TICK (or sooner, once there is a full
-//! request) frames what it took into requests of at most BATCH records,
-//! and sends them; each record is counted sent, or failed when
+//! request) encodes the decisions it took as OTLP from their compact form
+//! ([`crate::record::expand`]), frames them and the spans into requests of
+//! at most BATCH records, and sends them; each record is counted sent, or
+//! failed when
 //! its export fails or times out. After a failure the next try waits (1 s,
 //! doubling to 10 s): meanwhile the queue fills and new records are
 //! dropped and counted on the deciding side, with no work there; shutdown
@@ -88,12 +90,12 @@ pub(crate) async fn export_loop(x: Export) {
         for (secs, policy, kind) in &out.latency {
             x.latency.record(*secs, label(&mut labels, policy, kind));
         }
-        // The decisions first, then the spans, unless the collector did
-        // not take the decisions or is refusing spans for now: then the
-        // spans count as failed without a try.
         // The decisions' OTLP encoding, from their compact form.
         let unreadable = expand_all(&out.logs, &out.log_ends, &mut expanded, &mut one);
         x.counts.failed.fetch_add(unreadable, Ordering::Relaxed);
+        // The decisions first, then the spans, unless the collector did
+        // not take the decisions or is refusing spans for now: then the
+        // spans count as failed without a try.
         let ok = x
             .send_all(
                 &mut body,
