@@ -11,8 +11,8 @@ use gatehouse::log::DecisionEvent;
 use gatehouse::query::Query;
 
 use crate::wire::{
-    Cursor, Out as _, VARINT, Value, any_value, bytes_field, encode, fixed64, key_value, nanos,
-    tag, varint,
+    Cursor, Out as _, Reader, VARINT, Value, any_value, bytes_field, encode, fixed64, key_value,
+    nanos, tag, varint,
 };
 
 /// Reused buffers of one thread.
@@ -288,41 +288,6 @@ fn attrs(
 }
 
 /// Reads the compact form.
-struct Reader<'a>(&'a [u8]);
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let (a, b) = (self.0.get(..n)?, self.0.get(n..)?);
-        self.0 = b;
-        Some(a)
-    }
-
-    fn byte(&mut self) -> Option<u8> {
-        self.take(1)?.first().copied()
-    }
-
-    fn varint(&mut self) -> Option<u64> {
-        let mut v = 0u64;
-        for shift in (0..64).step_by(7) {
-            let b = self.byte()?;
-            v |= u64::from(b & 0x7f) << shift;
-            if b < 0x80 {
-                return Some(v);
-            }
-        }
-        None
-    }
-
-    fn bytes(&mut self) -> Option<&'a [u8]> {
-        let n = usize::try_from(self.varint()?).ok()?;
-        self.take(n)
-    }
-
-    fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
-    }
-}
-
 /// The OTLP `LogRecord` of a decision captured by [`capture`], into `r`;
 /// `None` when `compact` is not such a record (it always is: it was
 /// written by this program).

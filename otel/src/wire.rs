@@ -125,20 +125,49 @@ pub(crate) fn bytes_field<O: Out + ?Sized>(out: &mut O, field: u32, b: &[u8]) {
 /// The content of a length-delimited field 2 (how the queue holds each
 /// record); `None` if `field` is not one.
 pub(crate) fn field_2_content(field: &[u8]) -> Option<&[u8]> {
-    let (&tag, mut rest) = field.split_first()?;
-    if u32::from(tag) != (2 << 3 | LEN) {
+    let mut rd = Reader(field);
+    if u32::from(rd.byte()?) != (2 << 3 | LEN) {
         return None;
     }
-    let mut len = 0u64;
-    for shift in (0..64).step_by(7) {
-        let (&b, r) = rest.split_first()?;
-        rest = r;
-        len |= u64::from(b & 0x7f) << shift;
-        if b < 0x80 {
-            return (usize::try_from(len).ok()? == rest.len()).then_some(rest);
-        }
+    let content = rd.bytes()?;
+    rd.0.is_empty().then_some(content)
+}
+
+/// Reads what this crate wrote: varints, fixed 64-bit values, and
+/// length-prefixed bytes; `None` at a cut or malformed input.
+pub(crate) struct Reader<'a>(pub(crate) &'a [u8]);
+
+impl<'a> Reader<'a> {
+    pub(crate) fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let (a, b) = (self.0.get(..n)?, self.0.get(n..)?);
+        self.0 = b;
+        Some(a)
     }
-    None
+
+    pub(crate) fn byte(&mut self) -> Option<u8> {
+        self.take(1)?.first().copied()
+    }
+
+    pub(crate) fn varint(&mut self) -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.byte()?;
+            v |= u64::from(b & 0x7f) << shift;
+            if b < 0x80 {
+                return Some(v);
+            }
+        }
+        None
+    }
+
+    pub(crate) fn bytes(&mut self) -> Option<&'a [u8]> {
+        let n = usize::try_from(self.varint()?).ok()?;
+        self.take(n)
+    }
+
+    pub(crate) fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
 }
 
 #[inline(always)]

@@ -125,6 +125,8 @@ fn a_sinks_own_attribute_survives_the_compact_form_and_garbage_is_refused() {
     assert_eq!(field_2_content(b"\x12\x02ab"), Some(&b"ab"[..]));
     assert_eq!(field_2_content(b"\x12\x03ab"), None);
     assert_eq!(field_2_content(b"\x0a\x02ab"), None);
+    assert_eq!(field_2_content(b"\x12\x01ab"), None);
+    assert_eq!(field_2_content(b"\x12\x80"), None);
 }
 
 #[test]
