@@ -81,6 +81,10 @@ pub(crate) async fn export_loop(x: Export) {
             continue;
         }
         x.queue.take(&mut taken);
+        if crate::leave_out::left_out(crate::leave_out::SEND) && !stopping {
+            taken.clear();
+            continue;
+        }
         out.append(&mut taken);
         let due = now >= last_send + TICK;
         if !(stopping || due || out.len() >= BATCH || out.bytes() >= MAX_BYTES) {

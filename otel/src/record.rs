@@ -205,7 +205,9 @@ pub(crate) fn capture(
         }
         varint(c, text.len() as u64);
         c.put(text.as_bytes());
-        attrs(c, more, e, log_commands, extra);
+        if !crate::leave_out::left_out(crate::leave_out::ATTRS) {
+            attrs(c, more, e, log_commands, extra);
+        }
     });
 }
 

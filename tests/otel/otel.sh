@@ -225,7 +225,7 @@ except OSError:
 DNS
 kill -TERM "$hostp"; wait "$hostp" || { echo "host mode exited $? on SIGTERM"; cat "$work/host.err"; exit 1; }
 
-python3 - "$out" <<'PY'
+python3 - "$out" "$BINABS" <<'PY'
 import collections, json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 logs = collections.defaultdict(list)
@@ -338,6 +338,10 @@ imp = logs["import-zc-otel-grpc"]
 check(len(imp) == 1 and imp[0]["headers"].get("x-otlp-meta") == "abc123",
       "import: the daemon runs the imported gRPC settings, its header from the variable the import named")
 check(not logs["import-zc-otel"], "import: exporter = none sends nothing")
+# The shipped build never reads the experiments' switch (otel/src/leave_out.rs).
+shipped = [f"{sys.argv[2]}/{b}" for b in ("gatehouse-egress", "policyc", "gatehouse-run")]
+check(all(b"GATEHOUSE_OTEL_LEAVE_OUT" not in open(b, "rb").read() for b in shipped),
+      "the shipped binaries never read GATEHOUSE_OTEL_LEAVE_OUT (no part of the export can be switched off)")
 print(f"otel: {len(passes)} passed, {len(fails)} failed")
 sys.exit(1 if fails else 0)
 PY
