@@ -289,7 +289,6 @@ fn attrs(
     query_attrs(c, more, q, log_commands);
 }
 
-/// Reads the compact form.
 /// The OTLP `LogRecord` of a decision captured by [`capture`], into `r`;
 /// `None` when `compact` is not such a record (it always is: it was
 /// written by this program).
