@@ -121,7 +121,8 @@ pub mod testing {
     pub use crate::compile::compile;
     pub use crate::compile::guardian::Glob;
     pub use crate::eval::known_safe::{basename, is_known_safe, trusted_name};
-    pub use crate::eval::shell::{Script, script_words, split};
+    pub use crate::eval::shell::{Script, split};
+    pub use crate::eval::words::{Word as ShellWord, read as read_words, texts as script_words};
     /// The formatter over a parsed file (what `fmt::format_source` runs
     /// after parsing), for the round-trip tests.
     pub fn format_file(file: &ast::File, src: &crate::source::SourceFile) -> String {

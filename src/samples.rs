@@ -75,6 +75,8 @@ pub fn partly_quoted(word: &str, how: u8, at: usize) -> String {
         0 => format!("{a}'{b}'"),
         1 => format!("{a}\"{b}\""),
         2 => format!("{a}''{b}"),
+        // A trailing backslash is a literal backslash: escape a letter.
+        3 if b.is_empty() => format!("\\{a}"),
         3 => format!("{a}\\{b}"),
         4 => format!("'{a}'{b}"),
         _ => format!("{a}\"\"{b}"),
@@ -242,7 +244,7 @@ mod tests {
                 for at in 0..4 {
                     let q = super::partly_quoted(word, how, at);
                     assert_ne!(q, word);
-                    let shell = crate::eval::shell::script_words(&q);
+                    let shell = crate::eval::words::texts(&q);
                     assert!(shell.iter().any(|w| w == word), "{q}: {shell:?}");
                 }
             }

@@ -43,6 +43,7 @@ const SETS: &[&str] = &[
     "tests/data/rulings-29.policy",
     "tests/data/rulings-29-agreed",
     "tests/data/rulings-29-granular",
+    "tests/data/rulings-51.policy",
     "tests/data/adversarial.policy",
     "tests/data/messy.policy",
     "examples/enterprise",

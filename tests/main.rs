@@ -23,4 +23,5 @@ mod live_update;
 mod log;
 mod no_alloc;
 mod rulings;
+mod shell_words;
 mod wasm_debug;

@@ -295,7 +295,7 @@ fn a_sandbox_block_outside_workspace_write_has_no_effect() {
     assert!(b.diagnostics.is_empty(), "{}", b.render());
 }
 
-/// The decision-level regressions of issue 29 (`tests/data/rulings-29*`),
+/// The decision-level regressions of issues 29 and 51 (`tests/data/rulings-29*`, `rulings-51`),
 /// replayed through the library (`Build::tests`); `policyc/tests/cli_files.rs` replays
 /// them through `policyc eval`.
 #[test]
@@ -306,6 +306,7 @@ fn issue_29_regressions_hold_through_the_library() {
         "tests/data/rulings-29.policy",
         "tests/data/rulings-29-agreed",
         "tests/data/rulings-29-granular",
+        "tests/data/rulings-51.policy",
     ] {
         let path = std::path::Path::new(root).join(set);
         let mut files: Vec<std::path::PathBuf> = if path.is_dir() {

@@ -17,7 +17,14 @@ fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
                 continue;
             }
             rust_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
+        } else if p.extension().is_some_and(|x| x == "rs")
+            // A module of unit tests on its own (`tests.rs`, `lib_tests.rs`):
+            // its parent includes it under `#[cfg(test)]`.
+            && !p.file_name().is_some_and(|n| {
+                let n = n.to_string_lossy();
+                n == "tests.rs" || n.ends_with("_tests.rs")
+            })
+        {
             out.push(p);
         }
     }

@@ -21,6 +21,7 @@ fn every_expectation_holds_through_eval_in_both_query_forms() {
         "tests/data/rulings-29.policy",
         "tests/data/rulings-29-agreed",
         "tests/data/rulings-29-granular",
+        "tests/data/rulings-51.policy",
         "tests/data/adversarial.policy",
         "examples/enterprise",
     ] {

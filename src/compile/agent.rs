@@ -34,6 +34,12 @@ impl Commands {
         self.rules.push(r);
     }
 
+    /// Some `forbid` or `prompt` rule exists (an undecodable script may
+    /// name its program).
+    pub fn raises_on_any(&self) -> bool {
+        self.rules.iter().any(|r| r.effect != CommandEffect::Allow)
+    }
+
     /// Whether a `forbid` or `prompt` rule names this program (for the
     /// raises of unknown scripts).
     pub fn raises_on(&self, word: &str) -> bool {

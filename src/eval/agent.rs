@@ -6,6 +6,7 @@ use std::path::Path;
 
 use super::known_safe::{basename, is_dangerous, is_known_safe, trusted_name};
 use super::shell::{self, Script};
+use super::words::{self, SHELLS, Word};
 use crate::compile::Policy;
 use crate::decision::{Decision, Outcome, Reason, RuleId};
 use crate::normalize::normalize_absolute_path;
@@ -85,12 +86,6 @@ fn severity(d: &Decision) -> u8 {
 
 /// At most this many shell wrappers, the outer one included.
 const MAX_WRAPPERS: usize = 3;
-
-/// Shells whose `-c` scripts gatehouse cannot judge unless they are a
-/// recognised wrapper.
-const SHELLS: &[&str] = &[
-    "sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "csh", "tcsh", "ash", "yash", "busybox",
-];
 
 impl Policy {
     fn category_on(&self, c: PromptCategory) -> bool {
@@ -213,10 +208,16 @@ impl Policy {
     }
 
     /// An unknown script: judged as its wrapper argv (never known-safe),
-    /// raised by every `forbid`/`prompt` program name and `rm -f` in it.
+    /// raised by every `forbid`/`prompt` program name and `rm -f` among the
+    /// words the shell-word reader finds in it; a part it cannot decode
+    /// raises as if it held both (docs/language.md#sandbox, step 1).
     fn judge_unknown(&self, argv: &[String], script: &str, escalate: bool) -> Decision {
         let own = self.judge_argv(argv, escalate, false);
-        let words: Vec<String> = shell::script_words(script);
+        let words = if script.len() > self.limits.script_bytes {
+            vec![Word::Opaque]
+        } else {
+            words::read(script)
+        };
         let mut raise: Option<Decision> = None;
         let consider = |d: Decision, raise: &mut Option<Decision>| {
             if raise.is_none_or(|r| severity(&d) > severity(&r)) {
@@ -224,13 +225,26 @@ impl Policy {
             }
         };
         for (i, w) in words.iter().enumerate() {
-            if self.agent.commands.raises_on(w) {
+            let (rule, dangerous) = match w {
+                Word::Text(w) => (
+                    self.agent.commands.raises_on(w),
+                    basename(w) == "rm"
+                        && words.get(i + 1..).is_some_and(|rest| {
+                            rest.iter().any(|r| match r {
+                                Word::Text(r) => super::known_safe::is_force(r),
+                                Word::Opaque => true,
+                            })
+                        }),
+                ),
+                Word::Opaque => (self.agent.commands.raises_on_any(), true),
+            };
+            if rule {
                 consider(
                     self.prompt_for(PromptCategory::Rules, Reason::PromptRule, None),
                     &mut raise,
                 );
             }
-            if basename(w) == "rm" && words.get(i + 1..).is_some_and(super::known_safe::has_force) {
+            if dangerous {
                 consider(self.dangerous(), &mut raise);
             }
         }

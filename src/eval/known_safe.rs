@@ -248,13 +248,17 @@ pub fn is_dangerous(argv: &[String]) -> bool {
 
 /// `-f`, `-rf`, `-fr`, `-Rf`, `--force` (and its abbreviations), anywhere.
 pub fn has_force(args: &[String]) -> bool {
-    args.iter().any(|a| {
-        if let Some(long) = a.strip_prefix("--") {
-            !long.is_empty() && "force".starts_with(long)
-        } else {
-            a.strip_prefix('-').is_some_and(|b| b.contains('f'))
-        }
-    })
+    args.iter().any(|a| is_force(a))
+}
+
+/// `-f`, `-rf`, `--force`, `--fo`, ...: one word that is a force flag of
+/// `rm` in any spelling.
+pub fn is_force(a: &str) -> bool {
+    if let Some(long) = a.strip_prefix("--") {
+        !long.is_empty() && "force".starts_with(long)
+    } else {
+        a.strip_prefix('-').is_some_and(|b| b.contains('f'))
+    }
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ mod network;
 mod review;
 pub(crate) mod shell;
 mod tools;
+pub(crate) mod words;
 
 use serde::Serialize;
 

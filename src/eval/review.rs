@@ -45,7 +45,7 @@ fn expand(argv: &[String], wrappers: usize, f: &mut Facts, script_words: &mut Ve
         return;
     }
     f.lines.push(script.clone());
-    script_words.extend(shell::script_words(script));
+    script_words.extend(super::words::texts(script));
     if wrappers > MAX_WRAPPERS || trusted_name(program).is_none() {
         return;
     }

@@ -1,19 +1,19 @@
 //! The oracle for agent queries (language spec §9–§11), read straight off
 //! the spec: linear scans over the AST, no indexes.
 //!
-//! Shared with the engine, deliberately: the shell splitter (but not the
-//! words of an unknown script, read here on their own), the known-safe
-//! classifier and the glob matcher. Each has
+//! Shared with the engine, deliberately: the shell splitter, the
+//! shell-word reader (whose oracle is a real bash: tests/shell_words.rs
+//! runs generated scripts under bash and checks every argv it ran against
+//! the reader), the known-safe classifier and the glob matcher. Each has
 //! its own unit tables; what this oracle checks is everything built on them
 //! (mode tables, the category rule, rule matching and strictness, paths,
 //! annotations, the verdict).
 
 use gatehouse::query::{Annotations, Assessment, Query, ReviewOutcome, ReviewStatus};
 use gatehouse::testing::ast::*;
-use gatehouse::testing::{Script, split};
+use gatehouse::testing::{Script, ShellWord, read_words, split};
 use gatehouse::testing::{basename, is_known_safe, trusted_name};
 
-use super::words::script_words;
 use super::{RefDecision, RefPolicy, d};
 
 fn rank(r: &RefDecision) -> u8 {
@@ -275,7 +275,19 @@ impl RefPolicy<'_> {
 
     fn unknown(&self, argv: &[String], script: &str, escalate: bool) -> RefDecision {
         let own = self.plain_argv(argv, escalate, false);
-        let words: Vec<String> = script_words(script);
+        // Words the shell passes on, or "?" for a part that cannot be
+        // decoded (it may hold any program and any flag).
+        let words: Vec<Option<String>> = if script.len() > 64 * 1024 {
+            vec![None]
+        } else {
+            read_words(script)
+                .into_iter()
+                .map(|w| match w {
+                    ShellWord::Text(t) => Some(t),
+                    ShellWord::Opaque => None,
+                })
+                .collect()
+        };
         let raising: Vec<&str> = self
             .command_rules()
             .iter()
@@ -285,11 +297,22 @@ impl RefPolicy<'_> {
         let mut raise: Option<RefDecision> = None;
         for (i, w) in words.iter().enumerate() {
             let mut here = Vec::new();
-            if raising.iter().any(|p| *p == *w || *p == basename(w)) {
+            let names_rule = match w {
+                Some(w) => raising.iter().any(|p| *p == *w || *p == basename(w)),
+                None => !raising.is_empty(),
+            };
+            if names_rule {
                 here.push(self.prompt(PromptCategory::Rules, "prompt_rule", None));
             }
-            let rest: Vec<String> = words[i + 1..].to_vec();
-            if basename(w) == "rm" && Self::forced(&rest) {
+            let forced_after = words[i + 1..].iter().any(|r| {
+                r.as_ref()
+                    .is_none_or(|r| Self::forced(std::slice::from_ref(r)))
+            });
+            let rm = match w {
+                Some(w) => basename(w) == "rm" && forced_after,
+                None => true,
+            };
+            if rm {
                 here.push(self.dangerous());
             }
             for h in here {
@@ -459,7 +482,7 @@ impl RefPolicy<'_> {
                     argvs.push(a.clone());
                     if a.len() == 3 && (a[1] == "-c" || a[1] == "-lc") {
                         lines.push(a[2].clone());
-                        words.extend(script_words(&a[2]));
+                        words.extend(gatehouse::testing::script_words(&a[2]));
                         if depth <= 3 && trusted_name(&a[0]).is_some() {
                             if let Script::Plain(c) = split(&a[2]) {
                                 todo.extend(c.into_iter().map(|x| (x, depth + 1)));

@@ -18,7 +18,6 @@
 mod agent;
 mod files;
 pub mod requirements;
-mod words;
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
