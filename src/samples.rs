@@ -114,6 +114,8 @@ pub const MCP_RULES: &[&str] = &[
     "tool github/delete_repo off",
     "server github approve_destructive",
     "tool github/delete_repo approve_destructive",
+    "server github writes",
+    "tool github/list writes",
 ];
 
 /// `guardian` statements for generated policies.

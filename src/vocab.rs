@@ -96,6 +96,7 @@ keyword_enum!(
         Prompt = "prompt",
         Approve = "approve",
         ApproveDestructive = "approve_destructive",
+        Writes = "writes",
         Off = "off",
     }
 );

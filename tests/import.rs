@@ -359,6 +359,8 @@ fn the_corpus_of_real_world_configs_decides_as_expected() {
         // Every filesystem entry of a permission profile maps.
         let fs: Vec<&str> = (i.notes.iter())
             .filter(|n| n.message.contains("filesystem") || n.message.contains("file_rule"))
+            // The one stricter reading said out loud (issue 51, item 6).
+            .filter(|n| !n.message.contains("glob_scan_max_depth"))
             .map(|n| n.message.as_str())
             .collect();
         assert!(fs.is_empty(), "{name}: filesystem warnings {fs:?}");

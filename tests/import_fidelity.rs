@@ -88,3 +88,106 @@ fn silent_settings_under_requirements_keep_zerocodes_default_when_allowed() {
         "{errors:?}"
     );
 }
+
+/// Issue 51, items 3–8: what current Codex reads, checked beside the
+/// corpus rows (configs 31–36).
+#[test]
+fn current_codex_keys_import_with_their_meaning() {
+    let import = |config: &str, req: Option<&str>| {
+        gatehouse::import::zerocode::import(config, req, None, None)
+    };
+    let decide = |text: &str, query: &str| {
+        let set = PolicySet::from_source("t", text).unwrap();
+        let p = set.policies().next().unwrap();
+        let d = p.decide(&gatehouse::Query::parse(query).unwrap());
+        format!("{} {}", d.outcome.as_str(), d.reason.as_str())
+    };
+    // Item 3: a table; a `false` entry is a profile that is not allowed.
+    let table = "[allowed_permission_profiles]\ndev = true\n\":danger-full-access\" = false\n";
+    let ok = import(
+        "default_permissions = \"dev\"\n[permissions.dev]\nextends = \":workspace\"\n",
+        Some(table),
+    );
+    assert!(!ok.has_errors(), "{:?}", ok.notes);
+    let refused = import(
+        "default_permissions = \":danger-full-access\"\n",
+        Some(table),
+    );
+    assert!(refused.has_errors(), "{}", refused.text);
+    let list = import(
+        "default_permissions = \"dev\"\n[permissions.dev]\nextends = \":workspace\"\n",
+        Some("allowed_permission_profiles = [\"dev\"]\n"),
+    );
+    assert!(!list.has_errors(), "{:?}", list.notes);
+    // Item 5: one file with both keys selects the profile; a profile's own
+    // sandbox_mode, or a later layer that sets only sandbox_mode, selects
+    // the legacy settings.
+    let both = import(
+        "sandbox_mode = \"danger-full-access\"\ndefault_permissions = \":read-only\"\n",
+        None,
+    );
+    assert_eq!(
+        decide(&both.text, "write \"/w/a\" in \"/w\""),
+        "ask read_only_sandbox"
+    );
+    let profile_level = gatehouse::import::zerocode::import(
+        "default_permissions = \":read-only\"\nprofile = \"yolo\"\n[profiles.yolo]\nsandbox_mode = \"danger-full-access\"\n",
+        None,
+        None,
+        None,
+    );
+    assert_eq!(
+        decide(&profile_level.text, "write \"/etc/hosts\" in \"/w\""),
+        "allow unsandboxed"
+    );
+    let later_layer = gatehouse::import::zerocode::import(
+        "default_permissions = \":read-only\"\n",
+        None,
+        Some("fast"),
+        Some("sandbox_mode = \"danger-full-access\"\n"),
+    );
+    assert_eq!(
+        decide(&later_layer.text, "write \"/etc/hosts\" in \"/w\""),
+        "allow unsandboxed"
+    );
+    // Item 6: the alias, the new MCP mode, the glob depth (a warning).
+    let keys = import(
+        "approvals_reviewer = \"guardian_subagent\"\n[mcp_servers.gh]\ncommand = \"gh\"\ndefault_tools_approval_mode = \"writes\"\n",
+        None,
+    );
+    assert!(!keys.has_errors(), "{:?}", keys.notes);
+    assert!(keys.text.contains("reviewer auto_review"), "{}", keys.text);
+    assert_eq!(
+        decide(&keys.text, "mcp gh/list read_only=true"),
+        "allow read_only_tool"
+    );
+    assert_eq!(
+        decide(
+            &keys.text,
+            "mcp gh/create destructive=false open_world=false"
+        ),
+        "review approval_mode"
+    );
+    // Item 7: a warning each time `approve` is written as approve_destructive.
+    let approve = import(
+        "[mcp_servers.a]\ncommand = \"a\"\ndefault_tools_approval_mode = \"approve\"\n[mcp_servers.a.tools.x]\napproval_mode = \"approve\"\n",
+        None,
+    );
+    let warned = (approve.notes.iter())
+        .filter(|n| n.message.contains("approve_destructive"))
+        .count();
+    assert_eq!(warned, 2, "{:?}", approve.notes);
+    // Item 8: the spec's reading, with a warning naming the other policy.
+    let never = import(
+        "approval_policy = \"never\"\nsandbox_mode = \"danger-full-access\"\n",
+        None,
+    );
+    assert!(
+        never.notes.iter().any(|n| n
+            .message
+            .contains("`approvals never` in a `requirements` block")),
+        "{:?}",
+        never.notes
+    );
+    assert_eq!(decide(&never.text, "exec rm -rf x"), "allow unsandboxed");
+}

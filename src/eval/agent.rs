@@ -383,9 +383,10 @@ impl Policy {
             McpMode::ApproveDestructive => Decision::allow(Reason::ApprovalMode, rule),
             _ if destructive => prompt(Reason::DestructiveTool),
             McpMode::Approve => Decision::allow(Reason::ApprovalMode, rule),
-            McpMode::Auto if ann.read_only_hint == Some(true) => {
+            McpMode::Auto | McpMode::Writes if ann.read_only_hint == Some(true) => {
                 Decision::allow(Reason::ReadOnlyTool, rule)
             }
+            McpMode::Writes => prompt(Reason::ApprovalMode),
             McpMode::Auto
                 if ann.destructive_hint == Some(false) && ann.open_world_hint == Some(false) =>
             {

@@ -426,6 +426,10 @@ impl RefPolicy<'_> {
         if a.read_only_hint == Some(true) {
             return d("allow", "read_only_tool", at);
         }
+        if mode == McpMode::Writes {
+            // Asks unless the tool says it only reads.
+            return p("approval_mode");
+        }
         if a.destructive_hint == Some(false) && a.open_world_hint == Some(false) {
             return d("allow", "closed_world_tool", at);
         }

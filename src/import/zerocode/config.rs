@@ -8,6 +8,14 @@ use super::keys;
 use super::read::{At, Effects, Reader, Spanned, get};
 
 /// Everything of a config that decides something.
+/// Which settings decide the sandbox: `sandbox_mode` (legacy) or a
+/// permission profile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Syntax {
+    Legacy,
+    Profiles,
+}
+
 #[derive(Default)]
 pub(super) struct Config {
     pub approval: Option<At<String>>,
@@ -23,6 +31,11 @@ pub(super) struct Config {
     pub mcp: BTreeMap<String, Server>,
     pub default_permissions: Option<At<String>>,
     pub permissions: BTreeMap<String, Profile>,
+    /// The permission syntax the layers select (the last layer that sets
+    /// either key decides).
+    pub syntax: Option<Syntax>,
+    /// A `[profiles.NAME]` sets `sandbox_mode`: the legacy settings decide.
+    pub force_legacy: bool,
     pub active_profile: Option<At<String>>,
     /// Known keys that decide nothing, by name, each once.
     pub skipped: Vec<String>,
@@ -73,6 +86,16 @@ impl Config {
 }
 
 pub(super) fn read_config(r: &mut Reader<'_>, table: &DeTable<'_>, c: &mut Config, top: bool) {
+    // Which permission syntax this layer selects, as Codex decides it
+    // (`resolve_permission_config_syntax`, docs/importing.md): a layer's
+    // `sandbox_mode` first, then its `default_permissions`, so a layer that
+    // sets both selects the profile.
+    if get(table, "sandbox_mode").is_some() {
+        c.syntax = Some(Syntax::Legacy);
+    }
+    if get(table, "default_permissions").is_some() {
+        c.syntax = Some(Syntax::Profiles);
+    }
     for (k, v) in table.iter() {
         let key = k.get_ref().as_ref();
         let line = r.line_of(k);
@@ -88,7 +111,17 @@ pub(super) fn read_config(r: &mut Reader<'_>, table: &DeTable<'_>, c: &mut Confi
                     &["read-only", "workspace-write", "danger-full-access"],
                 )
             }
-            "approvals_reviewer" => c.reviewer = r.string(key, v, &["user", "auto_review"]),
+            "approvals_reviewer" => {
+                c.reviewer = r.string(key, v, &["user", "auto_review", "guardian_subagent"]);
+                // Codex reads `guardian_subagent` as an alias of `auto_review`.
+                if let Some(rv) = c
+                    .reviewer
+                    .as_mut()
+                    .filter(|rv| rv.value == "guardian_subagent")
+                {
+                    rv.value = "auto_review".into();
+                }
+            }
             "web_search" => {
                 c.web_search = r.string(key, v, &["cached", "disabled", "live", "indexed"])
             }
@@ -226,7 +259,13 @@ pub(super) fn read_profile_overlay(
         _ => None,
     });
     match found.map(|v| v.get_ref()) {
-        Some(DeValue::Table(pt)) => read_config(r, pt, c, false),
+        Some(DeValue::Table(pt)) => {
+            read_config(r, pt, c, false);
+            // A profile's own `sandbox_mode` forces the legacy settings.
+            if get(pt, "sandbox_mode").is_some() {
+                c.force_legacy = true;
+            }
+        }
         _ => {
             let known: Vec<String> = get(table, "profiles")
                 .and_then(|p| match p.get_ref() {
@@ -387,7 +426,11 @@ fn read_server(r: &mut Reader<'_>, name: &str, v: &Spanned<DeValue<'_>>) -> Serv
     s
 }
 
-fn read_profile(r: &mut Reader<'_>, name: &str, v: &Spanned<DeValue<'_>>) -> Option<Profile> {
+pub(super) fn read_profile(
+    r: &mut Reader<'_>,
+    name: &str,
+    v: &Spanned<DeValue<'_>>,
+) -> Option<Profile> {
     let prefix = format!("permissions.{name}");
     let t = r.table(&prefix, v)?;
     let mut p = Profile {
@@ -403,6 +446,17 @@ fn read_profile(r: &mut Reader<'_>, name: &str, v: &Spanned<DeValue<'_>>) -> Opt
                 for (path, pv) in fs.iter() {
                     let path = path.get_ref().to_string();
                     let pkey = format!("{key}.\"{path}\"");
+                    if path == "glob_scan_max_depth" {
+                        let l = r.line_of(pv);
+                        match pv.get_ref() {
+                            DeValue::Integer(n) if n.as_str().parse::<u64>().is_ok_and(|n| n >= 1) => r.warn(
+                                l,
+                                format!("`{key}.glob_scan_max_depth` = {}: Codex expands deny-read globs only that deep (looser); gatehouse matches them at any depth", n.as_str()),
+                            ),
+                            _ => r.error(l, format!("`{key}.glob_scan_max_depth` must be a whole number of at least 1")),
+                        }
+                        continue;
+                    }
                     match pv.get_ref() {
                         DeValue::Table(sub) => {
                             for (sp, sv) in sub.iter() {

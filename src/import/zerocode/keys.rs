@@ -171,7 +171,7 @@ pub(super) const PROFILE: &[&str] = &[
 ];
 
 /// The approval modes of MCP tools.
-pub(super) const MCP_MODES: &[&str] = &["auto", "prompt", "approve"];
+pub(super) const MCP_MODES: &[&str] = &["auto", "prompt", "approve", "writes"];
 
 /// `approval_policy` values; `on-failure` is deprecated but still read by
 /// the real system, and decided here as `on-request`.

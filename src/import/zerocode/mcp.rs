@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use super::config::{Config, Server};
+use super::read::At;
 use super::{Writer, requirements, tool_word};
 use crate::import::Input;
 
@@ -46,6 +47,24 @@ impl Writer {
         self.line("  }");
     }
 
+    /// The language's mode for a ZeroCode `approval_mode`: `approve` needs
+    /// no approval whatever the tool's annotations (Codex's MCP tool-call
+    /// approval path), which the language spells `approve_destructive` —
+    /// each time with a warning, since it loosens the rule for destructive
+    /// tools.
+    fn mode_for(&mut self, m: &At<String>) -> String {
+        if m.value == "approve" {
+            self.warn(
+                Input::Config,
+                m.line,
+                format!("`{}` = \"approve\" is written `approve_destructive`: Codex runs such a tool without approval whatever its annotations, destructive ones too", m.key),
+            );
+            "approve_destructive".into()
+        } else {
+            m.value.clone()
+        }
+    }
+
     fn server(&mut self, name: &str, s: &Server, auto_approve: bool) {
         let server = tool_word(name);
         let never = "  # approval_policy = never under danger-full-access: ZeroCode approves MCP tool calls";
@@ -76,15 +95,16 @@ impl Writer {
                         continue;
                     }
                     let (m, why) = match mode_of(&t.value) {
-                        Some(m) => (m.value.as_str(), m.comment(Input::Config)),
-                        None => ("auto", t.comment(Input::Config)),
+                        Some(m) if !auto_approve => (self.mode_for(m), m.comment(Input::Config)),
+                        Some(m) => (m.value.clone(), m.comment(Input::Config)),
+                        None => ("auto".to_string(), t.comment(Input::Config)),
                     };
                     let why = if auto_approve { never.to_string() } else { why };
                     let _ = writeln!(
                         self.out,
                         "    tool {server}/{} {}{why}",
                         tool_word(&t.value),
-                        mode(m)
+                        mode(&m)
                     );
                 }
             }
@@ -93,20 +113,20 @@ impl Writer {
             }
             None => {
                 if let Some(m) = &s.default_mode {
+                    let mode = self.mode_for(m);
                     let _ = writeln!(
                         self.out,
-                        "    server {server} {}{}",
-                        m.value,
+                        "    server {server} {mode}{}",
                         m.comment(Input::Config)
                     );
                 }
                 for (t, m) in &s.tools {
                     if !s.disabled_tools.iter().any(|d| &d.value == t) {
+                        let mode = self.mode_for(m);
                         let _ = writeln!(
                             self.out,
-                            "    tool {server}/{} {}{}",
+                            "    tool {server}/{} {mode}{}",
                             tool_word(t),
-                            m.value,
                             m.comment(Input::Config)
                         );
                     }

@@ -19,7 +19,7 @@ pub use otel::{Telemetry, telemetry};
 
 use std::fmt::Write as _;
 
-use config::{Config, Proxy};
+use config::{Config, Proxy, Syntax};
 use read::{At, Reader};
 
 use super::{Import, Input};
@@ -94,6 +94,25 @@ pub fn import(
         notes.append(&mut pr.notes);
     }
     let req = requirements.map(requirements::read);
+    if let Some(q) = &req {
+        // Managed permission profiles are the config's to choose by name;
+        // a managed definition replaces one of the same name.
+        for (name, p) in &q.permissions {
+            let mut p = p.clone();
+            for (_, a) in p.fs.iter_mut() {
+                a.key = format!("{} in the requirements", a.key);
+            }
+            if let Some(own) = c.permissions.get(name) {
+                notes.push(crate::import::Note::new(
+                    crate::import::Severity::Warning,
+                    Input::Config,
+                    own.line,
+                    format!("`[permissions.{name}]` is replaced by the requirements' profile of the same name"),
+                ));
+            }
+            c.permissions.insert(name.clone(), p);
+        }
+    }
     let mut w = Writer {
         out: String::new(),
         notes: Vec::new(),
@@ -163,19 +182,9 @@ impl Writer {
             );
         }
         let _ = writeln!(self.out, "policy {} {{", crate::query::quote_word(name));
-        // Legacy settings win over a permission profile when both are set,
-        // as in the real system.
-        let profile = match (&c.default_permissions, &c.sandbox) {
-            (Some(d), Some(s)) => {
-                self.warn(
-                    Input::Config,
-                    d.line,
-                    format!("`default_permissions` is ignored: `sandbox_mode` (line {}) is set, and the older settings take precedence", s.line),
-                );
-                None
-            }
-            (Some(d), None) => self.resolve(c, d, 0),
-            _ => None,
+        let profile = match self.selected_profile(c, req) {
+            Some(d) => self.resolve(c, &d, 0),
+            None => None,
         };
         if let (Some(d), Some(list)) = (
             &c.default_permissions,
@@ -212,6 +221,12 @@ impl Writer {
             None => self.legacy_sandbox(c, req),
         };
         self.approvals(c, req);
+        if self.approvals.as_deref() == Some("never")
+            && self.sandbox.as_deref() == Some("danger-full-access")
+        {
+            let line = c.approval.as_ref().map_or(0, |a| a.line);
+            self.warn(Input::Config, line, "`approval_policy` = \"never\" with `danger-full-access`: the language lets a dangerous command (`rm -f…`) run unsandboxed, as the Codex it was written from did; current Codex refuses it. To decide as current Codex does, state `approvals never` in a `requirements` block instead of the policy: a dangerous command is then denied `approval_never` (docs/importing.md)".into());
+        }
         if let Some(rv) = &c.reviewer {
             let _ = writeln!(
                 self.out,
@@ -259,6 +274,56 @@ impl Writer {
         if !self.defaults.is_empty() {
             let what = self.defaults.join("; ");
             self.warn(Input::Config, 0, format!("not set, so assumed: {what}"));
+        }
+    }
+
+    /// The permission profile in force, if the profile syntax is selected
+    /// — as Codex selects it (`resolve_permission_config_syntax` and
+    /// `profiles_are_active` in `codex-rs/core/src/config/mod.rs`,
+    /// docs/importing.md): a `[profiles.NAME]` with its own `sandbox_mode`
+    /// forces the legacy settings; otherwise the last layer that sets
+    /// `sandbox_mode` or `default_permissions` decides, and one layer that
+    /// sets both selects the profile; a managed `default_permissions`
+    /// always selects a profile, the config's own when it names one.
+    fn selected_profile(
+        &mut self,
+        c: &Config,
+        req: Option<&requirements::Requirements>,
+    ) -> Option<At<String>> {
+        let managed = req.and_then(|q| q.default_permissions.as_ref());
+        if c.force_legacy {
+            if let Some(d) = c.default_permissions.as_ref().or(managed) {
+                self.warn(Input::Config, d.line, "`default_permissions` is ignored: the active `[profiles.NAME]` sets `sandbox_mode`, which selects the legacy settings".into());
+            }
+            return None;
+        }
+        let own = c
+            .default_permissions
+            .as_ref()
+            .filter(|_| c.sandbox.is_none() || c.syntax == Some(Syntax::Profiles));
+        match (own, managed, &c.sandbox) {
+            (Some(d), _, Some(s)) => {
+                self.warn(Input::Config, s.line, format!("`sandbox_mode` is ignored: `default_permissions` (line {}) is set too, and Codex selects the permission profile (resolve_permission_config_syntax)", d.line));
+                Some(d.clone())
+            }
+            (Some(d), _, None) => Some(d.clone()),
+            (None, Some(m), sandbox) => {
+                if let Some(s) = sandbox {
+                    self.warn(Input::Config, s.line, format!("`sandbox_mode` is ignored: the requirements set `default_permissions` (line {} of the requirements), and Codex then always selects a permission profile", m.line));
+                }
+                Some(At {
+                    value: m.value.clone(),
+                    line: m.line,
+                    key: "default_permissions in the requirements".into(),
+                })
+            }
+            (None, None, Some(s)) => {
+                if let Some(d) = &c.default_permissions {
+                    self.warn(Input::Config, d.line, format!("`default_permissions` is ignored: `sandbox_mode` (line {}) is set by a later layer, which selects the legacy settings", s.line));
+                }
+                None
+            }
+            (None, None, None) => None,
         }
     }
 

@@ -60,6 +60,13 @@ pub(super) struct Requirements {
     pub sandbox_modes: Option<At<Vec<String>>>,
     /// `allowed_permission_profiles`: the profiles a config may choose.
     pub profiles: Option<At<Vec<String>>>,
+    /// Managed permission profiles (`[permissions.NAME]`), available to
+    /// the config by name.
+    pub permissions: std::collections::BTreeMap<String, super::config::Profile>,
+    /// The managed `default_permissions`: the profile in force when the
+    /// config chooses none (or one that is not allowed), and a profile is
+    /// then always selected (Codex's `requirements_force_profile_selection`).
+    pub default_permissions: Option<At<String>>,
 }
 
 pub(super) fn read(text: &str) -> Requirements {
@@ -196,13 +203,39 @@ pub(super) fn read(text: &str) -> Requirements {
                 rules(&mut r, t, &mut out);
             }
             "allowed_permission_profiles" => {
-                let names = r.strings(key, v, &[]);
-                q.profiles = Some(at.with(names.into_iter().map(|a| a.value).collect()));
+                // Codex reads a table of `NAME = true|false` (a false entry
+                // is a profile that is not allowed); a list of names is
+                // read too.
+                let names: Vec<String> = match v.get_ref() {
+                    DeValue::Table(t) => t
+                        .iter()
+                        .filter_map(|(name, allowed)| {
+                            let k = format!("{key}.{}", name.get_ref());
+                            r.boolean(&k, allowed)
+                                .filter(|b| b.value)
+                                .map(|_| name.get_ref().to_string())
+                        })
+                        .collect(),
+                    _ => r
+                        .strings(key, v, &[])
+                        .into_iter()
+                        .map(|a| a.value)
+                        .collect(),
+                };
+                q.profiles = Some(at.with(names));
             }
-            "default_permissions" | "permissions" => r.warn(
-                line,
-                format!("`{key}` (managed permission profiles) is not imported: the config's own `default_permissions` and `[permissions]` decide; write the managed profile into the config to import it"),
-            ),
+            "default_permissions" => {
+                q.default_permissions = r.string(key, v, &[]);
+            }
+            "permissions" => {
+                let Some(t) = r.table(key, v) else { continue };
+                for (name, pv) in t.iter() {
+                    let name = name.get_ref().to_string();
+                    if let Some(p) = super::config::read_profile(&mut r, &name, pv) {
+                        q.permissions.insert(name, p);
+                    }
+                }
+            }
             "mcp_servers" => {
                 let Some(t) = r.table(key, v) else { continue };
                 q.mcp_allowed = Some(t.iter().map(|(k, _)| k.get_ref().to_string()).collect());
