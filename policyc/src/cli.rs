@@ -410,11 +410,13 @@ Examples:
         #[command(flatten)]
         paths: Paths,
     },
-    /// The network rules of a policy as sandbox-runtime settings (JSON)
+    /// A policy as sandbox-runtime settings (JSON)
     #[command(after_help = "\
-Writes the `network` part of ~/.srt-settings.json. Rules sandbox-runtime
-cannot express exactly (`allow domain *`, prefixes in allow rules, wide port
-ranges, `local allow`) are an error naming each of them.
+Writes ~/.srt-settings.json: its `network` part, and the `filesystem` part
+srt requires (the sandbox mode and file rules as allowWrite, denyWrite,
+denyRead and allowRead; what srt cannot say is a note on stderr). Network
+rules sandbox-runtime cannot express exactly (`allow domain *`, prefixes in
+allow rules, wide port ranges, `local allow`) are an error naming each.
 
 Examples:
   policyc export srt policies/egress-demo.policy > ~/.srt-settings.json")]

@@ -48,7 +48,14 @@ pub fn run(e: &Export) -> Exit {
             };
             gatehouse::export::cilium(&set, policy, &options)
         }
-        Export::Srt { .. } => gatehouse::export::srt_settings(&set, policy),
+        // The file rules srt cannot say are notes on stderr: the settings
+        // file is still written (srt requires its `filesystem` part).
+        Export::Srt { .. } => gatehouse::export::srt_settings_file(&set, policy).map(|s| {
+            for n in &s.notes {
+                errln!("note: {}: `{}`: {}", n.at, n.rule, n.why);
+            }
+            s.json
+        }),
     };
     match text {
         Ok(text) => {

@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | [`nftables`] | the kernel under the proxy | the ip/cidr layer as an nftables ruleset |
 //! | [`cilium`] | Kubernetes with Cilium ≥ 1.19 | a `CiliumNetworkPolicy` (`toFQDNs`, `toCIDRSet`, the DNS-proxy rule) |
-//! | [`srt_settings`] | sandbox-runtime | the `network` part of its settings file |
+//! | [`srt_settings`], [`srt_settings_file`] | sandbox-runtime | its settings file: `network` and `filesystem` |
 //! | [`srt_lists`] | sandbox-runtime's `srt proxy` decider | the allow and deny lists of the decider's `hello` |
 //!
 //! An export never widens a policy: a rule the format cannot say exactly is
@@ -18,10 +18,11 @@
 mod cilium;
 mod nftables;
 mod srt;
+mod srt_files;
 
 pub use cilium::{CiliumOptions, cilium};
 pub use nftables::{Exits, nftables};
-pub use srt::{SrtLists, srt_lists, srt_settings};
+pub use srt::{SrtLists, SrtSettings, srt_lists, srt_settings, srt_settings_file};
 
 use crate::compile::{Place, Policy, PolicySet, SelectError};
 use crate::decision::RuleId;

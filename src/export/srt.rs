@@ -70,12 +70,32 @@ pub fn srt_lists(set: &PolicySet, name: Option<&str>) -> Result<SrtLists, Export
     })
 }
 
-/// The `network` part of sandbox-runtime's settings (`~/.srt-settings.json`)
-/// for the policy named `name` (or the only one), as pretty JSON. Every
-/// network rule must map exactly, or the export is refused naming the rules
-/// that do not.
+/// sandbox-runtime's settings (`~/.srt-settings.json`) for the policy named
+/// `name` (or the only one), as pretty JSON: [`srt_settings_file`] without
+/// its notes.
 pub fn srt_settings(set: &PolicySet, name: Option<&str>) -> Result<String, ExportError> {
-    let m = map(set, super::policy(set, name)?, true);
+    srt_settings_file(set, name).map(|s| s.json)
+}
+
+/// A sandbox-runtime settings file: its JSON, and what of the policy's
+/// file rules it could not say (sandbox-runtime would decide those
+/// differently; `policyc export srt` prints them on stderr).
+#[derive(Clone, Debug, Eq, PartialEq)]
+pub struct SrtSettings {
+    /// The settings file, pretty JSON.
+    pub json: String,
+    /// File rules the `filesystem` part could not say exactly.
+    pub notes: Vec<Unexpressible>,
+}
+
+/// sandbox-runtime's settings (`~/.srt-settings.json`) for the policy named
+/// `name` (or the only one): the `network` part, where every network rule
+/// must map exactly (or the export is refused naming the rules that do
+/// not), and the `filesystem` part sandbox-runtime requires, from the
+/// policy's sandbox mode and file rules, with what it cannot say as notes.
+pub fn srt_settings_file(set: &PolicySet, name: Option<&str>) -> Result<SrtSettings, ExportError> {
+    let policy = super::policy(set, name)?;
+    let m = map(set, policy, true);
     if !m.problems.is_empty() {
         return Err(ExportError::Unexpressible {
             format: "sandbox-runtime settings",
@@ -94,9 +114,13 @@ pub fn srt_settings(set: &PolicySet, name: Option<&str>) -> Result<String, Expor
     if m.all_sockets {
         network.insert("allowAllUnixSockets".into(), true.into());
     }
-    let doc = serde_json::json!({ "network": network });
+    let (filesystem, notes) = super::srt_files::filesystem(set, policy);
+    let doc = serde_json::json!({ "network": network, "filesystem": filesystem });
     serde_json::to_string_pretty(&doc)
-        .map(|s| s + "\n")
+        .map(|s| SrtSettings {
+            json: s + "\n",
+            notes,
+        })
         .map_err(|e| ExportError::Unexpressible {
             format: "sandbox-runtime settings",
             rules: vec![Unexpressible {
