@@ -155,6 +155,26 @@ pub enum NetworkTarget {
     AnySocket,
 }
 
+impl NetworkTarget {
+    /// Whether this target names the host `name` (a DNS name, compared
+    /// without case and without a trailing dot): a domain pattern that
+    /// matches it. Addresses, prefixes and sockets name no DNS name.
+    ///
+    /// ```
+    /// use gatehouse::NetworkTarget;
+    /// let t = NetworkTarget::Domain("**.github.com".into());
+    /// assert!(t.matches_name("api.GitHub.com."));
+    /// assert!(!t.matches_name("github.io"));
+    /// ```
+    pub fn matches_name(&self, name: &str) -> bool {
+        let NetworkTarget::Domain(text) = self else {
+            return false;
+        };
+        let name = name.trim_end_matches('.').to_ascii_lowercase();
+        crate::normalize::pattern::DomainPattern::parse(text).is_ok_and(|p| p.matches_name(&name))
+    }
+}
+
 /// An inclusive port range of a rule's port list (`443` is `443-443`).
 #[derive(Clone, Copy, Debug, Eq, PartialEq, Serialize, Deserialize)]
 pub struct PortSpan {

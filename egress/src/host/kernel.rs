@@ -20,13 +20,18 @@
 //! the same way.
 
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::time::Duration;
 
 use gatehouse::Policy;
 use gatehouse::query::{QueryRef, Via};
 
-use super::nft::{self, LayerRule, Pass};
+use arc_swap::ArcSwap;
+
+use super::SandboxTable;
+use super::nft::{LayerRule, Pass};
+use super::passes::{Grant, Registry};
 use crate::policy::stderr_line;
 
 /// The most ports passed in the kernel for one name.
@@ -69,10 +74,19 @@ pub fn ports_for(policy: &Policy, name: &str, addrs: &[IpAddr]) -> Vec<u16> {
                 port,
                 via: Via::Https,
             });
-            // Allowed by one of those rules (not by a rule for every port,
-            // nor by `default allow`), and the answer accepted for the port.
+            // Allowed, with an allow rule whose port list holds the port
+            // naming the name — whichever rule decided, so that the order
+            // of the rules does not matter (`allow domain x` before
+            // `allow domain x port 22` passes 22 as the reverse order does)
+            // — and the answer accepted for the port.
             d.is_allow()
-                && d.rule.is_some_and(|id| listed.iter().any(|r| r.rule == id))
+                && listed.iter().any(|r| {
+                    r.target.matches_name(name)
+                        && r.ports
+                            .iter()
+                            .flatten()
+                            .any(|s| s.lo <= port && port <= s.hi)
+                })
                 && policy
                     .decide_ref(QueryRef::Resolved {
                         host: name,
@@ -180,61 +194,99 @@ pub fn layer_for(policy: &Policy, sources: &[IpAddr]) -> Vec<LayerRule> {
     out
 }
 
-/// The writer of the DNS-fed sets.
+/// The writer of the DNS-fed sets, and the record of what they hold
+/// ([`super::passes`]).
 pub struct Kernel {
-    tx: Option<SyncSender<Vec<Pass>>>,
+    tx: Option<SyncSender<Grant>>,
+    registry: Option<Arc<Registry>>,
 }
 
 impl Kernel {
-    /// A writer that applies each batch with `nft`; `apply: false` keeps
-    /// nothing (a daemon without nftables, the library's tests).
-    pub fn start(apply: bool) -> Kernel {
+    /// A writer that applies each batch with `nft`, keeping its record over
+    /// `table`; `apply: false` keeps nothing (a daemon without nftables,
+    /// the library's tests). `conntrack`: whether kernel-passed flows are
+    /// kept while established (and so cut on revocation).
+    pub fn start(apply: bool, table: Arc<ArcSwap<SandboxTable>>, conntrack: bool) -> Kernel {
         if !apply {
-            return Kernel { tx: None };
+            return Kernel {
+                tx: None,
+                registry: None,
+            };
         }
+        let registry = Arc::new(Registry::new(table, conntrack));
         let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE);
+        let r = registry.clone();
         let spawned = std::thread::Builder::new()
             .name("gatehouse-nft".into())
-            .spawn(move || writer(&rx));
+            .spawn(move || writer(&rx, &r));
         match spawned {
-            Ok(_) => Kernel { tx: Some(tx) },
+            Ok(_) => Kernel {
+                tx: Some(tx),
+                registry: Some(registry),
+            },
             Err(e) => {
                 stderr_line(format!(
                     "gatehouse-egress: cannot start the nftables writer ({e}): no name passes in the kernel; the transparent listener decides every connection"
                 ));
-                Kernel { tx: None }
+                Kernel {
+                    tx: None,
+                    registry: Some(registry),
+                }
             }
         }
     }
 
-    /// Queues `passes` for the sets; never blocks.
-    pub fn add(&self, passes: Vec<Pass>) {
+    /// Queues one answer's passes for sandbox `sandbox`; never blocks.
+    pub fn add(&self, sandbox: &str, name: &str, passes: Vec<Pass>) {
         if passes.is_empty() {
             return;
         }
+        let grant = Grant {
+            sandbox: sandbox.to_string(),
+            name: name.to_string(),
+            passes,
+        };
         if let Some(tx) = &self.tx
-            && let Err(TrySendError::Full(_)) = tx.try_send(passes)
+            && let Err(TrySendError::Full(_)) = tx.try_send(grant)
         {
             stderr_line("gatehouse-egress: the nftables writer is behind; a DNS answer's kernel passes were dropped (the transparent listener decides them)".into());
         }
     }
+
+    /// After a change in force: revokes the passes and cuts the flows the
+    /// policies now in force no longer allow (`before`: the sources held
+    /// before the change). See [`Registry::revise`].
+    pub fn revise(&self, before: &[IpAddr]) {
+        if let Some(r) = &self.registry {
+            let (passes, flows) = r.revise(before);
+            if passes + flows > 0 {
+                stderr_line(format!(
+                    "gatehouse-egress: revoked {passes} kernel passes and cut {flows} kernel-passed flows the policies in force no longer allow"
+                ));
+            }
+        }
+    }
+
+    /// How many passes sandbox `id` holds.
+    pub fn held(&self, id: &str) -> usize {
+        self.registry.as_ref().map_or(0, |r| r.held(id))
+    }
 }
 
 /// Applies what arrives, a few milliseconds' worth at a time.
-fn writer(rx: &Receiver<Vec<Pass>>) {
-    while let Ok(mut batch) = rx.recv() {
+fn writer(rx: &Receiver<Grant>, registry: &Registry) {
+    while let Ok(first) = rx.recv() {
         std::thread::sleep(Duration::from_millis(2));
+        let mut batch = vec![first];
+        let mut n = batch.iter().map(|g| g.passes.len()).sum::<usize>();
         while let Ok(more) = rx.try_recv() {
-            batch.extend(more);
-            if batch.len() > 4096 {
+            n += more.passes.len();
+            batch.push(more);
+            if n > 4096 {
                 break;
             }
         }
-        if let Err(e) = nft::apply(&nft::passes(&batch)) {
-            stderr_line(format!(
-                "gatehouse-egress: kernel passes not written ({e}); the transparent listener decides those connections"
-            ));
-        }
+        registry.grant(batch);
     }
 }
 
@@ -286,11 +338,29 @@ mod tests {
         // A non-public answer is refused by `resolved` under `local deny`.
         let private: Vec<IpAddr> = vec!["10.0.0.3".parse().unwrap()];
         assert!(ports_for(p, "ssh.test", &private).is_empty());
+        // The order of the rules does not matter (issue 52, finding 8): a
+        // rule for every port before the one with the port list.
+        for text in [
+            "policy p {\n  network {\n    allow domain ssh.test\n    allow domain ssh.test port 22\n  }\n}\n",
+            "policy p {\n  network {\n    allow domain ssh.test port 22\n    allow domain ssh.test\n  }\n}\n",
+            "policy p {\n  network {\n    allow domain **.test\n    allow domain ssh.test port 22\n  }\n}\n",
+        ] {
+            let set = gatehouse::PolicySet::from_source("o.policy", text).unwrap();
+            assert_eq!(
+                ports_for(set.single().unwrap(), "ssh.test", &a),
+                [22],
+                "{text}"
+            );
+            assert!(
+                ports_for(set.single().unwrap(), "web.test", &a).is_empty(),
+                "{text}"
+            );
+        }
         let src: Vec<IpAddr> = vec!["10.200.1.2".parse().unwrap(), "fd00::2".parse().unwrap()];
         let ps = passes(&src, &a, &[22], Duration::from_millis(10));
         assert_eq!(ps.len(), 1);
         assert_eq!(ps.first().map(|p| p.ttl), Some(1));
-        let json = nft::to_json(&nft::passes(&ps)).unwrap();
+        let json = crate::host::nft::to_json(&crate::host::nft::passes(&ps)).unwrap();
         assert!(
             json.contains("\"concat\":[\"10.200.1.2\",\"11.0.0.3\",22]"),
             "{json}"

@@ -20,6 +20,7 @@ pub mod answered;
 pub mod control;
 pub mod kernel;
 pub mod nft;
+pub mod passes;
 pub mod resolver;
 mod run;
 pub mod state;

@@ -11,21 +11,24 @@
 //!   resolver, every other TCP connection to the transparent listener;
 //! - `input`: a sandbox reaches only those two ports of the host (and, over
 //!   IPv6, neighbour discovery);
-//! - `forward`: nothing of a sandbox's is forwarded — every other UDP
-//!   (QUIC falls back to TCP), ICMP, and TCP that somehow escaped the
-//!   redirect are dropped.
+//! - `forward`: nothing of a sandbox's is forwarded but what a DNS-fed
+//!   pass admits (and, while established, what it admitted: marked
+//!   [`super::passes::PASS_MARK`]) — every other UDP (QUIC falls back to
+//!   TCP), ICMP, and TCP that somehow escaped the redirect are dropped.
 
 use std::borrow::Cow;
 use std::net::IpAddr;
 
 use nftables::batch::Batch;
+use nftables::expr::{
+    CT, Expression, Meta, MetaKey, NamedExpression, Payload, PayloadField, SetItem,
+};
 use nftables::expr::{Elem, Prefix, Range};
-use nftables::expr::{Expression, Meta, MetaKey, NamedExpression, Payload, PayloadField, SetItem};
 use nftables::schema::{
     Chain, Element, FlushObject, NfCmd, NfListObject, Nftables, Rule, Set, SetFlag, SetType,
     SetTypeValue, Table,
 };
-use nftables::stmt::{JumpTarget, Match, NAT, Operator, Statement};
+use nftables::stmt::{JumpTarget, Mangle, Match, NAT, Operator, Statement};
 use nftables::types::{NfChainPolicy, NfChainType, NfFamily, NfHook};
 
 /// The table's name (family `inet`).
@@ -250,10 +253,12 @@ fn set_of(name: &'static str, kind: SetType, flags: SetFlag) -> Set<'static> {
 }
 
 /// The batch that replaces what changes with the sandbox table and the
-/// policies, in one transaction: the sources held and the kernel layer;
-/// with `flush_passes`, every DNS-fed pass too (a sandbox left or moved:
-/// its passes must not outlive it). The rest of the table stays as it is.
-pub fn update(c: &Contents<'_>, flush_passes: bool) -> Nftables<'static> {
+/// policies, in one transaction: the sources held and the kernel layer.
+/// The DNS-fed passes are not touched here: the revision that follows
+/// every change deletes exactly those no longer allowed
+/// ([`super::passes::Registry::revise`]), so other sandboxes' passes and
+/// flows go on.
+pub fn update(c: &Contents<'_>) -> Nftables<'static> {
     let mut b = Batch::new();
     for ((name, elems), kind) in sources_sets(c)
         .into_iter()
@@ -273,18 +278,6 @@ pub fn update(c: &Contents<'_>, flush_passes: bool) -> Nftables<'static> {
             }));
         }
     }
-    if flush_passes {
-        for (name, kind) in [
-            ("pass_v4", SetType::Ipv4Addr),
-            ("pass_v6", SetType::Ipv6Addr),
-        ] {
-            b.add_cmd(NfCmd::Flush(FlushObject::Set(Box::new(set_of(
-                name,
-                kind,
-                SetFlag::Timeout,
-            )))));
-        }
-    }
     b.add_cmd(NfCmd::Flush(FlushObject::Chain(Chain {
         family: family(),
         table: Cow::Borrowed(TABLE),
@@ -297,9 +290,20 @@ pub fn update(c: &Contents<'_>, flush_passes: bool) -> Nftables<'static> {
     b.to_nftables()
 }
 
+fn ct(key: &'static str) -> Expression<'static> {
+    Expression::Named(NamedExpression::CT(CT {
+        key: Cow::Borrowed(key),
+        family: None,
+        dir: None,
+    }))
+}
+
 /// The whole table, as one batch: the skeleton (sets, chains, the
-/// redirects and drops) and the contents.
-pub fn ruleset(c: &Contents<'_>, ports: Ports) -> Nftables<'static> {
+/// redirects and drops) and the contents. With `keep_established`, a flow
+/// a DNS-fed pass admitted is accepted while established (its revocation
+/// deletes its conntrack entry: [`super::passes`]); without it (no
+/// `conntrack` to delete entries with), every packet needs a live pass.
+pub fn ruleset(c: &Contents<'_>, ports: Ports, keep_established: bool) -> Nftables<'static> {
     let table = || Table {
         family: family(),
         name: Cow::Borrowed(TABLE),
@@ -428,9 +432,38 @@ pub fn ruleset(c: &Contents<'_>, ports: Ports) -> Nftables<'static> {
                 }),
             ],
         ));
+        if keep_established {
+            // A flow a pass admitted lives while the policy allows it: only
+            // a revision ends it, by deleting its conntrack entry
+            // (super::passes).
+            b.add(rule(
+                "forward",
+                vec![
+                    from(),
+                    Statement::Match(Match {
+                        left: ct("state"),
+                        right: Expression::List(vec![
+                            Expression::String(Cow::Borrowed("established")),
+                            Expression::String(Cow::Borrowed("related")),
+                        ]),
+                        op: Operator::IN,
+                    }),
+                    is(ct("mark"), Expression::Number(super::passes::PASS_MARK)),
+                    Statement::Accept(None),
+                ],
+            ));
+        }
         b.add(rule(
             "forward",
-            vec![from(), pass(), Statement::Accept(None)],
+            vec![
+                from(),
+                pass(),
+                Statement::Mangle(Mangle {
+                    key: ct("mark"),
+                    value: Expression::Number(super::passes::PASS_MARK),
+                }),
+                Statement::Accept(None),
+            ],
         ));
         b.add(rule("forward", vec![from(), Statement::Drop(None)]));
     }
@@ -454,45 +487,86 @@ pub struct Pass {
     pub ttl: u32,
 }
 
-/// The batch that puts `passes` in the sets, each with its own timeout: an
-/// element already there is deleted and added again in the same
+/// One element of `pass_v4`/`pass_v6`, with its timeout when added;
+/// `None` when the source and the address are of different families.
+fn pass_element(
+    source: IpAddr,
+    addr: IpAddr,
+    port: u16,
+    timeout: Option<u32>,
+) -> Option<NfListObject<'static>> {
+    let set = match (source, addr) {
+        (IpAddr::V4(_), IpAddr::V4(_)) => "pass_v4",
+        (IpAddr::V6(_), IpAddr::V6(_)) => "pass_v6",
+        _ => return None,
+    };
+    Some(NfListObject::Element(Element {
+        family: family(),
+        table: Cow::Borrowed(TABLE),
+        name: Cow::Borrowed(set),
+        elem: Cow::Owned(vec![Expression::Named(NamedExpression::Elem(Elem {
+            val: Box::new(Expression::Named(NamedExpression::Concat(vec![
+                Expression::String(Cow::Owned(source.to_string())),
+                Expression::String(Cow::Owned(addr.to_string())),
+                Expression::Number(u32::from(port)),
+            ]))),
+            timeout,
+            expires: None,
+            comment: None,
+            counter: None,
+        }))]),
+    }))
+}
+
+/// The commands that put `passes` in the sets, each with its own timeout:
+/// an element already there is deleted and added again in the same
 /// transaction, so a fresh answer renews it. Passes whose source and
 /// address are of different families are skipped.
-pub fn passes(passes: &[Pass]) -> Nftables<'static> {
+pub fn passes_batch(passes: &[Pass]) -> Batch<'static> {
     let mut b = Batch::new();
     for p in passes {
-        let set = match (p.source, p.addr) {
-            (IpAddr::V4(_), IpAddr::V4(_)) => "pass_v4",
-            (IpAddr::V6(_), IpAddr::V6(_)) => "pass_v6",
-            _ => continue,
-        };
-        let key = || {
-            Expression::Named(NamedExpression::Concat(vec![
-                Expression::String(Cow::Owned(p.source.to_string())),
-                Expression::String(Cow::Owned(p.addr.to_string())),
-                Expression::Number(u32::from(p.port)),
-            ]))
-        };
-        let element = |timeout: Option<u32>| {
-            NfListObject::Element(Element {
-                family: family(),
-                table: Cow::Borrowed(TABLE),
-                name: Cow::Borrowed(set),
-                elem: Cow::Owned(vec![Expression::Named(NamedExpression::Elem(Elem {
-                    val: Box::new(key()),
-                    timeout,
-                    expires: None,
-                    comment: None,
-                    counter: None,
-                }))]),
-            })
-        };
         let ttl = Some(p.ttl.max(1));
-        b.add(element(ttl));
-        b.delete(element(None));
-        b.add(element(ttl));
+        let (Some(add), Some(del), Some(again)) = (
+            pass_element(p.source, p.addr, p.port, ttl),
+            pass_element(p.source, p.addr, p.port, None),
+            pass_element(p.source, p.addr, p.port, ttl),
+        ) else {
+            continue;
+        };
+        b.add(add);
+        b.delete(del);
+        b.add(again);
     }
-    b.to_nftables()
+    b
+}
+
+/// The commands that delete elements `(source, address, port)` from the
+/// sets, whether or not they are still there (each is added with a short
+/// timeout first, so the delete never fails the transaction).
+pub fn revoke(keys: &[(IpAddr, IpAddr, u16)]) -> Batch<'static> {
+    let mut b = Batch::new();
+    for &(source, addr, port) in keys {
+        if let (Some(add), Some(del)) = (
+            pass_element(source, addr, port, Some(1)),
+            pass_element(source, addr, port, None),
+        ) {
+            b.add(add);
+            b.delete(del);
+        }
+    }
+    b
+}
+
+/// Joins batches into one transaction.
+pub fn join(mut first: Batch<'static>, then: Batch<'static>) -> Nftables<'static> {
+    let rest = then.to_nftables();
+    first.add_all(rest.objects.into_owned());
+    first.to_nftables()
+}
+
+/// The transaction that puts `passes` in the sets (see [`passes_batch`]).
+pub fn passes(passes: &[Pass]) -> Nftables<'static> {
+    passes_batch(passes).to_nftables()
 }
 
 /// The ruleset as nft's JSON.

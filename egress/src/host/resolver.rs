@@ -43,12 +43,11 @@ impl Route for HostRoute {
         };
         let ports = kernel::ports_for(policy, &given.name, &given.addrs);
         if !ports.is_empty() {
-            self.kernel.add(kernel::passes(
-                &sandbox.addresses,
-                &given.addrs,
-                &ports,
-                given.ttl,
-            ));
+            self.kernel.add(
+                &sandbox.id,
+                &given.name,
+                kernel::passes(&sandbox.addresses, &given.addrs, &ports, given.ttl),
+            );
         }
     }
 }

@@ -244,8 +244,19 @@ pub async fn start(config: HostConfig) -> Result<HostRunning, HostStartError> {
             t.sandboxes().map(|s| (s.id.as_str(), &*s.tally)).collect();
         crate::metrics::render_tallies(o, &tallies);
     }));
+    // Kernel-passed flows are kept while established only where conntrack
+    // can cut them when a policy stops allowing them.
+    let conntrack = config.nftables && super::passes::conntrack_available();
+    if config.nftables && !conntrack {
+        stderr_line(
+            "gatehouse-egress: `conntrack` is not installed (apt-get install conntrack): a kernel-passed flow lasts only as long as its DNS answer".into(),
+        );
+    }
+    let kernel = Arc::new(Kernel::start(config.nftables, table.clone(), conntrack));
     if config.nftables {
-        install(&table.load(), ports)?;
+        install(&table.load(), ports, conntrack)?;
+        // Flows a previous daemon passed are judged by no record here: cut.
+        kernel.revise(&[]);
     }
     let control = match &config.control {
         Some(path) => Some(
@@ -261,7 +272,7 @@ pub async fn start(config: HostConfig) -> Result<HostRunning, HostStartError> {
     }
     let route = Arc::new(HostRoute {
         table: table.clone(),
-        kernel: Arc::new(Kernel::start(config.nftables)),
+        kernel: kernel.clone(),
     });
     for (udp, tcp) in resolvers {
         dns::serve(route.clone(), resolver.clone(), udp, tcp, metrics.clone());
@@ -295,6 +306,7 @@ pub async fn start(config: HostConfig) -> Result<HostRunning, HostStartError> {
         shared,
         table.clone(),
         config.nftables,
+        kernel,
     )));
     if let Some(l) = control {
         super::control::serve(host.clone(), l);

@@ -73,6 +73,8 @@ pub(crate) struct Host {
     pub(crate) shared: Shared,
     pub(crate) table: Arc<ArcSwap<SandboxTable>>,
     pub(crate) nftables: bool,
+    /// The DNS-fed passes: revised after every change in force.
+    pub(crate) kernel: Arc<super::kernel::Kernel>,
     key: Option<[i128; 5]>,
     files: HashMap<String, FileWatch>,
 }
@@ -117,15 +119,20 @@ fn contents(table: &SandboxTable) -> nft::Contents<'_> {
     }
 }
 
-/// The whole nftables table for `table`'s sandboxes, in one transaction.
-pub(crate) fn install(table: &SandboxTable, ports: Ports) -> Result<(), NftError> {
-    nft::apply(&nft::ruleset(&contents(table), ports))
+/// The whole nftables table for `table`'s sandboxes, in one transaction
+/// (`keep_established`: see [`nft::ruleset`]).
+pub(crate) fn install(
+    table: &SandboxTable,
+    ports: Ports,
+    keep_established: bool,
+) -> Result<(), NftError> {
+    nft::apply(&nft::ruleset(&contents(table), ports, keep_established))
 }
 
 /// What changes with the sandboxes and their policies, in one transaction
-/// (the DNS-fed passes kept, unless `flush_passes`).
-pub(crate) fn refresh(table: &SandboxTable, flush_passes: bool) -> Result<(), NftError> {
-    nft::apply(&nft::update(&contents(table), flush_passes))
+/// (the DNS-fed passes are revised after it: [`super::kernel::Kernel::revise`]).
+pub(crate) fn refresh(table: &SandboxTable) -> Result<(), NftError> {
+    nft::apply(&nft::update(&contents(table)))
 }
 
 impl Host {
@@ -135,8 +142,10 @@ impl Host {
         shared: Shared,
         table: Arc<ArcSwap<SandboxTable>>,
         nftables: bool,
+        kernel: Arc<super::kernel::Kernel>,
     ) -> Host {
         let mut h = Host {
+            kernel,
             key: stat_key(&path),
             path,
             state_dir,
@@ -190,11 +199,15 @@ impl Host {
         if !self.nftables {
             return;
         }
-        if let Err(e) = refresh(&self.table.load(), false) {
+        let table = self.table.load();
+        if let Err(e) = refresh(&table) {
             stderr_line(format!(
                 "gatehouse-egress: the kernel layer of a changed policy was not written ({e}); the proxy still decides every connection with it"
             ));
         }
+        // In the same step: the passes and flows the changed policy no
+        // longer allows go.
+        self.kernel.revise(&[]);
     }
 
     /// Loads the table file again, keeping the sandboxes that did not
@@ -204,15 +217,18 @@ impl Host {
         self.key = stat_key(&self.path);
         let old = self.table.load_full();
         let table = SandboxTable::load(&self.path, &self.shared, Some(&old))?;
-        // A sandbox that left or changed is not kept: its passes go.
-        let left = old
-            .sandboxes()
-            .any(|o| !table.get(&o.id).is_some_and(|s| Arc::ptr_eq(s, o)));
         if self.nftables {
-            refresh(&table, left)?;
+            refresh(&table)?;
         }
         let n = table.sandboxes().count();
         self.table.store(Arc::new(table));
+        // A sandbox that left or changed keeps only what the table in force
+        // allows it: its passes and flows are revised; the others' go on.
+        let before: Vec<IpAddr> = old
+            .sandboxes()
+            .flat_map(|s| s.addresses.iter().copied())
+            .collect();
+        self.kernel.revise(&before);
         let now = self.table.load();
         for gone in old.sandboxes() {
             let kept = now.get(&gone.id).is_some_and(|s| Arc::ptr_eq(s, gone));

@@ -7,6 +7,7 @@ mod control;
 mod e2e;
 mod netns;
 mod nft;
+mod revoke;
 mod world;
 
 pub(crate) use netns::Netns;

@@ -60,7 +60,7 @@ fn the_host_table_is_applied_read_back_and_replaced_whole() {
         .collect();
     ns.nft(
         &["-j", "-f", "-"],
-        &nft::to_json(&nft::ruleset(&contents(&first, &[]), ports)).unwrap(),
+        &nft::to_json(&nft::ruleset(&contents(&first, &[]), ports, true)).unwrap(),
     );
     let (chains, sets, rules) = read_back(&ns);
     assert_eq!(
@@ -90,9 +90,9 @@ fn the_host_table_is_applied_read_back_and_replaced_whole() {
     );
     // Per family: DNS over UDP and TCP redirected, the kernel passes, every
     // other TCP redirected, two input accepts and a drop, the jump to the
-    // kernel layer, a forward pass and a drop; and IPv6 neighbour
-    // discovery.
-    assert_eq!(rules, 2 * 10 + 1);
+    // kernel layer, an established kernel-passed flow, a forward pass (that
+    // marks its flow) and a drop; and IPv6 neighbour discovery.
+    assert_eq!(rules, 2 * 11 + 1);
     let text = ns.nft(&["list", "table", "inet", TABLE], "");
     for want in [
         "ip saddr @sandboxes_v4 udp dport 53 redirect to :15053",
@@ -104,6 +104,8 @@ fn the_host_table_is_applied_read_back_and_replaced_whole() {
         "ip6 saddr @sandboxes_v6 meta l4proto ipv6-icmp accept",
         "ip saddr @sandboxes_v4 drop",
         "type nat hook prerouting priority dstnat; policy accept;",
+        "ip saddr @sandboxes_v4 ct state established,related ct mark 0x67680001 accept",
+        "ip saddr @sandboxes_v4 ip saddr . ip daddr . tcp dport @pass_v4 ct mark set 0x67680001 accept",
     ] {
         assert!(text.contains(want), "{want}\n{text}");
     }
@@ -113,7 +115,7 @@ fn the_host_table_is_applied_read_back_and_replaced_whole() {
     let second: Vec<IpAddr> = vec!["10.200.3.2".parse().unwrap()];
     ns.nft(
         &["-j", "-f", "-"],
-        &nft::to_json(&nft::ruleset(&contents(&second, &[]), ports)).unwrap(),
+        &nft::to_json(&nft::ruleset(&contents(&second, &[]), ports, true)).unwrap(),
     );
     let (chains, sets, rules) = read_back(&ns);
     assert_eq!(chains.len(), 4);
@@ -126,11 +128,12 @@ fn the_host_table_is_applied_read_back_and_replaced_whole() {
             ("pass_v6".to_string(), vec![]),
         ]
     );
-    assert_eq!(rules, 21);
+    assert_eq!(rules, 23);
     // A broken batch changes nothing: the transaction is refused whole.
-    let mut broken: serde_json::Value =
-        serde_json::from_str(&nft::to_json(&nft::ruleset(&contents(&first, &[]), ports)).unwrap())
-            .unwrap();
+    let mut broken: serde_json::Value = serde_json::from_str(
+        &nft::to_json(&nft::ruleset(&contents(&first, &[]), ports, true)).unwrap(),
+    )
+    .unwrap();
     broken["nftables"]
         .as_array_mut()
         .unwrap()
@@ -170,7 +173,7 @@ fn networks_hold_every_source_in_them_and_outsiders_one_by_one() {
     ];
     ns.nft(
         &["-j", "-f", "-"],
-        &nft::to_json(&nft::ruleset(&contents(&sources, &networks), ports)).unwrap(),
+        &nft::to_json(&nft::ruleset(&contents(&sources, &networks), ports, true)).unwrap(),
     );
     let v4 = ns.nft(&["list", "set", "inet", TABLE, "sandboxes_v4"], "");
     assert!(
@@ -204,7 +207,7 @@ fn the_kernel_layer_follows_the_policy_and_updates_keep_or_flush_passes() {
     };
     ns.nft(
         &["-j", "-f", "-"],
-        &nft::to_json(&nft::ruleset(&c, ports)).unwrap(),
+        &nft::to_json(&nft::ruleset(&c, ports, true)).unwrap(),
     );
     let text = ns.nft(&["list", "chain", "inet", TABLE, "layer"], "");
     for want in [
@@ -226,7 +229,7 @@ fn the_kernel_layer_follows_the_policy_and_updates_keep_or_flush_passes() {
     }
     let exception = text.find("10.9.9.9").unwrap();
     assert!(exception < text.find("10.0.0.0/8").unwrap());
-    // A pass, then an update that keeps it, then one that flushes it.
+    // A pass, then an update that keeps it, then a revocation that deletes it.
     let pass = nft::Pass {
         source: me[0],
         addr: "11.0.0.3".parse().unwrap(),
@@ -246,10 +249,7 @@ fn the_kernel_layer_follows_the_policy_and_updates_keep_or_flush_passes() {
         networks: &[],
         layer: layer_for(off.single().unwrap(), &me),
     };
-    ns.nft(
-        &["-j", "-f", "-"],
-        &nft::to_json(&nft::update(&c, false)).unwrap(),
-    );
+    ns.nft(&["-j", "-f", "-"], &nft::to_json(&nft::update(&c)).unwrap());
     assert!(listed().contains("11.0.0.3"));
     let text = ns.nft(&["list", "chain", "inet", TABLE, "layer"], "");
     assert!(
@@ -257,10 +257,15 @@ fn the_kernel_layer_follows_the_policy_and_updates_keep_or_flush_passes() {
         "{text}"
     );
     assert!(!text.contains("11.0.0.0/29"), "{text}");
-    ns.nft(
-        &["-j", "-f", "-"],
-        &nft::to_json(&nft::update(&c, true)).unwrap(),
-    );
+    // A revocation deletes exactly its elements (whether or not they are
+    // still there: a second delete does not fail the transaction).
+    let gone = [(me[0], "11.0.0.3".parse().unwrap(), 22u16)];
+    for _ in 0..2 {
+        ns.nft(
+            &["-j", "-f", "-"],
+            &nft::to_json(&nft::revoke(&gone).to_nftables()).unwrap(),
+        );
+    }
     assert!(!listed().contains("11.0.0.3"));
     assert!(
         ns.nft(&["list", "set", "inet", TABLE, "sandboxes_v4"], "")

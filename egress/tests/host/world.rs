@@ -26,6 +26,7 @@ const ORIGINS: &[(&str, &str, u32)] = &[
     ("denied.test", "11.0.0.2", 60),
     ("ssh.test", "11.0.0.3", 2),
     ("other.test", "11.0.0.4", 60),
+    ("db.test", "11.0.0.5", 60),
 ];
 
 /// Origins over IPv6 (addresses that look public; inside the namespaces).
@@ -37,6 +38,7 @@ const POLICY_ONE: &str = "policy one {
     default deny
     allow domain allowed.test
     allow domain ssh.test port 22
+    allow domain db.test port 22
     deny cidr 11.0.0.2/32
   }
 }
@@ -95,7 +97,8 @@ async fn http_origin(addr: SocketAddr, name: &'static str, seen: Arc<AtomicUsize
     http_server_with(addr, body, Some(seen)).await.unwrap();
 }
 
-/// A server that speaks first (as SSH does), naming itself.
+/// A server that speaks first (as SSH does), naming itself, then echoes
+/// what it is sent (a held connection's liveness can be asked).
 async fn banner_origin(addr: SocketAddr, name: &'static str, seen: Arc<AtomicUsize>) {
     let l = TcpListener::bind(addr).await.unwrap();
     tokio::spawn(async move {
@@ -105,9 +108,9 @@ async fn banner_origin(addr: SocketAddr, name: &'static str, seen: Arc<AtomicUsi
                 let _ = s
                     .write_all(format!("SSH-2.0-origin-{name}\r\n").as_bytes())
                     .await;
-                let mut sink = [0u8; 256];
-                while let Ok(n) = s.read(&mut sink).await {
-                    if n == 0 {
+                let mut buf = [0u8; 256];
+                while let Ok(n) = s.read(&mut buf).await {
+                    if n == 0 || s.write_all(buf.get(..n).unwrap_or_default()).await.is_err() {
                         break;
                     }
                 }
