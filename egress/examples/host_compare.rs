@@ -236,7 +236,7 @@ fn nginx(w: &World) -> Proc {
 /// of its own (origin.test and 50 names of its own allowed, denied.test
 /// denied).
 fn gatehouse(w: &World, bin: &Path, n: usize) -> Proc {
-    let mut table = String::from("networks = [\"10.200.0.0/16\"]\n");
+    let mut table = String::from("networks = [\"10.200.0.0/16\"]\ninterfaces = [\"s*\"]\n");
     for k in 1..=n {
         let mut policy = format!(
             "policy s{k} {{\n  network {{\n    default deny\n    allow domain origin.test\n    deny domain denied.test\n"

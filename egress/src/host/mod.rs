@@ -119,6 +119,7 @@ impl DecisionSink for Tagged {
 #[derive(Default)]
 pub struct SandboxTable {
     networks: Vec<ipnet::IpNet>,
+    interfaces: Vec<String>,
     sandboxes: Vec<Arc<Sandbox>>,
     by_address: HashMap<IpAddr, Arc<Sandbox>>,
 }
@@ -154,6 +155,16 @@ pub enum HostError {
         /// What is wrong.
         problem: String,
     },
+    /// An `interfaces` entry is not an interface name or pattern.
+    #[error(
+        "{path}: interfaces: `{interface}` is not an interface name (1 to 15 letters, digits, `-`, `_`, `.`, `@`, `:` or `+`, optionally ending in `*`)"
+    )]
+    Interface {
+        /// The file.
+        path: PathBuf,
+        /// The entry.
+        interface: String,
+    },
     /// A `networks` entry is not an IP prefix.
     #[error("{path}: networks: `{network}` is not an IP prefix (10.200.0.0/16)")]
     Network {
@@ -183,6 +194,11 @@ pub(crate) struct File {
     /// from the table loses its network rather than leaving host mode.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) networks: Vec<String>,
+    /// The host-side interfaces sandbox traffic arrives on (`veth*`, a TAP,
+    /// a bridge and its ports): whatever arrives on them is held as a
+    /// sandbox's, whatever its source address says (docs/host.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) interfaces: Vec<String>,
     #[serde(default)]
     pub(crate) sandbox: Vec<Entry>,
 }
@@ -211,6 +227,23 @@ impl File {
         })
     }
 }
+
+/// Whether `name` is an interface name the kernel could have (1 to 15
+/// bytes of letters, digits, `-_.@:+`), or such a prefix followed by `*`
+/// (nft's wildcard).
+pub fn valid_interface(name: &str) -> bool {
+    let stem = name.strip_suffix('*').unwrap_or(name);
+    (1..=15).contains(&name.len())
+        && !stem.is_empty()
+        && stem != "."
+        && stem != ".."
+        && stem
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || b"-_.@:+".contains(&c))
+}
+
+/// Why host mode with nftables refuses a table without `interfaces`.
+pub const NO_INTERFACES: &str = "the sandbox table names no `interfaces`: host mode holds whatever arrives on the host-side interfaces of the sandboxes (their veth peers or TAP devices, or the bridge they sit on and its ports), whatever its source address says; list them, e.g. interfaces = [\"veth-sbx*\"] or [\"br-sbx\", \"veth*\"] (docs/host.md)";
 
 /// The longest sandbox id (it names nftables sets and metric labels).
 pub const MAX_ID: usize = 32;
@@ -267,6 +300,17 @@ impl SandboxTable {
                 network: n.clone(),
             })?;
             table.networks.push(net.trunc());
+        }
+        for name in &file.interfaces {
+            if !valid_interface(name) {
+                return Err(HostError::Interface {
+                    path: path.to_path_buf(),
+                    interface: name.clone(),
+                });
+            }
+            if !table.interfaces.contains(name) {
+                table.interfaces.push(name.clone());
+            }
         }
         for entry in file.sandbox {
             let problem = |problem: String| HostError::Sandbox {
@@ -374,6 +418,11 @@ impl SandboxTable {
             table.sandboxes.push(sandbox);
         }
         Ok(table)
+    }
+
+    /// The host-side interfaces sandbox traffic arrives on.
+    pub fn interfaces(&self) -> &[String] {
+        &self.interfaces
     }
 
     /// The sandbox a connection or question from `source` comes from;

@@ -21,7 +21,8 @@ use std::net::IpAddr;
 
 use nftables::batch::Batch;
 use nftables::expr::{
-    CT, Expression, Meta, MetaKey, NamedExpression, Payload, PayloadField, SetItem,
+    CT, Expression, Fib, FibFlag, FibResult, Meta, MetaKey, NamedExpression, Payload, PayloadField,
+    SetItem,
 };
 use nftables::expr::{Elem, Prefix, Range};
 use nftables::schema::{
@@ -135,6 +136,9 @@ pub struct Contents<'a> {
     pub networks: &'a [ipnet::IpNet],
     /// The kernel layer under the proxy ([`LayerRule`]).
     pub layer: Vec<LayerRule>,
+    /// The host-side interfaces sandbox traffic arrives on (names, or
+    /// prefixes ending in `*`): see [`hold_rules`].
+    pub interfaces: &'a [String],
 }
 
 /// One rule of the kernel layer under the proxy, from a sandbox's policy:
@@ -187,6 +191,224 @@ fn prefix(net: ipnet::IpNet) -> Expression<'static> {
         addr: Box::new(Expression::String(Cow::Owned(net.network().to_string()))),
         len: u32::from(net.prefix_len()),
     }))
+}
+
+/// The bridge table's name (family `bridge`).
+pub const BRIDGE_TABLE: &str = "gatehouse_host_br";
+
+fn iif(name: &str) -> Statement<'static> {
+    is(
+        Expression::Named(NamedExpression::Meta(Meta {
+            key: MetaKey::Iifname,
+        })),
+        Expression::String(Cow::Owned(name.to_string())),
+    )
+}
+
+fn not(left: Expression<'static>, right: Expression<'static>) -> Statement<'static> {
+    Statement::Match(Match {
+        left,
+        right,
+        op: Operator::NEQ,
+    })
+}
+
+/// `fib saddr . iif oif missing`: the source does not route back through
+/// the interface it came in on.
+fn rpf_fails() -> Statement<'static> {
+    is(
+        Expression::Named(NamedExpression::Fib(Fib {
+            result: FibResult::Oif,
+            flags: [FibFlag::Saddr, FibFlag::Iif].into_iter().collect(),
+        })),
+        Expression::Boolean(false),
+    )
+}
+
+/// The `hold` chain (prerouting, before everything else): whatever arrives
+/// on a sandbox interface is a sandbox's, whatever its source address
+/// says. It must carry a sandbox's address (IPv4), or a sandbox's, a
+/// link-local or the unspecified address (IPv6, for neighbour discovery),
+/// and that address must route back through the interface it came in on
+/// (a reverse-path check: on routed interfaces a sandbox cannot claim a
+/// neighbour's address). Everything else is dropped before it is routed.
+pub fn hold_rules(interfaces: &[String]) -> Vec<NfListObject<'static>> {
+    let mut out = Vec::new();
+    let s = |t: &'static str| Expression::String(Cow::Borrowed(t));
+    for p in interfaces {
+        out.push(rule(
+            "hold",
+            vec![
+                iif(p),
+                not(field("ip", "saddr"), s("@sandboxes_v4")),
+                Statement::Drop(None),
+            ],
+        ));
+        out.push(rule(
+            "hold",
+            vec![
+                iif(p),
+                not(field("ip6", "saddr"), s("@sandboxes_v6")),
+                not(
+                    field("ip6", "saddr"),
+                    prefix(ipnet::IpNet::V6(
+                        ipnet::Ipv6Net::new(
+                            std::net::Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 0),
+                            10,
+                        )
+                        .unwrap_or_default(),
+                    )),
+                ),
+                not(field("ip6", "saddr"), s("::")),
+                Statement::Drop(None),
+            ],
+        ));
+        out.push(rule(
+            "hold",
+            vec![
+                iif(p),
+                is(
+                    Expression::Named(NamedExpression::Meta(Meta {
+                        key: MetaKey::Nfproto,
+                    })),
+                    s("ipv4"),
+                ),
+                rpf_fails(),
+                Statement::Drop(None),
+            ],
+        ));
+        out.push(rule(
+            "hold",
+            vec![
+                iif(p),
+                not(field("ip6", "saddr"), s("::")),
+                rpf_fails(),
+                Statement::Drop(None),
+            ],
+        ));
+    }
+    out
+}
+
+/// The `ifaces_in` chain (jumped to first from `input`): from a sandbox
+/// interface — whatever the source, link-local included — the host is
+/// reached only on the daemon's two ports and by ICMPv6 (neighbour
+/// discovery).
+pub fn ifaces_in_rules(interfaces: &[String], ports: Ports) -> Vec<NfListObject<'static>> {
+    let port = |p: u16| Expression::Number(u32::from(p));
+    let mut out = Vec::new();
+    for p in interfaces {
+        out.push(rule(
+            "ifaces_in",
+            vec![
+                iif(p),
+                is(
+                    field("tcp", "dport"),
+                    Expression::Named(NamedExpression::Set(vec![
+                        SetItem::Element(port(ports.transparent)),
+                        SetItem::Element(port(ports.dns)),
+                    ])),
+                ),
+                Statement::Accept(None),
+            ],
+        ));
+        out.push(rule(
+            "ifaces_in",
+            vec![
+                iif(p),
+                is(field("udp", "dport"), port(ports.dns)),
+                Statement::Accept(None),
+            ],
+        ));
+        out.push(rule(
+            "ifaces_in",
+            vec![iif(p), l4proto("ipv6-icmp"), Statement::Accept(None)],
+        ));
+        out.push(rule("ifaces_in", vec![iif(p), Statement::Drop(None)]));
+    }
+    out
+}
+
+/// The bridge table's `forward` chain: a sandbox on a bridge reaches only
+/// the host, never another port (another sandbox, or an uplink that would
+/// bypass the host), whatever `bridge-nf-call-*` says. Dropped when
+/// bridged: every frame carrying a sandbox's address (IPv4, IPv6, ARP),
+/// and everything that entered through an interface the table names (a
+/// port pattern such as `vsbx*`: only a named port's IPv6 link-local
+/// traffic can be told from another container's).
+pub fn bridge_rules(interfaces: &[String]) -> Vec<NfListObject<'static>> {
+    let r = |expr: Vec<Statement<'static>>| {
+        NfListObject::Rule(Rule {
+            family: NfFamily::Bridge,
+            table: Cow::Borrowed(BRIDGE_TABLE),
+            chain: Cow::Borrowed("forward"),
+            expr: Cow::Owned(expr),
+            handle: None,
+            index: None,
+            comment: None,
+        })
+    };
+    let s = |t: &'static str| Expression::String(Cow::Borrowed(t));
+    let mut out = vec![
+        r(vec![
+            is(field("ip", "saddr"), s("@sandboxes_v4")),
+            Statement::Drop(None),
+        ]),
+        r(vec![
+            is(field("ip6", "saddr"), s("@sandboxes_v6")),
+            Statement::Drop(None),
+        ]),
+        r(vec![
+            is(field("arp", "saddr ip"), s("@sandboxes_v4")),
+            Statement::Drop(None),
+        ]),
+    ];
+    out.extend(
+        interfaces
+            .iter()
+            .map(|p| r(vec![iif(p), Statement::Drop(None)])),
+    );
+    out
+}
+
+/// The bridge table's copies of the sandboxes' sets (a table's rules see
+/// only its own sets).
+fn bridge_sets(c: &Contents<'_>, b: &mut Batch<'static>, flush: bool) {
+    for ((name, elems), kind) in sources_sets(c)
+        .into_iter()
+        .zip([SetType::Ipv4Addr, SetType::Ipv6Addr])
+    {
+        let set = Set {
+            family: NfFamily::Bridge,
+            table: Cow::Borrowed(BRIDGE_TABLE),
+            ..set_of(name, kind, SetFlag::Interval)
+        };
+        if flush {
+            b.add_cmd(NfCmd::Flush(FlushObject::Set(Box::new(set))));
+            if !elems.is_empty() {
+                b.add(NfListObject::Element(Element {
+                    family: NfFamily::Bridge,
+                    table: Cow::Borrowed(BRIDGE_TABLE),
+                    name: Cow::Borrowed(name),
+                    elem: Cow::Owned(elems),
+                }));
+            }
+        } else {
+            b.add(NfListObject::Set(Box::new(Set {
+                elem: (!elems.is_empty()).then_some(Cow::Owned(elems)),
+                ..set
+            })));
+        }
+    }
+}
+
+fn flush_chain(b: &mut Batch<'static>, fam: NfFamily, table: &'static str, name: &'static str) {
+    b.add_cmd(NfCmd::Flush(FlushObject::Chain(Chain {
+        family: fam,
+        table: Cow::Borrowed(table),
+        name: Cow::Borrowed(name),
+        ..Chain::default()
+    })));
 }
 
 /// The rules of the `layer` chain.
@@ -258,7 +480,7 @@ fn set_of(name: &'static str, kind: SetType, flags: SetFlag) -> Set<'static> {
 /// every change deletes exactly those no longer allowed
 /// ([`super::passes::Registry::revise`]), so other sandboxes' passes and
 /// flows go on.
-pub fn update(c: &Contents<'_>) -> Nftables<'static> {
+pub fn update(c: &Contents<'_>, ports: Ports) -> Nftables<'static> {
     let mut b = Batch::new();
     for ((name, elems), kind) in sources_sets(c)
         .into_iter()
@@ -285,6 +507,19 @@ pub fn update(c: &Contents<'_>) -> Nftables<'static> {
         ..Chain::default()
     })));
     for r in layer_rules(&c.layer) {
+        b.add(r);
+    }
+    flush_chain(&mut b, family(), TABLE, "hold");
+    for r in hold_rules(c.interfaces) {
+        b.add(r);
+    }
+    flush_chain(&mut b, family(), TABLE, "ifaces_in");
+    for r in ifaces_in_rules(c.interfaces, ports) {
+        b.add(r);
+    }
+    bridge_sets(c, &mut b, true);
+    flush_chain(&mut b, NfFamily::Bridge, BRIDGE_TABLE, "forward");
+    for r in bridge_rules(c.interfaces) {
         b.add(r);
     }
     b.to_nftables()
@@ -315,6 +550,25 @@ pub fn ruleset(c: &Contents<'_>, ports: Ports, keep_established: bool) -> Nftabl
     b.add(NfListObject::Table(table()));
     b.delete(NfListObject::Table(table()));
     b.add(NfListObject::Table(table()));
+    let bridge = || Table {
+        family: NfFamily::Bridge,
+        name: Cow::Borrowed(BRIDGE_TABLE),
+        handle: None,
+    };
+    b.add(NfListObject::Table(bridge()));
+    b.delete(NfListObject::Table(bridge()));
+    b.add(NfListObject::Table(bridge()));
+    bridge_sets(c, &mut b, false);
+    b.add(NfListObject::Chain(Chain {
+        family: NfFamily::Bridge,
+        table: Cow::Borrowed(BRIDGE_TABLE),
+        name: Cow::Borrowed("forward"),
+        _type: Some(NfChainType::Filter),
+        hook: Some(NfHook::Forward),
+        prio: Some(0),
+        policy: Some(NfChainPolicy::Accept),
+        ..Chain::default()
+    }));
     for ((name, elems), kind) in sources_sets(c)
         .into_iter()
         .zip([SetType::Ipv4Addr, SetType::Ipv6Addr])
@@ -348,7 +602,26 @@ pub fn ruleset(c: &Contents<'_>, ports: Ports, keep_established: bool) -> Nftabl
         NfHook::Prerouting,
         -100,
     ));
+    // raw (-300): before conntrack and the redirects.
+    b.add(base_chain(
+        "hold",
+        NfChainType::Filter,
+        NfHook::Prerouting,
+        -300,
+    ));
     b.add(base_chain("input", NfChainType::Filter, NfHook::Input, 0));
+    b.add(NfListObject::Chain(Chain {
+        family: family(),
+        table: Cow::Borrowed(TABLE),
+        name: Cow::Borrowed("ifaces_in"),
+        ..Chain::default()
+    }));
+    b.add(rule(
+        "input",
+        vec![Statement::Jump(JumpTarget {
+            target: Cow::Borrowed("ifaces_in"),
+        })],
+    ));
     b.add(base_chain(
         "forward",
         NfChainType::Filter,
@@ -468,6 +741,13 @@ pub fn ruleset(c: &Contents<'_>, ports: Ports, keep_established: bool) -> Nftabl
         b.add(rule("forward", vec![from(), Statement::Drop(None)]));
     }
     for r in layer_rules(&c.layer) {
+        b.add(r);
+    }
+    for r in hold_rules(c.interfaces)
+        .into_iter()
+        .chain(ifaces_in_rules(c.interfaces, ports))
+        .chain(bridge_rules(c.interfaces))
+    {
         b.add(r);
     }
     b.to_nftables()

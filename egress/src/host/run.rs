@@ -95,6 +95,10 @@ pub enum HostStartError {
     /// A listener, the resolver, the log.
     #[error(transparent)]
     Start(#[from] StartError),
+    /// The table names no sandbox interfaces, and nftables is on: host mode
+    /// could not hold what arrives on them ([`super::NO_INTERFACES`]).
+    #[error("{}", super::NO_INTERFACES)]
+    NoInterfaces,
 }
 
 /// A started host mode.
@@ -254,6 +258,9 @@ pub async fn start(config: HostConfig) -> Result<HostRunning, HostStartError> {
     }
     let kernel = Arc::new(Kernel::start(config.nftables, table.clone(), conntrack));
     if config.nftables {
+        if table.load().interfaces().is_empty() {
+            return Err(HostStartError::NoInterfaces);
+        }
         install(&table.load(), ports, conntrack)?;
         // Flows a previous daemon passed are judged by no record here: cut.
         kernel.revise(&[]);
@@ -306,6 +313,7 @@ pub async fn start(config: HostConfig) -> Result<HostRunning, HostStartError> {
         shared,
         table.clone(),
         config.nftables,
+        ports,
         kernel,
     )));
     if let Some(l) = control {

@@ -73,6 +73,8 @@ pub(crate) struct Host {
     pub(crate) shared: Shared,
     pub(crate) table: Arc<ArcSwap<SandboxTable>>,
     pub(crate) nftables: bool,
+    /// The daemon's ports, for the rules that name them.
+    pub(crate) ports: Ports,
     /// The DNS-fed passes: revised after every change in force.
     pub(crate) kernel: Arc<super::kernel::Kernel>,
     key: Option<[i128; 5]>,
@@ -116,6 +118,7 @@ fn contents(table: &SandboxTable) -> nft::Contents<'_> {
         sources,
         networks: table.networks(),
         layer,
+        interfaces: table.interfaces(),
     }
 }
 
@@ -131,8 +134,8 @@ pub(crate) fn install(
 
 /// What changes with the sandboxes and their policies, in one transaction
 /// (the DNS-fed passes are revised after it: [`super::kernel::Kernel::revise`]).
-pub(crate) fn refresh(table: &SandboxTable) -> Result<(), NftError> {
-    nft::apply(&nft::update(&contents(table)))
+pub(crate) fn refresh(table: &SandboxTable, ports: Ports) -> Result<(), NftError> {
+    nft::apply(&nft::update(&contents(table), ports))
 }
 
 impl Host {
@@ -142,10 +145,12 @@ impl Host {
         shared: Shared,
         table: Arc<ArcSwap<SandboxTable>>,
         nftables: bool,
+        ports: Ports,
         kernel: Arc<super::kernel::Kernel>,
     ) -> Host {
         let mut h = Host {
             kernel,
+            ports,
             key: stat_key(&path),
             path,
             state_dir,
@@ -200,7 +205,7 @@ impl Host {
             return;
         }
         let table = self.table.load();
-        if let Err(e) = refresh(&table) {
+        if let Err(e) = refresh(&table, self.ports) {
             stderr_line(format!(
                 "gatehouse-egress: the kernel layer of a changed policy was not written ({e}); the proxy still decides every connection with it"
             ));
@@ -218,7 +223,10 @@ impl Host {
         let old = self.table.load_full();
         let table = SandboxTable::load(&self.path, &self.shared, Some(&old))?;
         if self.nftables {
-            refresh(&table)?;
+            if table.interfaces().is_empty() {
+                return Err(ChangeError::Invalid(super::NO_INTERFACES.into()));
+            }
+            refresh(&table, self.ports)?;
         }
         let n = table.sandboxes().count();
         self.table.store(Arc::new(table));

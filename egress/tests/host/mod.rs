@@ -3,6 +3,7 @@
 //! (`nft.rs`), and the daemon serving three sandboxes end to end with real
 //! clients that have no proxy settings (`e2e.rs`).
 
+mod boundary;
 mod control;
 mod e2e;
 mod netns;

@@ -15,6 +15,7 @@ fn contents<'a>(sources: &[IpAddr], networks: &'a [ipnet::IpNet]) -> nft::Conten
         sources: sources.to_vec(),
         networks,
         layer: Vec::new(),
+        interfaces: &[],
     }
 }
 
@@ -67,7 +68,9 @@ fn the_host_table_is_applied_read_back_and_replaced_whole() {
         chains,
         [
             ("prerouting", "prerouting"),
+            ("hold", "prerouting"),
             ("input", "input"),
+            ("ifaces_in", "-"),
             ("forward", "forward"),
             ("layer", "-")
         ]
@@ -91,8 +94,9 @@ fn the_host_table_is_applied_read_back_and_replaced_whole() {
     // Per family: DNS over UDP and TCP redirected, the kernel passes, every
     // other TCP redirected, two input accepts and a drop, the jump to the
     // kernel layer, an established kernel-passed flow, a forward pass (that
-    // marks its flow) and a drop; and IPv6 neighbour discovery.
-    assert_eq!(rules, 2 * 11 + 1);
+    // marks its flow) and a drop; IPv6 neighbour discovery; and the jump
+    // to the sandbox interfaces' input rules (none here).
+    assert_eq!(rules, 2 * 11 + 2);
     let text = ns.nft(&["list", "table", "inet", TABLE], "");
     for want in [
         "ip saddr @sandboxes_v4 udp dport 53 redirect to :15053",
@@ -118,7 +122,7 @@ fn the_host_table_is_applied_read_back_and_replaced_whole() {
         &nft::to_json(&nft::ruleset(&contents(&second, &[]), ports, true)).unwrap(),
     );
     let (chains, sets, rules) = read_back(&ns);
-    assert_eq!(chains.len(), 4);
+    assert_eq!(chains.len(), 6);
     assert_eq!(
         sets,
         [
@@ -128,7 +132,7 @@ fn the_host_table_is_applied_read_back_and_replaced_whole() {
             ("pass_v6".to_string(), vec![]),
         ]
     );
-    assert_eq!(rules, 23);
+    assert_eq!(rules, 24);
     // A broken batch changes nothing: the transaction is refused whole.
     let mut broken: serde_json::Value = serde_json::from_str(
         &nft::to_json(&nft::ruleset(&contents(&first, &[]), ports, true)).unwrap(),
@@ -204,6 +208,7 @@ fn the_kernel_layer_follows_the_policy_and_updates_keep_or_flush_passes() {
         sources: me.clone(),
         networks: &[],
         layer,
+        interfaces: &[],
     };
     ns.nft(
         &["-j", "-f", "-"],
@@ -248,8 +253,12 @@ fn the_kernel_layer_follows_the_policy_and_updates_keep_or_flush_passes() {
         sources: me.clone(),
         networks: &[],
         layer: layer_for(off.single().unwrap(), &me),
+        interfaces: &[],
     };
-    ns.nft(&["-j", "-f", "-"], &nft::to_json(&nft::update(&c)).unwrap());
+    ns.nft(
+        &["-j", "-f", "-"],
+        &nft::to_json(&nft::update(&c, ports)).unwrap(),
+    );
     assert!(listed().contains("11.0.0.3"));
     let text = ns.nft(&["list", "chain", "inet", TABLE, "layer"], "");
     assert!(

@@ -307,6 +307,8 @@ impl World {
             for (name, ip) in ORIGINS6 {
                 let at = SocketAddr::new(ip.parse().unwrap(), 80);
                 http_origin(at, name, s2.counter(&format!("{name}:v6:80"))).await;
+                let udp = SocketAddr::new(ip.parse().unwrap(), 443);
+                udp_origin(udp, s2.counter(&format!("{name}:v6:udp443"))).await;
             }
             for (name, ip, _) in ORIGINS {
                 let at = |port: u16| SocketAddr::new(ip.parse().unwrap(), port);
@@ -347,7 +349,9 @@ impl World {
         ] {
             std::fs::write(dir.join(file), text).unwrap();
         }
-        let mut table = String::from("networks = [\"10.200.0.0/16\", \"fd00:200::/48\"]\n\n");
+        let mut table = String::from(
+            "networks = [\"10.200.0.0/16\", \"fd00:200::/48\"]\ninterfaces = [\"s1\", \"s2\", \"s3\"]\n\n",
+        );
         for (k, name) in ["one", "two", "three"].iter().enumerate() {
             let k1 = k + 1;
             let v6 = if k1 == 1 { ", \"fd00:200:1::2\"" } else { "" };
@@ -436,6 +440,11 @@ impl World {
 }
 
 impl World {
+    /// The origins' namespace's name (for a probe of its own).
+    pub(crate) fn origins_name(&self) -> String {
+        self._origins.0.clone()
+    }
+
     /// curl on the control socket, from the host: (HTTP status, body).
     pub(crate) fn control(&self, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
         let mut cmd = Command::new("curl");
