@@ -205,15 +205,21 @@ impl Kernel {
     /// A writer that applies each batch with `nft`, keeping its record over
     /// `table`; `apply: false` keeps nothing (a daemon without nftables,
     /// the library's tests). `conntrack`: whether kernel-passed flows are
-    /// kept while established (and so cut on revocation).
-    pub fn start(apply: bool, table: Arc<ArcSwap<SandboxTable>>, conntrack: bool) -> Kernel {
+    /// kept while established (and so cut on revocation). `record`: the
+    /// file the record is kept in across restarts.
+    pub fn start(
+        apply: bool,
+        table: Arc<ArcSwap<SandboxTable>>,
+        conntrack: bool,
+        record: Option<std::path::PathBuf>,
+    ) -> Kernel {
         if !apply {
             return Kernel {
                 tx: None,
                 registry: None,
             };
         }
-        let registry = Arc::new(Registry::new(table, conntrack));
+        let registry = Arc::new(Registry::new(table, conntrack, record));
         let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE);
         let r = registry.clone();
         let spawned = std::thread::Builder::new()

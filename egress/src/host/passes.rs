@@ -26,6 +26,11 @@
 //!
 //! Each sandbox holds at most [`MAX_PER_SANDBOX`] passes; past that the
 //! oldest leaves the set first (evicting a pass only takes something away).
+//!
+//! The record is kept in the state directory (`passes.json`) across
+//! restarts: a restarted daemon decides every recorded pass again with the
+//! restored policies, keeps the established flows they still allow, and
+//! cuts the rest (a flow no record covers is cut).
 
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
@@ -133,10 +138,29 @@ impl Inner {
     }
 }
 
+/// One recorded pass as the record file keeps it across restarts.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Saved {
+    sandbox: String,
+    name: String,
+    source: IpAddr,
+    addr: IpAddr,
+    port: u16,
+    /// When its answer expires, in seconds since the epoch.
+    expires: u64,
+}
+
 /// The passes in force (see the module's documentation).
 pub struct Registry {
     inner: Mutex<Inner>,
     table: Arc<ArcSwap<SandboxTable>>,
+    /// Where the record is kept across restarts (the state directory), so
+    /// that a restarted daemon keeps the flows its restored policies still
+    /// allow; `None`: not kept.
+    file: Option<std::path::PathBuf>,
+    /// When the record was last written (it is written at most once a
+    /// second while answers arrive, and after every revision).
+    written: Mutex<Option<Instant>>,
     /// Whether `conntrack` runs here: without it flows are not kept past
     /// their answer (the ruleset has no established rule), so there is
     /// nothing to cut.
@@ -168,12 +192,81 @@ fn allowed(table: &SandboxTable, id: &str, name: &str, key: Key) -> bool {
 }
 
 impl Registry {
-    /// A record over the table in force.
-    pub fn new(table: Arc<ArcSwap<SandboxTable>>, conntrack: bool) -> Registry {
+    /// A record over the table in force, read back from `file` (what a
+    /// previous daemon recorded) when there is one.
+    pub fn new(
+        table: Arc<ArcSwap<SandboxTable>>,
+        conntrack: bool,
+        file: Option<std::path::PathBuf>,
+    ) -> Registry {
+        let mut inner = Inner::default();
+        if let Some(saved) = file
+            .as_ref()
+            .and_then(|f| std::fs::read(f).ok())
+            .and_then(|b| serde_json::from_slice::<Vec<Saved>>(&b).ok())
+        {
+            let (now, wall) = (Instant::now(), unix_now());
+            for s in saved.into_iter().take(MAX_PER_SANDBOX * 1024) {
+                let expires = if s.expires >= wall {
+                    now + Duration::from_secs(s.expires - wall)
+                } else {
+                    now.checked_sub(Duration::from_secs(wall - s.expires))
+                        .unwrap_or(now)
+                };
+                let _ = inner.record((s.source, s.addr, s.port), &s.sandbox, &s.name, expires);
+            }
+        }
         Registry {
-            inner: Mutex::new(Inner::default()),
+            inner: Mutex::new(inner),
             table,
             conntrack,
+            file,
+            written: Mutex::new(None),
+        }
+    }
+
+    /// Writes the record (whole: a temporary file, then a rename), at most
+    /// once a second unless `now`.
+    fn save(&self, inner: &Inner, now: bool) {
+        let Some(file) = &self.file else {
+            return;
+        };
+        let Ok(mut written) = self.written.lock() else {
+            return;
+        };
+        if !now && written.is_some_and(|w| w.elapsed() < Duration::from_secs(1)) {
+            return;
+        }
+        *written = Some(Instant::now());
+        let (at, wall) = (Instant::now(), unix_now());
+        let saved: Vec<Saved> = inner
+            .entries
+            .iter()
+            .map(|(k, g)| Saved {
+                sandbox: g.sandbox.clone(),
+                name: g.name.clone(),
+                source: k.0,
+                addr: k.1,
+                port: k.2,
+                expires: if g.expires >= at {
+                    wall + g.expires.duration_since(at).as_secs()
+                } else {
+                    wall.saturating_sub(at.duration_since(g.expires).as_secs())
+                },
+            })
+            .collect();
+        let Ok(bytes) = serde_json::to_vec(&saved) else {
+            return;
+        };
+        let tmp = file.with_extension("tmp");
+        let done = std::fs::create_dir_all(file.parent().unwrap_or(std::path::Path::new(".")))
+            .and_then(|()| std::fs::write(&tmp, bytes))
+            .and_then(|()| std::fs::rename(&tmp, file));
+        if let Err(e) = done {
+            stderr_line(format!(
+                "gatehouse-egress: the record of kernel passes was not written to {} ({e}); after a restart every kernel-passed flow is cut",
+                file.display()
+            ));
         }
     }
 
@@ -189,6 +282,9 @@ impl Registry {
         let mut evicted = Vec::new();
         // One decision per (sandbox, name, address, port) in a batch.
         let mut decided: HashMap<(String, String, Key), bool> = HashMap::new();
+        // A pass not recorded before is written to the record file at once
+        // (a restart must find it); a renewal waits for the next write.
+        let mut fresh = false;
         for g in grants {
             for p in g.passes {
                 let key = (p.source, p.addr, p.port);
@@ -199,6 +295,7 @@ impl Registry {
                     continue;
                 }
                 let expires = now + Duration::from_secs(u64::from(p.ttl));
+                fresh |= !inner.entries.contains_key(&key);
                 evicted.extend(inner.record(key, &g.sandbox, &g.name, expires));
                 add.push(p);
             }
@@ -207,6 +304,7 @@ impl Registry {
         if add.is_empty() && evicted.is_empty() {
             return;
         }
+        self.save(&inner, fresh);
         if let Err(e) = nft::apply(&nft::join(nft::revoke(&evicted), nft::passes_batch(&add))) {
             stderr_line(format!(
                 "gatehouse-egress: kernel passes not written ({e}); the transparent listener decides those connections"
@@ -248,6 +346,7 @@ impl Registry {
                 "gatehouse-egress: revoked kernel passes not deleted ({e})"
             ));
         }
+        self.save(&inner, true);
         let cut = if self.conntrack {
             let mut sources: Vec<IpAddr> = before.to_vec();
             sources.extend(table.sandboxes().flat_map(|s| s.addresses.iter().copied()));
@@ -262,6 +361,12 @@ impl Registry {
     pub fn held(&self, id: &str) -> usize {
         self.inner.lock().map_or(0, |i| i.count(id))
     }
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// One kernel-passed flow as conntrack lists it.

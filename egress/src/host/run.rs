@@ -256,13 +256,23 @@ pub async fn start(config: HostConfig) -> Result<HostRunning, HostStartError> {
             "gatehouse-egress: `conntrack` is not installed (apt-get install conntrack): a kernel-passed flow lasts only as long as its DNS answer".into(),
         );
     }
-    let kernel = Arc::new(Kernel::start(config.nftables, table.clone(), conntrack));
+    let state_dir = config
+        .state_dir
+        .clone()
+        .unwrap_or_else(|| super::control::default_state_dir(&config.sandboxes));
+    let kernel = Arc::new(Kernel::start(
+        config.nftables,
+        table.clone(),
+        conntrack,
+        Some(state_dir.join("passes.json")),
+    ));
     if config.nftables {
         if table.load().interfaces().is_empty() {
             return Err(HostStartError::NoInterfaces);
         }
         install(&table.load(), ports, conntrack)?;
-        // Flows a previous daemon passed are judged by no record here: cut.
+        // Flows a previous daemon passed: those its record shows the
+        // restored policies still allow go on; the rest are cut.
         kernel.revise(&[]);
     }
     let control = match &config.control {
@@ -303,10 +313,6 @@ pub async fn start(config: HostConfig) -> Result<HostRunning, HostStartError> {
         }
         None => None,
     };
-    let state_dir = config
-        .state_dir
-        .clone()
-        .unwrap_or_else(|| super::control::default_state_dir(&config.sandboxes));
     let host = Arc::new(Mutex::new(Host::new(
         config.sandboxes.clone(),
         state_dir,

@@ -238,3 +238,44 @@ fn a_revoking_change_cuts_exactly_the_flows_it_no_longer_allows() {
     );
     assert!(!flows(&w).contains("dst=11.0.0.3"), "{}", flows(&w));
 }
+
+/// Finding 8: a restart keeps the established kernel-passed flows the
+/// restored policy still allows and cuts the rest. The daemon is killed
+/// (SIGKILL), its policy edited while it is down, and started again.
+#[test]
+fn a_restart_keeps_the_flows_the_restored_policy_allows_and_cuts_the_rest() {
+    let mut w = World::new("r8");
+    let ssh = Holder::start(&w, 1, "ssh.test");
+    let db = Holder::start(&w, 1, "db.test");
+    let listed = flows(&w);
+    assert!(
+        listed.contains("dst=11.0.0.3") && listed.contains("dst=11.0.0.5"),
+        "{listed}"
+    );
+    if let Some(mut d) = w.daemon.take() {
+        let _ = d.kill();
+        let _ = d.wait();
+    }
+    let policy = std::fs::read_to_string(w.dir.join("one.policy")).unwrap();
+    let edited = policy.replace(
+        "    allow domain db.test port 22\n",
+        "    deny domain db.test\n",
+    );
+    assert_ne!(edited, policy);
+    std::fs::write(w.dir.join("one.policy"), edited).unwrap();
+    let _ = std::fs::remove_file(w.dir.join("control.sock"));
+    w.start_daemon();
+    assert_eq!(
+        db.settles(Duration::from_millis(500), Duration::from_secs(3)),
+        Some(false),
+        "a flow the restored policy denies survived the restart:\n{}",
+        read(&db.log)
+    );
+    assert!(!flows(&w).contains("dst=11.0.0.5"), "{}", flows(&w));
+    assert_eq!(
+        ssh.settles(Duration::ZERO, Duration::from_secs(3)),
+        Some(true),
+        "a flow the restored policy allows was cut by the restart:\n{}",
+        read(&ssh.log)
+    );
+}
