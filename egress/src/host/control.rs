@@ -36,7 +36,40 @@ const MAX_BODY: usize = 8 * 1024 * 1024 + 4096;
 /// only: bound under a temporary name, given mode 0600, then renamed into
 /// place (a stale socket there is replaced).
 pub fn bind(path: &Path) -> std::io::Result<UnixListener> {
-    use std::os::unix::fs::PermissionsExt as _;
+    use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
+    // A path is reused only when it is a socket nobody answers on (a
+    // daemon that stopped left it): anything else there — a file a typo
+    // named, or a running daemon's socket — stops this one at start.
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if !m.file_type().is_socket() => {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                format!(
+                    "{} exists and is not a socket; refusing to replace it (give --control a path of its own)",
+                    path.display()
+                ),
+            ));
+        }
+        Ok(_) => match std::os::unix::net::UnixStream::connect(path) {
+            Ok(_) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::AddrInUse,
+                    format!(
+                        "{}: another daemon answers on this control socket; refusing to take it",
+                        path.display()
+                    ),
+                ));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {}
+            Err(e) => {
+                return Err(std::io::Error::new(
+                    e.kind(),
+                    format!("{}: cannot tell whether it is in use ({e})", path.display()),
+                ));
+            }
+        },
+        Err(_) => {}
+    }
     let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
     let _ = std::fs::remove_file(&tmp);
     let l = UnixListener::bind(&tmp)?;

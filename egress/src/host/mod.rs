@@ -378,7 +378,13 @@ impl SandboxTable {
                     shared.telemetry.sink_with("gatehouse.sandbox", &entry.id),
                 ])) as Arc<dyn DecisionSink>),
             };
-            let tally = Arc::new(crate::metrics::Tally::default());
+            // A sandbox that changed keeps its counters (its policy moved
+            // into the state directory, its addresses edited): `/metrics`
+            // counts per sandbox id, not per table entry.
+            let tally = previous.and_then(|p| p.get(&entry.id)).map_or_else(
+                || Arc::new(crate::metrics::Tally::default()),
+                |s| s.tally.clone(),
+            );
             let policies = Policies::open(
                 PolicyOptions {
                     path: policy_path,

@@ -259,8 +259,20 @@ impl Registry {
             return;
         };
         let tmp = file.with_extension("tmp");
+        let write = |tmp: &std::path::Path| {
+            use std::io::Write as _;
+            use std::os::unix::fs::OpenOptionsExt as _;
+            let _ = std::fs::remove_file(tmp);
+            // The daemon's own record: readable by its owner only.
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(tmp)?
+                .write_all(&bytes)
+        };
         let done = std::fs::create_dir_all(file.parent().unwrap_or(std::path::Path::new(".")))
-            .and_then(|()| std::fs::write(&tmp, bytes))
+            .and_then(|()| write(&tmp))
             .and_then(|()| std::fs::rename(&tmp, file));
         if let Err(e) = done {
             stderr_line(format!(

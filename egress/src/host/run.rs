@@ -325,6 +325,28 @@ pub async fn start(config: HostConfig) -> Result<HostRunning, HostStartError> {
     if let Some(l) = control {
         super::control::serve(host.clone(), l);
     }
+    // SIGHUP (logrotate, a reload command) reloads the table and every
+    // policy, as the single-policy daemon reloads its policy; it never
+    // stops the daemon. The handler is in place before start returns.
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut hup = signal(SignalKind::hangup()).map_err(|source| StartError::Runtime {
+            what: "the SIGHUP handler",
+            source,
+        })?;
+        let host = host.clone();
+        tokio::spawn(async move {
+            while hup.recv().await.is_some() {
+                let host = host.clone();
+                let _ = tokio::task::spawn_blocking(move || {
+                    if let Ok(mut h) = host.lock() {
+                        h.reload_all();
+                    }
+                })
+                .await;
+            }
+        });
+    }
     std::thread::Builder::new()
         .name("gatehouse-reload".into())
         .spawn(move || reload_thread(&host))

@@ -82,14 +82,28 @@ pub(crate) struct Host {
 }
 
 /// Writes `bytes` to `path` whole: a temporary file beside it, then a
-/// rename, so a reader sees the old file or the new one.
+/// rename, so a reader sees the old file or the new one. The file keeps
+/// the mode it had; a new one is readable by its owner only (0600): the
+/// table and the policies it stores are not for every user of the host.
 fn write_whole(path: &Path, bytes: &[u8]) -> Result<(), ChangeError> {
+    use std::io::Write as _;
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
     let write = |source| ChangeError::Write {
         path: path.to_path_buf(),
         source,
     };
+    let mode = std::fs::metadata(path).map_or(0o600, |m| m.permissions().mode() & 0o7777);
     let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    std::fs::write(&tmp, bytes).map_err(write)?;
+    let _ = std::fs::remove_file(&tmp);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .map_err(write)?;
+    f.write_all(bytes).map_err(write)?;
+    drop(f);
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode)).map_err(write)?;
     std::fs::rename(&tmp, path).map_err(write)
 }
 
@@ -197,6 +211,26 @@ impl Host {
             self.refresh_layer();
             give_back_free_memory();
         }
+    }
+
+    /// SIGHUP: the table read again (a changed one put in force, or refused
+    /// with the old one kept) and every sandbox's policy file read again.
+    pub(crate) fn reload_all(&mut self) {
+        match self.reload() {
+            Ok(n) => stderr_line(format!(
+                "gatehouse-egress: SIGHUP: sandbox table and {n} policies read again"
+            )),
+            Err(e) => stderr_line(format!(
+                "gatehouse-egress: SIGHUP: sandbox table refused, the old one stays in force:\n{e}"
+            )),
+        }
+        let table = self.table.load();
+        for s in table.sandboxes() {
+            s.policies().reload();
+            self.files
+                .insert(s.id.clone(), FileWatch::new(s.policies()));
+        }
+        self.refresh_layer();
     }
 
     /// Puts the kernel layer of the policies in force now in the table.
@@ -329,10 +363,15 @@ impl Host {
         file.sandbox.push(Entry {
             id: id.into(),
             addresses,
-            policy,
+            policy: policy.clone(),
             policy_name: name,
         });
-        self.write_table(file)
+        let done = self.write_table(file);
+        if done.is_err() {
+            // Refused: nothing of it stays behind.
+            let _ = std::fs::remove_file(&policy);
+        }
+        done
     }
 
     /// Removes a sandbox; its open connections close.
@@ -380,6 +419,10 @@ impl Host {
         self.make_state_dir()?;
         let policy = self.policy_file(id);
         write_whole(&policy, text.as_bytes())?;
+        // A policy put whole starts the Zoo document afresh: the next Zoo
+        // call builds on nothing a PUT replaced (`zoo` writes its document
+        // back after this returns).
+        let _ = std::fs::remove_file(self.zoo_file(id));
         let repoint = entry.policy != policy || entry.policy_name != name;
         if repoint {
             entry.policy = policy;

@@ -5,6 +5,7 @@
 
 mod boundary;
 mod control;
+mod daemon;
 mod e2e;
 mod netns;
 mod nft;

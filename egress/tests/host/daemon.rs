@@ -1,0 +1,143 @@
+//! Host mode's daemon under the signals operators send (issue 53).
+
+use std::process::Command;
+use std::time::Duration;
+
+use super::world::{World, daemon_err};
+
+/// Item 7: SIGHUP (logrotate, a reload command) reloads the table and the
+/// policies, as the single-policy daemon does; it never stops the daemon,
+/// so no sandbox is cut off.
+#[test]
+fn sighup_reloads_and_never_stops_the_daemon() {
+    let mut w = World::new("d7");
+    let pid = w.daemon.as_ref().unwrap().id().to_string();
+    // A policy edit, put in force by the signal (and by the poll too).
+    let policy = std::fs::read_to_string(w.dir.join("two.policy")).unwrap();
+    std::fs::write(
+        w.dir.join("two.policy"),
+        policy.replace("allow domain other.test", "allow domain allowed.test"),
+    )
+    .unwrap();
+    for _ in 0..2 {
+        let sent = Command::new("kill").args(["-HUP", &pid]).status().unwrap();
+        assert!(sent.success());
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let d = w.daemon.as_mut().unwrap();
+    assert!(
+        d.try_wait().unwrap().is_none(),
+        "SIGHUP stopped the daemon:\n{}",
+        daemon_err(&w)
+    );
+    assert!(daemon_err(&w).contains("SIGHUP"), "{}", daemon_err(&w));
+    let (_, out, _) = w.sh(1, "dig +short +time=3 +tries=1 @192.0.2.53 allowed.test");
+    assert_eq!(out.trim(), "11.0.0.1");
+    let (_, out, _) = w.sh(2, "dig +short +time=3 +tries=1 @192.0.2.53 allowed.test");
+    assert_eq!(out.trim(), "11.0.0.1", "the edited policy is in force");
+}
+
+/// `/metrics` of the daemon, read from inside the host namespace.
+fn metric(w: &World, line_start: &str) -> u64 {
+    let out = w.host.exec(
+        "curl",
+        &["-s", "--max-time", "5", "http://127.0.0.1:9464/metrics"],
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find(|l| l.starts_with(line_start))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Items 8, 10, 11 and 12: what the control API writes keeps the modes it
+/// found and writes new files 0600; a refused POST leaves no file; a PUT
+/// starts the Zoo document afresh; a sandbox's counters survive the first
+/// PUT (which moves its policy into the state directory).
+#[test]
+fn the_control_api_keeps_modes_leaves_nothing_behind_and_keeps_counts() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let w = World::new("d8");
+    let table = w.dir.join("sandboxes.toml");
+    std::fs::set_permissions(&table, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let questions = "gatehouse_egress_sandbox_dns_questions_total{sandbox=\"sandbox-one\"}";
+    for _ in 0..3 {
+        let _ = w.sh(1, "dig +short +time=3 +tries=1 @192.0.2.53 allowed.test");
+    }
+    let before = metric(&w, questions);
+    assert!(before >= 3, "{before}");
+    // A Zoo call that allows denied.test, then a PUT without it, then a
+    // Zoo call about something else: the PUT started the document afresh.
+    let zoo = |body: &str| w.control("POST", "/v1/sandboxes/sandbox-one/rules", Some(body));
+    assert_eq!(zoo(r#"{"kind": "domain", "value": "denied.test"}"#).0, 200);
+    let (code, body) = w.control(
+        "PUT",
+        "/v1/sandboxes/sandbox-one/policy",
+        Some(
+            "policy one {\n  network {\n    default deny\n    allow domain allowed.test\n  }\n}\n",
+        ),
+    );
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(zoo(r#"{"kind": "domain", "value": "other.test"}"#).0, 200);
+    let (_, out, _) = w.sh(1, "dig +short +time=3 +tries=1 @192.0.2.53 denied.test");
+    assert!(
+        out.trim().is_empty(),
+        "a PUT's replaced grant came back with the next Zoo call: {out}"
+    );
+    // Modes: the table kept 0600; the stored policy is 0600.
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&table), 0o600);
+    let state = w.dir.join("gatehouse-state");
+    for e in std::fs::read_dir(&state).unwrap() {
+        let p = e.unwrap().path();
+        assert_eq!(mode(&p), 0o600, "{}", p.display());
+    }
+    // Counters survive the PUT that moved the policy.
+    let _ = w.sh(1, "dig +short +time=3 +tries=1 @192.0.2.53 allowed.test");
+    let after = metric(&w, questions);
+    assert!(after > before, "counters restarted: {before} then {after}");
+    // A refused POST (an address already sandbox two's) leaves no file.
+    let refused = serde_json::json!({
+        "id": "sandbox-dup",
+        "addresses": ["10.200.2.2"],
+        "policy": "policy d {\n  network {\n    allow domain other.test\n  }\n}\n",
+    })
+    .to_string();
+    let (code, body) = w.control("POST", "/v1/sandboxes", Some(&refused));
+    assert!(code >= 400, "{code} {body}");
+    let left: Vec<String> = std::fs::read_dir(&state)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("sandbox-dup"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// Item 9: `--control PATH` never replaces a file that is not a socket,
+/// and never takes the socket of a daemon that answers on it; a stale
+/// socket (nobody answers) is reused.
+#[test]
+fn the_control_socket_is_never_taken_from_a_file_or_a_running_daemon() {
+    let dir = std::env::temp_dir().join(format!("gatehouse-control-bind-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("sandboxes.toml");
+    std::fs::write(&file, "precious\n").unwrap();
+    let e = gatehouse_egress::host::control::bind(&file).unwrap_err();
+    assert!(e.to_string().contains("not a socket"), "{e}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "precious\n");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let sock = dir.join("control.sock");
+        let live = gatehouse_egress::host::control::bind(&sock).unwrap();
+        let e = gatehouse_egress::host::control::bind(&sock).unwrap_err();
+        assert!(e.to_string().contains("another daemon"), "{e}");
+        drop(live);
+        // Nobody answers now: the stale socket is reused.
+        assert!(gatehouse_egress::host::control::bind(&sock).is_ok());
+    });
+}
