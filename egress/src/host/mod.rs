@@ -340,6 +340,13 @@ impl SandboxTable {
                         "`{text}` cannot be a sandbox's source address"
                     )));
                 }
+                // An address the daemon depends on is no sandbox's: every
+                // sandbox's DNS would then go nowhere.
+                if ip == canonical(shared.resolver.server.ip()) {
+                    return Err(problem(format!(
+                        "`{text}` is the daemon's upstream resolver (--upstream-dns): no sandbox may have it"
+                    )));
+                }
                 if let Some(other) = table.by_address.get(&ip) {
                     return Err(problem(format!(
                         "`{text}` is already sandbox `{}`'s",
@@ -402,6 +409,19 @@ impl SandboxTable {
                 id: entry.id.clone(),
                 source,
             })?;
+            // The serial check holds on every path a policy enters: a
+            // sandbox whose entry changed (and so is opened afresh) may not
+            // go back to a bundle older than the one it had in force.
+            if !shared.options.trusted.is_empty()
+                && let Some(before) = previous.and_then(|p| p.get(&entry.id))
+            {
+                let (now, was) = (policies.newest_serial(), before.policies().newest_serial());
+                if now < was {
+                    return Err(problem(format!(
+                        "its policy is a bundle older (serial {now}) than the one in force (serial {was}): a rollback, refused"
+                    )));
+                }
+            }
             let ctx = Arc::new(Ctx {
                 policies: Arc::new(policies),
                 resolver: shared.resolver.clone(),
@@ -487,18 +507,50 @@ mod tests {
     ) -> Result<SandboxTable, HostError> {
         let path = d.join("sandboxes.toml");
         std::fs::write(&path, text).unwrap();
+        SandboxTable::load(&path, &shared_trusting(trusted), None)
+    }
+
+    fn shared_trusting(trusted: Vec<gatehouse::bundle::PublicKey>) -> Shared {
+        shared_with("127.0.0.1:9", trusted)
+    }
+
+    /// Issue 53, item 5: the daemon's own upstream resolver's address is
+    /// no sandbox's.
+    #[test]
+    fn the_upstream_resolvers_address_is_no_sandboxs() {
+        let d = dir("upstream");
+        std::fs::write(
+            d.join("a.policy"),
+            "policy a {\n  network {\n    allow domain a.test\n  }\n}\n",
+        )
+        .unwrap();
+        let path = d.join("sandboxes.toml");
+        std::fs::write(
+            &path,
+            "[[sandbox]]\nid = \"x\"\naddresses = [\"10.9.9.53\"]\npolicy = \"a.policy\"\n",
+        )
+        .unwrap();
+        let e = SandboxTable::load(&path, &shared_with("10.9.9.53:53", Vec::new()), None)
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(e.contains("upstream resolver"), "{e}");
+        assert!(SandboxTable::load(&path, &shared_with("10.9.9.54:53", Vec::new()), None).is_ok());
+    }
+
+    fn shared_with(upstream: &str, trusted: Vec<gatehouse::bundle::PublicKey>) -> Shared {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
         let metrics = Arc::new(Metrics::default());
         let resolver = rt
-            .block_on(Upstream::new(
-                "127.0.0.1:9".parse().unwrap(),
-                metrics.clone(),
-            ))
+            .block_on(Upstream::new(upstream.parse().unwrap(), metrics.clone()))
             .unwrap();
-        let shared = Shared {
+        // The resolver's socket belongs to this runtime: it lives as long
+        // as the test process.
+        std::mem::forget(rt);
+        Shared {
             options: PolicyOptions {
                 trusted,
                 ..PolicyOptions::default()
@@ -508,8 +560,7 @@ mod tests {
             timeouts: crate::relay::Timeouts::default(),
             max_connections: 16,
             telemetry: gatehouse_otel::Telemetry::off(),
-        };
-        SandboxTable::load(&path, &shared, None)
+        }
     }
 
     #[test]
@@ -578,6 +629,41 @@ policy = "b.policy"
         assert!(e.contains("sandbox `x`"), "{e}");
         let other = gatehouse::bundle::Keypair::generate().unwrap();
         assert!(load_trusting(&d, &entry("a.ghb"), vec![other.public()]).is_err());
+    }
+
+    /// Issue 53, item 6: a table edit that changes a sandbox's entry opens
+    /// its policy afresh; an older signed bundle than the one in force is
+    /// refused there too (the whole table is, and the old one stays).
+    #[test]
+    fn a_changed_entry_cannot_roll_back_a_bundle() {
+        let d = dir("rollback");
+        let key = gatehouse::bundle::Keypair::generate().unwrap();
+        let set = gatehouse::PolicySet::from_source(
+            "a.policy",
+            "policy a {\n  network {\n    allow domain a.test\n  }\n}\n",
+        )
+        .unwrap();
+        let artifact = set.to_artifact().unwrap();
+        std::fs::write(d.join("new.ghb"), key.sign_serial(&artifact, 7)).unwrap();
+        std::fs::write(d.join("old.ghb"), key.sign_serial(&artifact, 3)).unwrap();
+        let entry = |policy: &str, addr: &str| {
+            format!("[[sandbox]]\nid = \"x\"\naddresses = [\"{addr}\"]\npolicy = \"{policy}\"\n")
+        };
+        let trusted = vec![key.public()];
+        let first = load_trusting(&d, &entry("new.ghb", "10.0.0.2"), trusted.clone()).unwrap();
+        let shared = shared_trusting(trusted.clone());
+        let path = d.join("sandboxes.toml");
+        // The entry changes (its address and its file): the older bundle
+        // is refused.
+        std::fs::write(&path, entry("old.ghb", "10.0.0.3")).unwrap();
+        let e = SandboxTable::load(&path, &shared, Some(&first))
+            .err()
+            .expect("a rollback is refused")
+            .to_string();
+        assert!(e.contains("rollback") && e.contains("serial 3"), "{e}");
+        // The same bundle, or a newer one, is taken.
+        std::fs::write(&path, entry("new.ghb", "10.0.0.3")).unwrap();
+        assert!(SandboxTable::load(&path, &shared, Some(&first)).is_ok());
     }
 
     #[test]

@@ -185,6 +185,11 @@ async fn handle(sandbox: &Sandbox, s: TcpStream) {
         Ok(Opening::Tls(Hello::Sni(name) | Hello::Ech(Some(name)))) => {
             by_name(ctx, &mut req, &name, orig, Via::Https, Refusal::SniMismatch).await
         }
+        // Ports 80 and 443 never take the address path (one CDN address
+        // serves many names): a ClientHello without a server name, or
+        // bytes that are neither TLS nor HTTP, are refused there.
+        Ok(Opening::Tls(_)) if reads => Err(Refusal::SniMissing),
+        Ok(Opening::Other) if reads => Err(Refusal::UnrecognisedProtocol),
         Ok(Opening::Tls(_) | Opening::Other | Opening::Silent) => {
             by_address(sandbox, &mut req, orig).await
         }
@@ -202,8 +207,11 @@ async fn handle(sandbox: &Sandbox, s: TcpStream) {
                 }
                 Some(Some(_)) => Err(Refusal::HostMismatch),
                 Some(None) => Err(Refusal::InvalidHost),
-                // HTTP/1.0 without `Host` names no host: by address.
-                None if h.version == "HTTP/1.0" => by_address(sandbox, &mut req, orig).await,
+                // HTTP/1.0 without `Host` names no host: by address, but
+                // never on port 80 (see above).
+                None if h.version == "HTTP/1.0" && !reads => {
+                    by_address(sandbox, &mut req, orig).await
+                }
                 None => Err(Refusal::HostMismatch),
             };
             http = Some(h);

@@ -277,6 +277,11 @@ impl Policies {
         })
     }
 
+    /// The newest bundle serial put in force (0: no bundle yet).
+    pub fn newest_serial(&self) -> u64 {
+        self.newest.load(Ordering::Relaxed)
+    }
+
     /// A receiver that sees every swap of the policy in force.
     pub fn swaps(&self) -> tokio::sync::watch::Receiver<u64> {
         self.swaps.subscribe()

@@ -124,14 +124,14 @@ fn the_control_socket_is_never_taken_from_a_file_or_a_running_daemon() {
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("sandboxes.toml");
     std::fs::write(&file, "precious\n").unwrap();
-    let e = gatehouse_egress::host::control::bind(&file).unwrap_err();
-    assert!(e.to_string().contains("not a socket"), "{e}");
-    assert_eq!(std::fs::read_to_string(&file).unwrap(), "precious\n");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     rt.block_on(async {
+        let e = gatehouse_egress::host::control::bind(&file).unwrap_err();
+        assert!(e.to_string().contains("not a socket"), "{e}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "precious\n");
         let sock = dir.join("control.sock");
         let live = gatehouse_egress::host::control::bind(&sock).unwrap();
         let e = gatehouse_egress::host::control::bind(&sock).unwrap_err();
@@ -140,4 +140,43 @@ fn the_control_socket_is_never_taken_from_a_file_or_a_running_daemon() {
         // Nobody answers now: the stale socket is reused.
         assert!(gatehouse_egress::host::control::bind(&sock).is_ok());
     });
+}
+
+/// Item 3: on ports 443 and 80 the address path is never taken — a
+/// ClientHello without a server name, and an HTTP/1.0 request without
+/// `Host`, to an address the sandbox's resolver did answer for an allowed
+/// name, are refused rather than passed by address.
+#[test]
+fn ports_80_and_443_never_take_the_address_path() {
+    let w = World::new("d3");
+    let (_, out, _) = w.sh(1, "dig +short +time=3 +tries=1 @192.0.2.53 allowed.test");
+    assert_eq!(out.trim(), "11.0.0.1");
+    // The control: with the name, both pass.
+    let (_, out, _) = w.sh(
+        1,
+        "echo | timeout 8 openssl s_client -connect 11.0.0.1:443 -servername allowed.test -CAfile ca.pem 2>&1",
+    );
+    assert!(out.contains("BEGIN CERTIFICATE"), "{out}");
+    let (_, out, _) = w.sh(
+        1,
+        "exec 3<>/dev/tcp/11.0.0.1/80; printf 'GET / HTTP/1.0\\r\\nHost: allowed.test\\r\\n\\r\\n' >&3; timeout 3 cat <&3",
+    );
+    assert!(out.contains("origin allowed.test"), "{out}");
+    // Without it, neither.
+    let (_, out, _) = w.sh(
+        1,
+        "echo | timeout 8 openssl s_client -connect 11.0.0.1:443 -noservername -CAfile ca.pem 2>&1",
+    );
+    assert!(
+        !out.contains("BEGIN CERTIFICATE") && out.contains("no peer certificate available"),
+        "a ClientHello without a server name was passed by address:\n{out}"
+    );
+    let (_, out, _) = w.sh(
+        1,
+        "exec 3<>/dev/tcp/11.0.0.1/80; printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3; timeout 3 cat <&3",
+    );
+    assert!(
+        !out.contains("origin allowed.test"),
+        "an HTTP/1.0 request without Host was passed by address:\n{out}"
+    );
 }
