@@ -223,6 +223,18 @@ async fn handle(sandbox: &Sandbox, s: TcpStream) {
         Err(r) if http.is_some() => return refuse(ctx, &req, &mut client.io, &what, r).await,
         Err(r) => return gate::record(ctx, &req, &what, r),
     };
+    // The record names what was dialled beside what was asked, when they
+    // differ (a connection re-targeted to the vetted address): an auditor
+    // must not believe the asked address was reached.
+    let what = if d.at == orig.ip() {
+        what
+    } else {
+        format!(
+            "transparent {orig} (dialled {}) from sandbox {}",
+            SocketAddr::new(d.at, port),
+            sandbox.id
+        )
+    };
     req.finish(&what, "tunnel");
     let mut up = Conn::new(d.stream, ctx.timeouts.tunnel_idle);
     if let Some(h) = http {

@@ -180,3 +180,25 @@ fn ports_80_and_443_never_take_the_address_path() {
         "an HTTP/1.0 request without Host was passed by address:\n{out}"
     );
 }
+
+/// Item 4: a connection re-targeted to the vetted address is recorded with
+/// what was dialled beside what was asked.
+#[test]
+fn the_record_of_a_retargeted_connection_names_what_was_dialled() {
+    let w = World::new("d4");
+    let (_, out, _) = w.sh(1, "dig +short +time=3 +tries=1 @192.0.2.53 allowed.test");
+    assert_eq!(out.trim(), "11.0.0.1");
+    // Asked: other.test's address, with allowed.test's name.
+    let (_, out, _) = w.sh(
+        1,
+        "echo | timeout 8 openssl s_client -connect 11.0.0.4:443 -servername allowed.test -CAfile ca.pem 2>&1",
+    );
+    assert!(out.contains("BEGIN CERTIFICATE"), "{out}");
+    std::thread::sleep(Duration::from_millis(300));
+    let log = std::fs::read_to_string(w.dir.join("decisions.jsonl")).unwrap_or_default();
+    let line = log
+        .lines()
+        .find(|l| l.contains("transparent 11.0.0.4:443"))
+        .unwrap_or_else(|| panic!("no record of the connection:\n{log}"));
+    assert!(line.contains("dialled 11.0.0.1:443"), "{line}");
+}
