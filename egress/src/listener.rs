@@ -27,27 +27,38 @@ pub fn share(cap: usize) -> usize {
     (cap / 4).max(1)
 }
 
-/// Open connections per client, for [`share`]; a client leaves the map
-/// with its last connection.
-#[derive(Default)]
-struct Clients(Mutex<HashMap<IpAddr, usize>>);
+/// Whose connections (or questions) count together against a share: a
+/// source address, or in host mode a sandbox, whatever addresses it uses
+/// (docs/host.md, "Shares per sandbox").
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Client {
+    /// One source address (IPv4-mapped IPv6 counts as IPv4).
+    Addr(IpAddr),
+    /// One sandbox, by id.
+    Sandbox(Arc<str>),
+}
 
-/// One client's connection, counted until dropped.
-struct Held(Arc<Clients>, IpAddr);
+/// What each client holds, for [`share`]; a client leaves the map with
+/// its last hold.
+#[derive(Default)]
+pub(crate) struct Clients(Mutex<HashMap<Client, usize>>);
+
+/// One client's hold, counted until dropped.
+pub(crate) struct Held(Arc<Clients>, Client);
 
 impl Clients {
-    /// Counts a connection of `ip`, unless it already holds `share`.
-    fn hold(self: &Arc<Self>, ip: IpAddr, share: usize) -> Option<Held> {
+    /// Counts a hold of `client`, unless it already holds `share`.
+    pub(crate) fn hold(self: &Arc<Self>, client: Client, share: usize) -> Option<Held> {
         let mut m = self
             .0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let n = m.entry(ip).or_insert(0);
+        let n = m.entry(client.clone()).or_insert(0);
         if *n >= share {
             return None;
         }
         *n += 1;
-        Some(Held(self.clone(), ip))
+        Some(Held(self.clone(), client))
     }
 }
 
@@ -68,15 +79,33 @@ impl Drop for Held {
 
 /// Accepts on `listener` until the runtime ends, each connection handled on
 /// its own task, at most `cap` at once (more wait in the kernel's accept
-/// queue) and at most [`share`]`(cap)` of one client (more are closed at
-/// once).
+/// queue) and at most [`share`]`(cap)` of one client — one source address
+/// (more are closed at once).
 pub fn accept_loop<F, Fut>(listener: TcpListener, cap: usize, metrics: Arc<Metrics>, handle: F)
 where
     F: Fn(TcpStream, SocketAddr) -> Fut + Send + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
+    accept_loop_by(listener, cap, metrics, Arc::default(), Client::Addr, handle);
+}
+
+/// [`accept_loop`], with `client` telling whose a source address is (host
+/// mode: a sandbox's, so that a sandbox with four addresses holds one
+/// share, not four) and `clients` the holds counted, which listeners of
+/// one service share (the IPv4 and IPv6 listeners of one port).
+pub(crate) fn accept_loop_by<K, F, Fut>(
+    listener: TcpListener,
+    cap: usize,
+    metrics: Arc<Metrics>,
+    clients: Arc<Clients>,
+    client: K,
+    handle: F,
+) where
+    K: Fn(IpAddr) -> Client + Send + 'static,
+    F: Fn(TcpStream, SocketAddr) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
     let slots = Arc::new(tokio::sync::Semaphore::new(cap.max(1)));
-    let clients = Arc::new(Clients::default());
     let per_client = share(cap.max(1));
     tokio::spawn(async move {
         let mut backoff = Duration::ZERO;
@@ -90,7 +119,7 @@ where
                     // IPv4-mapped peers (a dual-stack listener) count as
                     // their IPv4 address.
                     let ip = gatehouse::normalize::canonical_ip(peer.ip());
-                    let Some(held) = clients.hold(ip, per_client) else {
+                    let Some(held) = clients.hold(client(ip), per_client) else {
                         metrics.client_share_refusals.inc();
                         drop(s);
                         drop(permit);

@@ -104,6 +104,11 @@ struct HostArgs {
     /// traffic to the two ports itself.
     #[arg(long)]
     no_nftables: bool,
+    /// Client connections open at once on the transparent listener (1 to
+    /// 1000000); one sandbox holds at most a quarter of them [default:
+    /// 4096, or what the descriptor limit holds].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    max_connections: Option<u32>,
     /// Serve the control API (HTTP/JSON) on this Unix socket, mode 0600:
     /// add and remove sandboxes, put policies, the Zoo calls, decide tool
     /// calls (docs/host.md).
@@ -477,6 +482,7 @@ fn host(args: &HostArgs) -> i32 {
     config.log = args.log.clone();
     config.metrics = args.metrics;
     config.nftables = !args.no_nftables;
+    config.max_connections = args.max_connections.map(|n| n as usize);
     config.control = args.control.clone();
     config.state_dir = args.state.clone();
     config.trusted_keys = args.trusted_keys.clone();

@@ -75,6 +75,8 @@ pub struct Upstream {
     sock: Arc<UdpSocket>,
     waiting: Waiting,
     slots: Semaphore,
+    /// What each client's questions hold of `slots` (a quarter at most).
+    clients: Arc<crate::listener::Clients>,
     metrics: Arc<Metrics>,
 }
 
@@ -217,8 +219,26 @@ impl Upstream {
             sock,
             waiting,
             slots: Semaphore::new(MAX_INFLIGHT),
+            clients: Arc::default(),
             metrics,
         })
+    }
+
+    /// [`Upstream::ask`] for a resolver's client: no client holds more than
+    /// a quarter of the questions waiting upstream, so one client's flood
+    /// (a slow zone asked thousands of times a second) never makes the
+    /// others' questions fail.
+    pub async fn ask_for(
+        &self,
+        client: crate::listener::Client,
+        name: &Name,
+        kind: RecordType,
+    ) -> Result<Message, LookupError> {
+        let _share = self
+            .clients
+            .hold(client, crate::listener::share(MAX_INFLIGHT))
+            .ok_or(LookupError::Busy)?;
+        self.ask(name, kind).await
     }
 
     /// Asks the upstream server one question; its response, whose id and
@@ -344,6 +364,58 @@ mod tests {
 
     fn name(s: &str) -> Name {
         Name::from_ascii(s).unwrap_or_default()
+    }
+
+    /// Issue 53, item 1: one client's flood of questions that hang upstream
+    /// (a slow zone) holds at most a quarter of the wait table; another
+    /// client's question still waits for its answer rather than being
+    /// refused.
+    #[test]
+    fn one_clients_flood_never_takes_the_others_share_upstream() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            // A server that never answers: every question waits.
+            let silent = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind");
+            let at = silent.local_addr().expect("addr");
+            let up = Arc::new(
+                Upstream::new(at, Arc::new(Metrics::default()))
+                    .await
+                    .expect("upstream"),
+            );
+            let a = crate::listener::Client::Sandbox(Arc::from("a"));
+            let b = crate::listener::Client::Sandbox(Arc::from("b"));
+            let share = crate::listener::share(MAX_INFLIGHT);
+            let mut flood = Vec::new();
+            for k in 0..share {
+                let (up, a) = (up.clone(), a.clone());
+                flood.push(tokio::spawn(async move {
+                    up.ask_for(a, &name(&format!("n{k}.slow.test.")), RecordType::A)
+                        .await
+                }));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            // The flooder is over its share: refused at once.
+            let over = up
+                .ask_for(a.clone(), &name("more.slow.test."), RecordType::A)
+                .await;
+            assert!(matches!(over, Err(LookupError::Busy)), "{over:?}");
+            // Another client is not: its question waits upstream.
+            let other = tokio::time::timeout(
+                Duration::from_millis(300),
+                up.ask_for(b, &name("fine.test."), RecordType::A),
+            )
+            .await;
+            assert!(
+                other.is_err(),
+                "refused while another client flooded: {other:?}"
+            );
+            for f in flood {
+                f.abort();
+            }
+        });
     }
 
     fn a(owner: &str, ip: [u8; 4]) -> Record {

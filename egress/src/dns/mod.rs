@@ -94,6 +94,18 @@ pub async fn answer_given(
     bytes: &[u8],
     transport: Transport,
 ) -> Option<(Vec<u8>, Option<Given>)> {
+    answer_for(policies, upstream, None, bytes, transport).await
+}
+
+/// [`answer_given`] for a client of the resolver: its question waits
+/// upstream within that client's share ([`Upstream::ask_for`]).
+async fn answer_for(
+    policies: &Policies,
+    upstream: &Upstream,
+    client: Option<crate::listener::Client>,
+    bytes: &[u8],
+    transport: Transport,
+) -> Option<(Vec<u8>, Option<Given>)> {
     let q = Message::from_vec(bytes).ok()?;
     if q.metadata.message_type != MessageType::Query {
         return None;
@@ -130,7 +142,11 @@ pub async fn answer_given(
     if client::is_loopback_name(&name) {
         return Some(loopback(&q, &mut req, &what, &name, kind));
     }
-    let Ok(r) = upstream.ask(question.name(), kind).await else {
+    let asked = match client {
+        Some(c) => upstream.ask_for(c, question.name(), kind).await,
+        None => upstream.ask(question.name(), kind).await,
+    };
+    let Ok(r) = asked else {
         req.finish(&what, "servfail: upstream");
         return Some((refuse(&q, ResponseCode::ServFail), None));
     };
@@ -266,6 +282,12 @@ pub trait Route: Send + Sync + 'static {
     /// a decision (host mode: an address of no sandbox).
     fn policies(&self, from: std::net::IpAddr) -> Option<Arc<Policies>>;
 
+    /// Whose share of the resolver's caps a question from `from` counts
+    /// against: the address by default, a sandbox in host mode.
+    fn client(&self, from: std::net::IpAddr) -> crate::listener::Client {
+        crate::listener::Client::Addr(from)
+    }
+
     /// Called with what an answer gave `from` (nothing by default).
     fn given(&self, from: std::net::IpAddr, given: &Given) {
         let _ = (from, given);
@@ -292,7 +314,8 @@ async fn routed<R: Route>(
         return (q.metadata.message_type == MessageType::Query)
             .then(|| refuse(&q, ResponseCode::Refused));
     };
-    let (out, given) = answer_given(&policies, upstream, bytes, transport).await?;
+    let client = Some(route.client(from));
+    let (out, given) = answer_for(&policies, upstream, client, bytes, transport).await?;
     if let Some(g) = given {
         route.given(from, &g);
     }
@@ -311,6 +334,8 @@ pub fn serve<R: Route>(
     let sock = Arc::new(sock);
     let (p, u) = (route.clone(), upstream.clone());
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_UDP_INFLIGHT));
+    // No client holds more than a quarter of the questions in flight.
+    let clients = Arc::new(crate::listener::Clients::default());
     tokio::spawn(async move {
         let mut buf = vec![0u8; 4096];
         loop {
@@ -320,12 +345,17 @@ pub fn serve<R: Route>(
             let Ok(permit) = slots.clone().try_acquire_owned() else {
                 continue; // busy: dropped, the client asks again
             };
+            let share = crate::listener::share(MAX_UDP_INFLIGHT);
+            let Some(held) = clients.hold(p.client(from.ip()), share) else {
+                continue; // over its share: dropped, the others are served
+            };
             let bytes = buf.get(..n).unwrap_or_default().to_vec();
             let (p, u, sock) = (p.clone(), u.clone(), sock.clone());
             tokio::spawn(async move {
                 if let Some(out) = routed(&*p, &u, from.ip(), &bytes, Transport::Udp).await {
                     let _ = sock.send_to(&out, from).await;
                 }
+                drop(held);
                 drop(permit);
             });
         }
@@ -338,34 +368,44 @@ pub fn serve<R: Route>(
             u.vetted.evict_expired();
         }
     });
-    crate::listener::accept_loop(tcp, MAX_TCP_CONNECTIONS, metrics, move |mut s, peer| {
-        let (p, u) = (route.clone(), upstream.clone());
-        async move {
-            loop {
-                // Each message, length and all, within TCP_IDLE.
-                let read = async {
-                    let len = s.read_u16().await.ok()?;
-                    let mut bytes = vec![0u8; usize::from(len)];
-                    s.read_exact(&mut bytes).await.ok()?;
-                    Some(bytes)
-                };
-                let Ok(Some(bytes)) = tokio::time::timeout(TCP_IDLE, read).await else {
-                    return;
-                };
-                let Some(out) = routed(&*p, &u, peer.ip(), &bytes, Transport::Tcp).await else {
-                    return;
-                };
-                let Ok(len) = u16::try_from(out.len()) else {
-                    return;
-                };
-                let write = async {
-                    s.write_u16(len).await?;
-                    s.write_all(&out).await
-                };
-                if !matches!(tokio::time::timeout(TCP_IDLE, write).await, Ok(Ok(()))) {
-                    return;
+    let r = route.clone();
+    let client = move |ip| r.client(ip);
+    let clients = Arc::new(crate::listener::Clients::default());
+    crate::listener::accept_loop_by(
+        tcp,
+        MAX_TCP_CONNECTIONS,
+        metrics,
+        clients,
+        client,
+        move |mut s, peer| {
+            let (p, u) = (route.clone(), upstream.clone());
+            async move {
+                loop {
+                    // Each message, length and all, within TCP_IDLE.
+                    let read = async {
+                        let len = s.read_u16().await.ok()?;
+                        let mut bytes = vec![0u8; usize::from(len)];
+                        s.read_exact(&mut bytes).await.ok()?;
+                        Some(bytes)
+                    };
+                    let Ok(Some(bytes)) = tokio::time::timeout(TCP_IDLE, read).await else {
+                        return;
+                    };
+                    let Some(out) = routed(&*p, &u, peer.ip(), &bytes, Transport::Tcp).await else {
+                        return;
+                    };
+                    let Ok(len) = u16::try_from(out.len()) else {
+                        return;
+                    };
+                    let write = async {
+                        s.write_u16(len).await?;
+                        s.write_all(&out).await
+                    };
+                    if !matches!(tokio::time::timeout(TCP_IDLE, write).await, Ok(Ok(()))) {
+                        return;
+                    }
                 }
             }
-        }
-    });
+        },
+    );
 }

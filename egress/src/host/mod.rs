@@ -46,6 +46,8 @@ pub use run::{HostConfig, HostRunning, HostStartError, start};
 pub struct Sandbox {
     /// The sandbox's id, as decision records and metrics carry it.
     pub id: String,
+    /// The id, shared: the key its shares of every cap are counted by.
+    pub key: Arc<str>,
     /// Its source addresses (IPv4-mapped IPv6 written as IPv4).
     pub addresses: Vec<IpAddr>,
     /// The gate's context for this sandbox: its policy, swapped live, and
@@ -242,6 +244,15 @@ pub fn valid_interface(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || b"-_.@:+".contains(&c))
 }
 
+/// Whose share a source address counts against in host mode: its
+/// sandbox's (every cap is per sandbox), else the address's own.
+pub fn client_of(table: &SandboxTable, ip: IpAddr) -> crate::listener::Client {
+    match table.lookup(ip) {
+        Some(s) => crate::listener::Client::Sandbox(s.key.clone()),
+        None => crate::listener::Client::Addr(ip),
+    }
+}
+
 /// Why host mode with nftables refuses a table without `interfaces`.
 pub const NO_INTERFACES: &str = "the sandbox table names no `interfaces`: host mode holds whatever arrives on the host-side interfaces of the sandboxes (their veth peers or TAP devices, or the bridge they sit on and its ports), whatever its source address says; list them, e.g. interfaces = [\"veth-sbx*\"] or [\"br-sbx\", \"veth*\"] (docs/host.md)";
 
@@ -432,6 +443,7 @@ impl SandboxTable {
                 max_connections: shared.max_connections,
             });
             let sandbox = Arc::new(Sandbox {
+                key: Arc::from(entry.id.as_str()),
                 id: entry.id,
                 addresses,
                 ctx,

@@ -29,6 +29,10 @@ impl Route for HostRoute {
         })
     }
 
+    fn client(&self, from: IpAddr) -> crate::listener::Client {
+        super::client_of(&self.table.load(), from)
+    }
+
     fn given(&self, from: IpAddr, given: &Given) {
         let table = self.table.load();
         let Some(sandbox) = table.lookup(from) else {

@@ -284,8 +284,16 @@ pub async fn start(config: HostConfig) -> Result<HostRunning, HostStartError> {
         ),
         None => None,
     };
+    // One sandbox's share holds across the IPv4 and IPv6 listeners.
+    let clients = Arc::new(crate::listener::Clients::default());
     for l in tcp {
-        super::transparent::serve(table.clone(), l, max_connections, metrics.clone());
+        super::transparent::serve(
+            table.clone(),
+            l,
+            max_connections,
+            metrics.clone(),
+            clients.clone(),
+        );
     }
     let route = Arc::new(HostRoute {
         table: table.clone(),

@@ -55,14 +55,17 @@ pub const SPEAK_FIRST: Duration = Duration::from_millis(500);
 const MAX_OPENING: usize = 16 * 1024;
 
 /// Serves the transparent listener until the runtime stops.
-pub fn serve(
+pub(crate) fn serve(
     table: Arc<ArcSwap<SandboxTable>>,
     listener: TcpListener,
     cap: usize,
     metrics: Arc<Metrics>,
+    clients: Arc<crate::listener::Clients>,
 ) {
     let m = metrics.clone();
-    crate::listener::accept_loop(listener, cap, metrics, move |s, peer| {
+    let t = table.clone();
+    let client = move |ip| super::client_of(&t.load(), ip);
+    crate::listener::accept_loop_by(listener, cap, metrics, clients, client, move |s, peer| {
         let (table, m) = (table.clone(), m.clone());
         async move {
             m.transparent_connections.inc();

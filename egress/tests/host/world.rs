@@ -230,6 +230,8 @@ pub(crate) struct World {
     pub(crate) seen: Seen,
     pub(crate) daemon: Option<Child>,
     tls: Vec<Child>,
+    /// More arguments for the daemon (`restart_with`).
+    extra: Vec<String>,
 }
 
 impl Drop for World {
@@ -368,6 +370,7 @@ impl World {
             seen,
             daemon: None,
             tls,
+            extra: Vec::new(),
         };
         w.start_daemon();
         w
@@ -387,6 +390,7 @@ impl World {
             .args(["--metrics", "127.0.0.1:9464"])
             .args(["--upstream-dns", "11.0.0.53:53", "--log"])
             .arg(self.dir.join("decisions.jsonl"))
+            .args(&self.extra)
             .stdout(Stdio::null())
             .stderr(err)
             .spawn()
@@ -404,6 +408,17 @@ impl World {
             "the daemon did not start:\n{}",
             std::fs::read_to_string(self.dir.join("daemon.err")).unwrap_or_default()
         );
+    }
+
+    /// Stops the daemon and starts it again with `args` added.
+    pub(crate) fn restart_with(&mut self, args: &[&str]) {
+        if let Some(mut d) = self.daemon.take() {
+            let _ = d.kill();
+            let _ = d.wait();
+        }
+        let _ = std::fs::remove_file(self.dir.join("control.sock"));
+        self.extra = args.iter().map(|a| a.to_string()).collect();
+        self.start_daemon();
     }
 
     /// `bash -c SCRIPT` inside sandbox `k` (1-based), bounded to 15 s:
