@@ -21,8 +21,7 @@ use std::net::IpAddr;
 
 use nftables::batch::Batch;
 use nftables::expr::{
-    CT, Expression, Fib, FibFlag, FibResult, Meta, MetaKey, NamedExpression, Payload, PayloadField,
-    SetItem,
+    CT, Expression, Meta, MetaKey, NamedExpression, Payload, PayloadField, SetItem,
 };
 use nftables::expr::{Elem, Prefix, Range};
 use nftables::schema::{
@@ -31,6 +30,9 @@ use nftables::schema::{
 };
 use nftables::stmt::{JumpTarget, Mangle, Match, NAT, Operator, Statement};
 use nftables::types::{NfChainPolicy, NfChainType, NfFamily, NfHook};
+
+pub use super::boundary::{BRIDGE_TABLE, bridge_rules, hold_rules, ifaces_in_rules};
+use super::boundary::{bridge_sets, flush_chain};
 
 /// The table's name (family `inet`).
 pub const TABLE: &str = "gatehouse_host";
@@ -60,7 +62,7 @@ fn family() -> NfFamily {
     NfFamily::INet
 }
 
-fn field(protocol: &'static str, name: &'static str) -> Expression<'static> {
+pub(super) fn field(protocol: &'static str, name: &'static str) -> Expression<'static> {
     Expression::Named(NamedExpression::Payload(Payload::PayloadField(
         PayloadField {
             protocol: Cow::Borrowed(protocol),
@@ -69,7 +71,7 @@ fn field(protocol: &'static str, name: &'static str) -> Expression<'static> {
     )))
 }
 
-fn is(left: Expression<'static>, right: Expression<'static>) -> Statement<'static> {
+pub(super) fn is(left: Expression<'static>, right: Expression<'static>) -> Statement<'static> {
     Statement::Match(Match {
         left,
         right,
@@ -77,7 +79,7 @@ fn is(left: Expression<'static>, right: Expression<'static>) -> Statement<'stati
     })
 }
 
-fn l4proto(name: &'static str) -> Statement<'static> {
+pub(super) fn l4proto(name: &'static str) -> Statement<'static> {
     is(
         Expression::Named(NamedExpression::Meta(Meta {
             key: MetaKey::L4proto,
@@ -86,7 +88,7 @@ fn l4proto(name: &'static str) -> Statement<'static> {
     )
 }
 
-fn rule(chain: &'static str, expr: Vec<Statement<'static>>) -> NfListObject<'static> {
+pub(super) fn rule(chain: &'static str, expr: Vec<Statement<'static>>) -> NfListObject<'static> {
     NfListObject::Rule(Rule {
         family: family(),
         table: Cow::Borrowed(TABLE),
@@ -158,7 +160,7 @@ pub struct LayerRule {
     pub drop: bool,
 }
 
-fn sources_sets(c: &Contents<'_>) -> [(&'static str, Vec<Expression<'static>>); 2] {
+pub(super) fn sources_sets(c: &Contents<'_>) -> [(&'static str, Vec<Expression<'static>>); 2] {
     let (mut v4, mut v6) = (Vec::new(), Vec::new());
     for net in ipnet::IpNet::aggregate(&c.networks.to_vec()) {
         let e = if net.prefix_len() == net.max_prefix_len() {
@@ -186,229 +188,11 @@ fn sources_sets(c: &Contents<'_>) -> [(&'static str, Vec<Expression<'static>>); 
     [("sandboxes_v4", v4), ("sandboxes_v6", v6)]
 }
 
-fn prefix(net: ipnet::IpNet) -> Expression<'static> {
+pub(super) fn prefix(net: ipnet::IpNet) -> Expression<'static> {
     Expression::Named(NamedExpression::Prefix(Prefix {
         addr: Box::new(Expression::String(Cow::Owned(net.network().to_string()))),
         len: u32::from(net.prefix_len()),
     }))
-}
-
-/// The bridge table's name (family `bridge`).
-pub const BRIDGE_TABLE: &str = "gatehouse_host_br";
-
-fn iif(name: &str) -> Statement<'static> {
-    is(
-        Expression::Named(NamedExpression::Meta(Meta {
-            key: MetaKey::Iifname,
-        })),
-        Expression::String(Cow::Owned(name.to_string())),
-    )
-}
-
-fn not(left: Expression<'static>, right: Expression<'static>) -> Statement<'static> {
-    Statement::Match(Match {
-        left,
-        right,
-        op: Operator::NEQ,
-    })
-}
-
-/// `fib saddr . iif oif missing`: the source does not route back through
-/// the interface it came in on.
-fn rpf_fails() -> Statement<'static> {
-    is(
-        Expression::Named(NamedExpression::Fib(Fib {
-            result: FibResult::Oif,
-            flags: [FibFlag::Saddr, FibFlag::Iif].into_iter().collect(),
-        })),
-        Expression::Boolean(false),
-    )
-}
-
-/// The `hold` chain (prerouting, before everything else): whatever arrives
-/// on a sandbox interface is a sandbox's, whatever its source address
-/// says. It must carry a sandbox's address (IPv4), or a sandbox's, a
-/// link-local or the unspecified address (IPv6, for neighbour discovery),
-/// and that address must route back through the interface it came in on
-/// (a reverse-path check: on routed interfaces a sandbox cannot claim a
-/// neighbour's address). Everything else is dropped before it is routed.
-pub fn hold_rules(interfaces: &[String]) -> Vec<NfListObject<'static>> {
-    let mut out = Vec::new();
-    let s = |t: &'static str| Expression::String(Cow::Borrowed(t));
-    for p in interfaces {
-        out.push(rule(
-            "hold",
-            vec![
-                iif(p),
-                not(field("ip", "saddr"), s("@sandboxes_v4")),
-                Statement::Drop(None),
-            ],
-        ));
-        out.push(rule(
-            "hold",
-            vec![
-                iif(p),
-                not(field("ip6", "saddr"), s("@sandboxes_v6")),
-                not(
-                    field("ip6", "saddr"),
-                    prefix(ipnet::IpNet::V6(
-                        ipnet::Ipv6Net::new(
-                            std::net::Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 0),
-                            10,
-                        )
-                        .unwrap_or_default(),
-                    )),
-                ),
-                not(field("ip6", "saddr"), s("::")),
-                Statement::Drop(None),
-            ],
-        ));
-        out.push(rule(
-            "hold",
-            vec![
-                iif(p),
-                is(
-                    Expression::Named(NamedExpression::Meta(Meta {
-                        key: MetaKey::Nfproto,
-                    })),
-                    s("ipv4"),
-                ),
-                rpf_fails(),
-                Statement::Drop(None),
-            ],
-        ));
-        out.push(rule(
-            "hold",
-            vec![
-                iif(p),
-                not(field("ip6", "saddr"), s("::")),
-                rpf_fails(),
-                Statement::Drop(None),
-            ],
-        ));
-    }
-    out
-}
-
-/// The `ifaces_in` chain (jumped to first from `input`): from a sandbox
-/// interface — whatever the source, link-local included — the host is
-/// reached only on the daemon's two ports and by ICMPv6 (neighbour
-/// discovery).
-pub fn ifaces_in_rules(interfaces: &[String], ports: Ports) -> Vec<NfListObject<'static>> {
-    let port = |p: u16| Expression::Number(u32::from(p));
-    let mut out = Vec::new();
-    for p in interfaces {
-        out.push(rule(
-            "ifaces_in",
-            vec![
-                iif(p),
-                is(
-                    field("tcp", "dport"),
-                    Expression::Named(NamedExpression::Set(vec![
-                        SetItem::Element(port(ports.transparent)),
-                        SetItem::Element(port(ports.dns)),
-                    ])),
-                ),
-                Statement::Accept(None),
-            ],
-        ));
-        out.push(rule(
-            "ifaces_in",
-            vec![
-                iif(p),
-                is(field("udp", "dport"), port(ports.dns)),
-                Statement::Accept(None),
-            ],
-        ));
-        out.push(rule(
-            "ifaces_in",
-            vec![iif(p), l4proto("ipv6-icmp"), Statement::Accept(None)],
-        ));
-        out.push(rule("ifaces_in", vec![iif(p), Statement::Drop(None)]));
-    }
-    out
-}
-
-/// The bridge table's `forward` chain: a sandbox on a bridge reaches only
-/// the host, never another port (another sandbox, or an uplink that would
-/// bypass the host), whatever `bridge-nf-call-*` says. Dropped when
-/// bridged: every frame carrying a sandbox's address (IPv4, IPv6, ARP),
-/// and everything that entered through an interface the table names (a
-/// port pattern such as `vsbx*`: only a named port's IPv6 link-local
-/// traffic can be told from another container's).
-pub fn bridge_rules(interfaces: &[String]) -> Vec<NfListObject<'static>> {
-    let r = |expr: Vec<Statement<'static>>| {
-        NfListObject::Rule(Rule {
-            family: NfFamily::Bridge,
-            table: Cow::Borrowed(BRIDGE_TABLE),
-            chain: Cow::Borrowed("forward"),
-            expr: Cow::Owned(expr),
-            handle: None,
-            index: None,
-            comment: None,
-        })
-    };
-    let s = |t: &'static str| Expression::String(Cow::Borrowed(t));
-    let mut out = vec![
-        r(vec![
-            is(field("ip", "saddr"), s("@sandboxes_v4")),
-            Statement::Drop(None),
-        ]),
-        r(vec![
-            is(field("ip6", "saddr"), s("@sandboxes_v6")),
-            Statement::Drop(None),
-        ]),
-        r(vec![
-            is(field("arp", "saddr ip"), s("@sandboxes_v4")),
-            Statement::Drop(None),
-        ]),
-    ];
-    out.extend(
-        interfaces
-            .iter()
-            .map(|p| r(vec![iif(p), Statement::Drop(None)])),
-    );
-    out
-}
-
-/// The bridge table's copies of the sandboxes' sets (a table's rules see
-/// only its own sets).
-fn bridge_sets(c: &Contents<'_>, b: &mut Batch<'static>, flush: bool) {
-    for ((name, elems), kind) in sources_sets(c)
-        .into_iter()
-        .zip([SetType::Ipv4Addr, SetType::Ipv6Addr])
-    {
-        let set = Set {
-            family: NfFamily::Bridge,
-            table: Cow::Borrowed(BRIDGE_TABLE),
-            ..set_of(name, kind, SetFlag::Interval)
-        };
-        if flush {
-            b.add_cmd(NfCmd::Flush(FlushObject::Set(Box::new(set))));
-            if !elems.is_empty() {
-                b.add(NfListObject::Element(Element {
-                    family: NfFamily::Bridge,
-                    table: Cow::Borrowed(BRIDGE_TABLE),
-                    name: Cow::Borrowed(name),
-                    elem: Cow::Owned(elems),
-                }));
-            }
-        } else {
-            b.add(NfListObject::Set(Box::new(Set {
-                elem: (!elems.is_empty()).then_some(Cow::Owned(elems)),
-                ..set
-            })));
-        }
-    }
-}
-
-fn flush_chain(b: &mut Batch<'static>, fam: NfFamily, table: &'static str, name: &'static str) {
-    b.add_cmd(NfCmd::Flush(FlushObject::Chain(Chain {
-        family: fam,
-        table: Cow::Borrowed(table),
-        name: Cow::Borrowed(name),
-        ..Chain::default()
-    })));
 }
 
 /// The rules of the `layer` chain.
@@ -463,7 +247,7 @@ fn layer_rules(layer: &[LayerRule]) -> Vec<NfListObject<'static>> {
     out
 }
 
-fn set_of(name: &'static str, kind: SetType, flags: SetFlag) -> Set<'static> {
+pub(super) fn set_of(name: &'static str, kind: SetType, flags: SetFlag) -> Set<'static> {
     Set {
         family: family(),
         table: Cow::Borrowed(TABLE),

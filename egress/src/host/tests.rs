@@ -1,0 +1,228 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use super::*;
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("gatehouse-host-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(
+        d.join("a.policy"),
+        "policy a {\n  network {\n    allow domain a.test\n  }\n}\n",
+    )
+    .unwrap();
+    std::fs::write(d.join("b.policy"), "policy b {\n  network off\n}\n").unwrap();
+    d
+}
+
+fn load(d: &Path, text: &str) -> Result<SandboxTable, HostError> {
+    load_trusting(d, text, Vec::new())
+}
+
+fn load_trusting(
+    d: &Path,
+    text: &str,
+    trusted: Vec<gatehouse::bundle::PublicKey>,
+) -> Result<SandboxTable, HostError> {
+    let path = d.join("sandboxes.toml");
+    std::fs::write(&path, text).unwrap();
+    SandboxTable::load(&path, &shared_trusting(trusted), None)
+}
+
+fn shared_trusting(trusted: Vec<gatehouse::bundle::PublicKey>) -> Shared {
+    shared_with("127.0.0.1:9", trusted)
+}
+
+/// Issue 53, item 5: the daemon's own upstream resolver's address is
+/// no sandbox's.
+#[test]
+fn the_upstream_resolvers_address_is_no_sandboxs() {
+    let d = dir("upstream");
+    std::fs::write(
+        d.join("a.policy"),
+        "policy a {\n  network {\n    allow domain a.test\n  }\n}\n",
+    )
+    .unwrap();
+    let path = d.join("sandboxes.toml");
+    std::fs::write(
+        &path,
+        "[[sandbox]]\nid = \"x\"\naddresses = [\"10.9.9.53\"]\npolicy = \"a.policy\"\n",
+    )
+    .unwrap();
+    let e = SandboxTable::load(&path, &shared_with("10.9.9.53:53", Vec::new()), None)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(e.contains("upstream resolver"), "{e}");
+    assert!(SandboxTable::load(&path, &shared_with("10.9.9.54:53", Vec::new()), None).is_ok());
+}
+
+fn shared_with(upstream: &str, trusted: Vec<gatehouse::bundle::PublicKey>) -> Shared {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let metrics = Arc::new(Metrics::default());
+    let resolver = rt
+        .block_on(Upstream::new(upstream.parse().unwrap(), metrics.clone()))
+        .unwrap();
+    // The resolver's socket belongs to this runtime: it lives as long
+    // as the test process.
+    std::mem::forget(rt);
+    Shared {
+        options: PolicyOptions {
+            trusted,
+            ..PolicyOptions::default()
+        },
+        metrics,
+        resolver: Arc::new(resolver),
+        timeouts: crate::relay::Timeouts::default(),
+        max_connections: 16,
+        telemetry: gatehouse_otel::Telemetry::off(),
+    }
+}
+
+#[test]
+fn sources_find_their_sandbox_and_strangers_find_none() {
+    let d = dir("lookup");
+    let t = load(
+        &d,
+        r#"
+[[sandbox]]
+id = "one"
+addresses = ["10.200.1.2", "fd00:200:1::2"]
+policy = "a.policy"
+
+[[sandbox]]
+id = "two"
+addresses = ["10.200.2.2"]
+policy = "b.policy"
+"#,
+    )
+    .unwrap();
+    let id = |ip: &str| t.lookup(ip.parse().unwrap()).map(|s| s.id.clone());
+    assert_eq!(id("10.200.1.2").as_deref(), Some("one"));
+    assert_eq!(id("::ffff:10.200.1.2").as_deref(), Some("one"));
+    assert_eq!(id("fd00:200:1::2").as_deref(), Some("one"));
+    assert_eq!(id("10.200.2.2").as_deref(), Some("two"));
+    assert_eq!(id("10.200.2.3"), None);
+    assert_eq!(id("127.0.0.1"), None);
+    let one = t.lookup("10.200.1.2".parse().unwrap()).unwrap();
+    let set = one.policies().store.load();
+    assert_eq!(set.single().unwrap().name(), "a");
+    assert_eq!(t.sandboxes().count(), 2);
+}
+
+#[test]
+fn the_example_table_loads() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/host/config");
+    let copy = dir("example");
+    for f in ["sandboxes.toml", "ci.policy", "research.policy"] {
+        std::fs::copy(path.join(f), copy.join(f)).unwrap();
+    }
+    let text = std::fs::read_to_string(copy.join("sandboxes.toml")).unwrap();
+    let t = load(&copy, &text).unwrap();
+    assert_eq!(t.sandboxes().count(), 2);
+    assert!(t.covers("10.200.9.9".parse().unwrap()));
+    let ci = t.lookup("10.200.1.2".parse().unwrap()).unwrap();
+    assert_eq!(ci.id, "ci-1");
+}
+
+#[test]
+fn with_trusted_keys_only_signed_bundles_are_taken() {
+    let d = dir("trusted");
+    let key = gatehouse::bundle::Keypair::generate().unwrap();
+    let set = gatehouse::PolicySet::from_source(
+        "a.policy",
+        "policy a {\n  network {\n    allow domain a.test\n  }\n}\n",
+    )
+    .unwrap();
+    std::fs::write(d.join("a.ghb"), key.sign(&set.to_artifact().unwrap())).unwrap();
+    let entry = |policy: &str| {
+        format!("[[sandbox]]\nid = \"x\"\naddresses = [\"10.0.0.2\"]\npolicy = \"{policy}\"\n")
+    };
+    let signed = load_trusting(&d, &entry("a.ghb"), vec![key.public()]).unwrap();
+    assert_eq!(signed.sandboxes().count(), 1);
+    let text = load_trusting(&d, &entry("a.policy"), vec![key.public()]);
+    let e = text.err().expect("text refused").to_string();
+    assert!(e.contains("sandbox `x`"), "{e}");
+    let other = gatehouse::bundle::Keypair::generate().unwrap();
+    assert!(load_trusting(&d, &entry("a.ghb"), vec![other.public()]).is_err());
+}
+
+/// Issue 53, item 6: a table edit that changes a sandbox's entry opens
+/// its policy afresh; an older signed bundle than the one in force is
+/// refused there too (the whole table is, and the old one stays).
+#[test]
+fn a_changed_entry_cannot_roll_back_a_bundle() {
+    let d = dir("rollback");
+    let key = gatehouse::bundle::Keypair::generate().unwrap();
+    let set = gatehouse::PolicySet::from_source(
+        "a.policy",
+        "policy a {\n  network {\n    allow domain a.test\n  }\n}\n",
+    )
+    .unwrap();
+    let artifact = set.to_artifact().unwrap();
+    std::fs::write(d.join("new.ghb"), key.sign_serial(&artifact, 7)).unwrap();
+    std::fs::write(d.join("old.ghb"), key.sign_serial(&artifact, 3)).unwrap();
+    let entry = |policy: &str, addr: &str| {
+        format!("[[sandbox]]\nid = \"x\"\naddresses = [\"{addr}\"]\npolicy = \"{policy}\"\n")
+    };
+    let trusted = vec![key.public()];
+    let first = load_trusting(&d, &entry("new.ghb", "10.0.0.2"), trusted.clone()).unwrap();
+    let shared = shared_trusting(trusted.clone());
+    let path = d.join("sandboxes.toml");
+    // The entry changes (its address and its file): the older bundle
+    // is refused.
+    std::fs::write(&path, entry("old.ghb", "10.0.0.3")).unwrap();
+    let e = SandboxTable::load(&path, &shared, Some(&first))
+        .err()
+        .expect("a rollback is refused")
+        .to_string();
+    assert!(e.contains("rollback") && e.contains("serial 3"), "{e}");
+    // The same bundle, or a newer one, is taken.
+    std::fs::write(&path, entry("new.ghb", "10.0.0.3")).unwrap();
+    assert!(SandboxTable::load(&path, &shared, Some(&first)).is_ok());
+}
+
+#[test]
+fn a_wrong_table_is_refused_naming_the_sandbox() {
+    let d = dir("wrong");
+    let entry = |id: &str, addrs: &str, policy: &str| {
+        format!("[[sandbox]]\nid = \"{id}\"\naddresses = [{addrs}]\npolicy = \"{policy}\"\n")
+    };
+    let cases = [
+        (entry("bad id", "\"10.0.0.2\"", "a.policy"), "an id is"),
+        (entry("x", "", "a.policy"), "no addresses"),
+        (
+            entry("x", "\"10.0.0.256\"", "a.policy"),
+            "not an IP address",
+        ),
+        (
+            entry("x", "\"0.0.0.0\"", "a.policy"),
+            "cannot be a sandbox's",
+        ),
+        (entry("x", "\"::1\"", "a.policy"), "cannot be a sandbox's"),
+        (
+            entry("x", "\"10.0.0.2\"", "a.policy") + &entry("y", "\"::ffff:10.0.0.2\"", "b.policy"),
+            "already sandbox `x`'s",
+        ),
+        (
+            entry("x", "\"10.0.0.2\"", "a.policy") + &entry("x", "\"10.0.0.3\"", "b.policy"),
+            "a second sandbox",
+        ),
+        (
+            entry("x", "\"10.0.0.2\"", "missing.policy"),
+            "missing.policy",
+        ),
+        ("[[sandbox]]\nid = \"x\"\n".to_string(), "addresses"),
+        (
+            entry("x", "\"10.0.0.2\"", "a.policy") + "colour = 1\n",
+            "colour",
+        ),
+    ];
+    for (text, want) in cases {
+        let e = load(&d, &text).err().expect(&text).to_string();
+        assert!(e.contains(want), "{text}\n→ {e}");
+        assert!(e.contains("sandboxes.toml"), "{e}");
+    }
+}
