@@ -107,6 +107,13 @@ impl Policy {
             if !first.is_empty() && protect.iter().any(|p| p.eq_ignore_ascii_case(first)) {
                 return prompt(Reason::ProtectedPath, From::Implicit);
             }
+            // The code-running parts of every repository below the root, at
+            // any depth: `.git/hooks/**` and `.git/config` (the rest of a
+            // nested `.git` stays writable: `git clone` and `git commit`
+            // inside the workspace keep working).
+            if nested_git_code(path.get(root.len()..).unwrap_or_default()) {
+                return prompt(Reason::ProtectedPath, From::Implicit);
+            }
         }
         if let Some(gitdir) = &view.gitdir {
             if under(gitdir, &path) {
@@ -270,6 +277,18 @@ impl<'w> View<'w> {
             Anchor::Home => self.home.as_deref(),
         }
     }
+}
+
+/// Whether `rest` (a path's segments below a writable root) is inside
+/// `.git/hooks` or is `.git/config` of a repository at any depth
+/// (docs/language.md#sandbox, `write`): names compared without case.
+fn nested_git_code(rest: &[&str]) -> bool {
+    rest.windows(2).enumerate().any(|(i, w)| {
+        let [git, next] = w else { return false };
+        git.eq_ignore_ascii_case(".git")
+            && (next.eq_ignore_ascii_case("hooks")
+                || (next.eq_ignore_ascii_case("config") && i + 2 == rest.len()))
+    })
 }
 
 #[cfg(test)]

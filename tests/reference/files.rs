@@ -317,6 +317,20 @@ impl RefPolicy<'_> {
                 if protect.iter().any(|p| p.eq_ignore_ascii_case(first)) {
                     return sandbox("protected_path", None);
                 }
+                // Spec §9 (2026-12-06): `.git/hooks/**` and `.git/config` of
+                // a repository at any depth below the root.
+                let segs: Vec<&str> = path[r.len()..]
+                    .trim_start_matches('/')
+                    .split('/')
+                    .collect();
+                for w in segs.windows(2) {
+                    let nested = w[0].eq_ignore_ascii_case(".git")
+                        && (w[1].eq_ignore_ascii_case("hooks")
+                            || (w[1].eq_ignore_ascii_case("config") && segs.last() == Some(&w[1])));
+                    if nested {
+                        return sandbox("protected_path", None);
+                    }
+                }
             }
         }
         let (_, rule, _) = self.access(path, root, home);
