@@ -133,6 +133,52 @@ fn rights(a: (bool, bool)) -> Option<Rights> {
     }
 }
 
+/// The most directories looked at below one write root for nested
+/// repositories (a bound on the launch's cost).
+const MAX_WALK: usize = 20_000;
+
+/// Adds the `.git/hooks` and `.git/config` (any case) of every repository
+/// found below `root` (not directly under it: that `.git` is protected
+/// whole) to `anchors`, so that the engine decides them (protected: read
+/// only). Symbolic links are not followed; past [`MAX_WALK`] directories a
+/// note says where the search stopped.
+fn nested_repositories(root: &Path, anchors: &mut BTreeSet<String>, notes: &mut Vec<String>) {
+    let mut stack: Vec<(std::path::PathBuf, usize)> = vec![(root.to_path_buf(), 0)];
+    let mut seen = 0usize;
+    while let Some((dir, depth)) = stack.pop() {
+        seen += 1;
+        if seen > MAX_WALK {
+            notes.push(format!(
+                "looked for nested repositories in {MAX_WALK} directories below `{}` and stopped: the hooks and config of repositories further in are protected by the engine's decisions, not by the kernel",
+                root.display()
+            ));
+            return;
+        }
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let Ok(kind) = e.file_type() else { continue };
+            if !kind.is_dir() {
+                continue;
+            }
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.eq_ignore_ascii_case(".git") {
+                if depth >= 1 {
+                    for inner in std::fs::read_dir(e.path()).into_iter().flatten().flatten() {
+                        let n = inner.file_name().to_string_lossy().into_owned();
+                        if n.eq_ignore_ascii_case("hooks") || n.eq_ignore_ascii_case("config") {
+                            anchors.insert(inner.path().display().to_string());
+                        }
+                    }
+                }
+                continue;
+            }
+            stack.push((e.path(), depth + 1));
+        }
+    }
+}
+
 /// `path` lies strictly beneath `dir`.
 fn beneath(dir: &str, path: &str) -> bool {
     if dir == "/" {
@@ -193,6 +239,12 @@ pub fn plan(set: &PolicySet, policy: &Policy, ws: &Workspace, allow_weaker: bool
                 }
             }
         }
+    }
+    // The code-running parts of every repository below a write root, at
+    // any depth (the engine protects them: docs/language.md#sandbox,
+    // `write`): `.git/hooks` and `.git/config` as they exist at launch.
+    for root in &view.write_roots {
+        nested_repositories(Path::new(root), &mut anchors, &mut out.notes);
     }
     for r in &view.rules {
         match (&r.path, &r.base) {

@@ -319,10 +319,7 @@ impl RefPolicy<'_> {
                 }
                 // Spec §9 (2026-12-06): `.git/hooks/**` and `.git/config` of
                 // a repository at any depth below the root.
-                let segs: Vec<&str> = path[r.len()..]
-                    .trim_start_matches('/')
-                    .split('/')
-                    .collect();
+                let segs: Vec<&str> = path[r.len()..].trim_start_matches('/').split('/').collect();
                 for w in segs.windows(2) {
                     let nested = w[0].eq_ignore_ascii_case(".git")
                         && (w[1].eq_ignore_ascii_case("hooks")

@@ -27,6 +27,11 @@ mkdir -p "$ws/src" "$ws/.git" "$ws/.github/workflows" "$ws/secrets"
 echo key > "$ws/secrets/prod.key"
 echo lock > "$ws/Cargo.lock"
 echo '[core]' > "$ws/.git/config"
+# A nested repository (a submodule, a vendored repo): its hooks and config
+# are protected, the rest of its .git stays writable.
+mkdir -p "$ws/vendor/lib/.git/hooks" "$ws/vendor/lib/.git/objects"
+echo '#!/bin/sh' > "$ws/vendor/lib/.git/hooks/pre-commit"
+echo '[core]' > "$ws/vendor/lib/.git/config"
 cat > "$work/policy.policy" <<POLICY
 policy e2e {
   sandbox workspace-write {
@@ -50,6 +55,10 @@ try write-workspace sh -c 'echo x > src/new.rs'
 try write-workspace-root sh -c 'echo x > NOTES.md'
 try write-git sh -c 'echo x >> .git/config'
 try write-protected-name sh -c 'echo x > .github/workflows/ci.yml'
+try write-nested-hook sh -c 'echo x >> vendor/lib/.git/hooks/pre-commit'
+try create-nested-hook sh -c 'echo x > vendor/lib/.git/hooks/post-checkout'
+try write-nested-config sh -c 'echo x >> vendor/lib/.git/config'
+try write-nested-objects sh -c 'echo x > vendor/lib/.git/objects/new'
 try write-protected-glob sh -c 'echo x >> Cargo.lock'
 try create-protected-name sh -c 'echo x > .agents'
 try create-beneath-protected-name sh -c 'mkdir -p .zerocode/x'
@@ -94,6 +103,10 @@ expect write-workspace 'ok'
 expect write-workspace-root 'ok'
 expect write-git 'failed: .*(Read-only file system|Permission denied)'
 expect write-protected-name 'failed: .*(Read-only file system|Permission denied)'
+expect write-nested-hook 'failed: .*(Read-only file system|Permission denied)'
+expect create-nested-hook 'failed: .*(Read-only file system|Permission denied)'
+expect write-nested-config 'failed: .*(Read-only file system|Permission denied)'
+expect write-nested-objects 'ok'
 expect write-protected-glob 'failed: .*(Read-only file system|Permission denied)'
 expect create-protected-name 'failed: .*(Read-only file system|Permission denied)'
 expect create-beneath-protected-name 'failed'
