@@ -50,6 +50,10 @@ pub enum RunError {
     Io { what: String, source: io::Error },
     #[error("gatehouse-egress did not listen on 127.0.0.1:{0} within 10 s")]
     EgressStart(u16),
+    #[error(
+        "gatehouse-egress stopped at start ({0}) before it listened; its own message, above, names the cause (an unreachable upstream DNS server, a policy it refused, a port in use)"
+    )]
+    EgressExited(String),
 }
 
 fn io(what: impl Into<String>) -> impl FnOnce(io::Error) -> RunError {
@@ -146,7 +150,10 @@ fn outer(args: &Args, plan: &Plan, abi: ABI) -> Result<u8, RunError> {
     let mut egress = Reaper(egress);
     let ready = Instant::now();
     while TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_err() {
-        if ready.elapsed() > Duration::from_secs(10) || matches!(egress.0.try_wait(), Ok(Some(_))) {
+        if let Ok(Some(status)) = egress.0.try_wait() {
+            return Err(RunError::EgressExited(status.to_string()));
+        }
+        if ready.elapsed() > Duration::from_secs(10) {
             return Err(RunError::EgressStart(port));
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -522,6 +529,22 @@ fn mounts(plan: &[Mount]) -> Result<Vec<std::fs::File>, RunError> {
     Ok(held)
 }
 
+/// What a placeholder error names: the path, and (when it exists) who
+/// owns it — a placeholder left by a run as another user (root) cannot be
+/// shared by this one.
+fn placeholder_what(path: &Path) -> String {
+    use std::os::unix::fs::MetadataExt;
+    match path.symlink_metadata() {
+        Ok(md) => format!(
+            "the placeholder {} (owned by uid {}, mode {:o}: left by a run as another user, it cannot be shared; remove it or run as that user)",
+            path.display(),
+            md.uid(),
+            md.mode() & 0o7777
+        ),
+        Err(_) => format!("the placeholder {}", path.display()),
+    }
+}
+
 /// Two runs in one workspace share a placeholder: each holds a shared lock
 /// on it while its command runs, and a run that ends removes it only when
 /// it can take the lock alone (`remove_placeholder`). Otherwise the first
@@ -556,10 +579,10 @@ fn hold_placeholder(path: &Path) -> Result<Option<std::fs::File>, RunError> {
                 match open_plain(path) {
                     Ok(f) => f,
                     Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                    Err(e) => return Err(io("a placeholder")(e)),
+                    Err(e) => return Err(io(placeholder_what(path))(e)),
                 }
             }
-            Err(e) => return Err(io("a placeholder")(e)),
+            Err(e) => return Err(io(placeholder_what(path))(e)),
         };
         f.lock_shared().map_err(io("locking a placeholder"))?;
         let (Ok(held), Ok(now)) = (f.metadata(), path.symlink_metadata()) else {

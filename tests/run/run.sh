@@ -91,6 +91,13 @@ code=$?
 set -e
 if [ "$code" = 125 ] && grep -q '\*\*/\*.lock' "$work/refused"; then echo "ok: exit 125, naming the rule"; else echo "FAIL: refusal: exit $code"; cat "$work/refused"; fail=1; fi
 
+echo "== a proxy that stops at start is named as the cause, not as a timeout"
+set +e
+(cd "$ws" && "$run" --egress /bin/false "$work/policy.policy" --allow-weaker -- true) 2> "$work/stopped"
+code=$?
+set -e
+if [ "$code" = 125 ] && grep -q 'stopped at start' "$work/stopped"; then echo "ok: exit 125, the proxy's own stop named"; else echo "FAIL: a proxy that stopped: exit $code"; cat "$work/stopped"; fail=1; fi
+
 echo "== the command under the policy"
 mkdir -p "$work/outside"
 set +e
