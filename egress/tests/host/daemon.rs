@@ -240,3 +240,35 @@ fn a_sandbox_with_many_addresses_holds_one_share() {
     // Sandbox two is served whatever sandbox one holds.
     assert_eq!(held_closed(&w, 2, "AF_INET", "('11.0.0.4', 80)", 2), 0);
 }
+
+/// Item 1: one sandbox flooding a zone whose server never answers holds at
+/// most its share of the questions waiting upstream; the other sandboxes'
+/// questions are answered meanwhile.
+#[test]
+fn one_sandboxs_dns_flood_never_starves_the_others() {
+    let w = World::new("d1");
+    // 3 000 distinct questions in the hanging zone within about a second
+    // (paced, so the kernel's socket buffer does not drop them): every one
+    // waits upstream for 3 s.
+    let flood = "import socket, struct, time\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\nfor k in range(3000):\n    time.sleep(0.0002)\n    q = struct.pack('!HHHHHH', k, 0x0100, 1, 0, 0, 0)\n    for label in ('n%d' % k, 'slow', 'test'):\n        q += bytes([len(label)]) + label.encode()\n    q += b'\\\\x00\\\\x00\\\\x01\\\\x00\\\\x01'\n    s.sendto(q, ('192.0.2.53', 53))\nprint('sent')\n";
+    let (_, out, err) = w.sh(1, &format!("python3 -c \"{flood}\""));
+    assert!(out.contains("sent"), "{out} {err}");
+    // While sandbox one's questions wait (3 s each), the others ask.
+    let mut answered = 0;
+    for k in [2, 3] {
+        let name = if k == 2 { "other.test" } else { "denied.test" };
+        for _ in 0..5 {
+            let (_, out, _) = w.sh(
+                k,
+                &format!("dig +short +time=2 +tries=1 @192.0.2.53 {name}"),
+            );
+            if out.trim().starts_with("11.0.0.") {
+                answered += 1;
+            }
+        }
+    }
+    assert_eq!(
+        answered, 10,
+        "other sandboxes' questions failed while one flooded"
+    );
+}

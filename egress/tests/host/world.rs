@@ -39,6 +39,7 @@ const POLICY_ONE: &str = "policy one {
     allow domain allowed.test
     allow domain ssh.test port 22
     allow domain db.test port 22
+    allow domain **.slow.test
     deny cidr 11.0.0.2/32
   }
 }
@@ -132,6 +133,11 @@ async fn udp_origin(addr: SocketAddr, seen: Arc<AtomicUsize>) {
 
 fn dns_table() -> Answerer {
     Arc::new(|name, kind| {
+        // A zone whose server never answers (a slow authoritative server,
+        // for the fairness tests): the question waits upstream.
+        if name.trim_end_matches('.').ends_with(".slow.test") {
+            return None;
+        }
         let found = ORIGINS
             .iter()
             .find(|(n, _, _)| name.trim_end_matches('.') == *n);
