@@ -71,14 +71,10 @@ fn the_control_api_keeps_modes_leaves_nothing_behind_and_keeps_counts() {
     // Zoo call about something else: the PUT started the document afresh.
     let zoo = |body: &str| w.control("POST", "/v1/sandboxes/sandbox-one/rules", Some(body));
     assert_eq!(zoo(r#"{"kind": "domain", "value": "denied.test"}"#).0, 200);
-    let (code, body) = w.control(
-        "PUT",
-        "/v1/sandboxes/sandbox-one/policy",
-        Some(
-            "policy one {\n  network {\n    default deny\n    allow domain allowed.test\n  }\n}\n",
-        ),
+    w.put_policy(
+        "sandbox-one",
+        "policy one {\n  network {\n    default deny\n    allow domain allowed.test\n  }\n}\n",
     );
-    assert_eq!(code, 200, "{body}");
     assert_eq!(zoo(r#"{"kind": "domain", "value": "other.test"}"#).0, 200);
     let (_, out, _) = w.sh(1, "dig +short +time=3 +tries=1 @192.0.2.53 denied.test");
     assert!(

@@ -466,6 +466,22 @@ impl World {
         self._origins.0.clone()
     }
 
+    /// `PUT /v1/sandboxes/ID/policy` with `text`; asserts it is in force.
+    pub(crate) fn put_policy(&self, id: &str, text: &str) {
+        let (code, body) = self.control("PUT", &format!("/v1/sandboxes/{id}/policy"), Some(text));
+        assert_eq!(code, 200, "{body}");
+    }
+
+    /// Whether a new TCP connection from sandbox `k` to `addr` (`IP/PORT`,
+    /// bash's spelling) gets an origin's SSH-style banner within 2 s.
+    pub(crate) fn banner_from(&self, k: usize, addr: &str) -> bool {
+        let (_, out, _) = self.sh(
+            k,
+            &format!("exec 3<>/dev/tcp/{addr} && timeout 2 head -n 1 <&3"),
+        );
+        out.contains("SSH-2.0")
+    }
+
     /// curl on the control socket, from the host: (HTTP status, body).
     pub(crate) fn control(&self, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
         let mut cmd = Command::new("curl");
