@@ -261,10 +261,11 @@ impl Kernel {
 
     /// After a change in force: revokes the passes and cuts the flows the
     /// policies now in force no longer allow (`before`: the sources held
-    /// before the change). See [`Registry::revise`].
-    pub fn revise(&self, before: &[IpAddr]) {
+    /// before the change; `only`: the sandboxes it touched). See
+    /// [`Registry::revise`].
+    pub fn revise(&self, before: &[IpAddr], only: Option<&std::collections::HashSet<String>>) {
         if let Some(r) = &self.registry {
-            let (passes, flows) = r.revise(before);
+            let (passes, flows) = r.revise(before, only);
             if passes + flows > 0 {
                 stderr_line(format!(
                     "gatehouse-egress: revoked {passes} kernel passes and cut {flows} kernel-passed flows the policies in force no longer allow"

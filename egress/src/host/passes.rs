@@ -32,7 +32,7 @@
 //! restored policies, keeps the established flows they still allow, and
 //! cuts the rest (a flow no record covers is cut).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::IpAddr;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
@@ -328,16 +328,23 @@ impl Registry {
     /// revokes what they deny (and what belongs to no sandbox any more),
     /// and cuts the kernel-passed flows no still-allowed pass covers.
     /// `before` are the sources held before the change (a sandbox that
-    /// left is no longer in the table). Returns how many passes and flows
-    /// were revoked.
-    pub fn revise(&self, before: &[IpAddr]) -> (usize, usize) {
+    /// left is no longer in the table). `only`: the sandboxes the change
+    /// touched (`None`: every one, as at start or on SIGHUP) — the others'
+    /// passes are not decided again and their flows not listed, so one
+    /// sandbox's edit costs what that sandbox holds, not what the host
+    /// holds. Returns how many passes and flows were revoked.
+    pub fn revise(&self, before: &[IpAddr], only: Option<&HashSet<String>>) -> (usize, usize) {
         let Ok(mut inner) = self.inner.lock() else {
             return (0, 0);
         };
         let table = self.table.load();
         let now = Instant::now();
         let mut revoked: Vec<Key> = Vec::new();
+        let touched = |id: &str| only.is_none_or(|o| o.contains(id));
         inner.entries.retain(|key, g| {
+            if !touched(&g.sandbox) {
+                return true;
+            }
             let keep = now.saturating_duration_since(g.expires) < REMEMBER
                 && allowed(&table, &g.sandbox, &g.name, *key);
             if !keep && g.expires > now {
@@ -361,7 +368,12 @@ impl Registry {
         self.save(&inner, true);
         let cut = if self.conntrack {
             let mut sources: Vec<IpAddr> = before.to_vec();
-            sources.extend(table.sandboxes().flat_map(|s| s.addresses.iter().copied()));
+            sources.extend(
+                table
+                    .sandboxes()
+                    .filter(|s| touched(&s.id))
+                    .flat_map(|s| s.addresses.iter().copied()),
+            );
             cut_flows(&sources, |k| inner.entries.contains_key(&k))
         } else {
             0

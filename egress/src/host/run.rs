@@ -273,7 +273,7 @@ pub async fn start(config: HostConfig) -> Result<HostRunning, HostStartError> {
         install(&table.load(), ports, conntrack)?;
         // Flows a previous daemon passed: those its record shows the
         // restored policies still allow go on; the rest are cut.
-        kernel.revise(&[]);
+        kernel.revise(&[], None);
     }
     let control = match &config.control {
         Some(path) => Some(

@@ -3,7 +3,7 @@
 //! restarted daemon adopts every change), the policies the API wrote (in
 //! the state directory), and the table in force with its nftables sets.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -201,14 +201,16 @@ impl Host {
             }
         }
         let table = self.table.load();
-        let mut reloaded = false;
+        let mut reloaded = HashSet::new();
         for s in table.sandboxes() {
-            if let Some(file) = self.files.get_mut(&s.id) {
-                reloaded |= file.poll(s.policies());
+            if let Some(file) = self.files.get_mut(&s.id)
+                && file.poll(s.policies())
+            {
+                reloaded.insert(s.id.clone());
             }
         }
-        if reloaded {
-            self.refresh_layer();
+        if !reloaded.is_empty() {
+            self.refresh_layer(Some(&reloaded));
             give_back_free_memory();
         }
     }
@@ -230,11 +232,12 @@ impl Host {
             self.files
                 .insert(s.id.clone(), FileWatch::new(s.policies()));
         }
-        self.refresh_layer();
+        self.refresh_layer(None);
     }
 
     /// Puts the kernel layer of the policies in force now in the table.
-    fn refresh_layer(&self) {
+    /// `changed`: the sandboxes whose policy changed (`None`: any may have).
+    fn refresh_layer(&self, changed: Option<&HashSet<String>>) {
         if !self.nftables {
             return;
         }
@@ -246,7 +249,7 @@ impl Host {
         }
         // In the same step: the passes and flows the changed policy no
         // longer allows go.
-        self.kernel.revise(&[]);
+        self.kernel.revise(&[], changed);
     }
 
     /// Loads the table file again, keeping the sandboxes that did not
@@ -265,13 +268,20 @@ impl Host {
         let n = table.sandboxes().count();
         self.table.store(Arc::new(table));
         // A sandbox that left or changed keeps only what the table in force
-        // allows it: its passes and flows are revised; the others' go on.
+        // allows it: its passes and flows are revised; the others' (the
+        // same `Sandbox`, kept as it was) are not looked at.
+        let now = self.table.load();
+        let changed: HashSet<String> = old
+            .sandboxes()
+            .filter(|o| !now.get(&o.id).is_some_and(|s| Arc::ptr_eq(s, o)))
+            .map(|o| o.id.clone())
+            .collect();
         let before: Vec<IpAddr> = old
             .sandboxes()
+            .filter(|o| changed.contains(&o.id))
             .flat_map(|s| s.addresses.iter().copied())
             .collect();
-        self.kernel.revise(&before);
-        let now = self.table.load();
+        self.kernel.revise(&before, Some(&changed));
         for gone in old.sandboxes() {
             let kept = now.get(&gone.id).is_some_and(|s| Arc::ptr_eq(s, gone));
             if !kept {
@@ -435,7 +445,7 @@ impl Host {
                 .ok_or_else(|| ChangeError::NotFound(id.into()))?;
             s.policies().reload();
             self.files.insert(id.into(), FileWatch::new(s.policies()));
-            self.refresh_layer();
+            self.refresh_layer(Some(&HashSet::from([id.to_string()])));
         }
         let table = self.table.load();
         let s = table
