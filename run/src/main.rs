@@ -8,10 +8,14 @@
 //! its own whose only way out is `gatehouse-egress`, started here with the
 //! same policy, reached through `HTTP(S)_PROXY` / `ALL_PROXY`.
 
+#[cfg(target_os = "linux")]
+mod init;
 mod placeholder;
 mod plan;
 #[cfg(target_os = "linux")]
 mod relay;
+#[cfg(target_os = "linux")]
+mod seccomp;
 #[cfg(target_os = "linux")]
 mod sys;
 
@@ -22,7 +26,7 @@ use clap::Parser;
 
 /// The exit status of a run the launcher itself could not start (as
 /// `env`, `timeout` and container runners use it).
-const LAUNCH_FAILED: u8 = 125;
+pub(crate) const LAUNCH_FAILED: u8 = 125;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -57,8 +61,8 @@ pub struct Args {
     /// The gatehouse-egress binary [default: beside gatehouse-run, else on PATH]
     #[arg(long, value_name = "PATH")]
     pub egress: Option<PathBuf>,
-    #[arg(long, hide = true, value_name = "SOCKET")]
-    pub inner: Option<PathBuf>,
+    #[arg(long, hide = true, value_name = "FD")]
+    pub inner: Option<i32>,
     /// The command and its arguments
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<String>,

@@ -15,7 +15,9 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use gatehouse::{FileAccess, FileSandbox, Outcome, Policy, PolicySet, Query, Workspace};
+use gatehouse::{
+    FileAccess, FileSandbox, NetworkTarget, Outcome, Policy, PolicySet, Query, Workspace,
+};
 
 /// The rights a grant gives.
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]
@@ -75,6 +77,76 @@ pub struct Plan {
     pub weaker: Vec<String>,
     /// Facts worth a line on stderr (rules on paths that do not exist).
     pub notes: Vec<String>,
+    /// The unix sockets the policy lets the command reach.
+    pub sockets: Sockets,
+    /// Directories bound over themselves so that they cannot be renamed or
+    /// removed (`EBUSY`): every directory between a write root and a mount
+    /// of the plan, so that renaming a parent cannot free a protected path.
+    pub pins: Vec<PathBuf>,
+}
+
+/// The unix sockets a policy allows (`socket` queries).
+#[derive(Clone, Debug, Default, Eq, PartialEq)]
+pub enum Sockets {
+    /// None: `socket(AF_UNIX)` is refused in the kernel (seccomp).
+    #[default]
+    None,
+    /// These paths only.
+    Paths(Vec<String>),
+    /// Every one (`allow socket *`, `network unrestricted`).
+    All,
+}
+
+/// What the engine answers for unix sockets: the paths `allow socket`
+/// names that the policy allows, or all of them.
+pub fn sockets(policy: &Policy) -> Sockets {
+    let allowed = |path: &str| {
+        policy
+            .decide_in(&Query::Socket { path: path.into() }, None)
+            .outcome
+            == Outcome::Allow
+    };
+    // A path no rule names: allowed only by `allow socket *` or an
+    // unrestricted network.
+    if allowed("/nonexistent/gatehouse-run/any.sock") {
+        return Sockets::All;
+    }
+    let paths: BTreeSet<String> = (policy.network().rules.iter())
+        .filter_map(|r| match &r.target {
+            NetworkTarget::Socket(p) if r.allow && allowed(p) => Some(p.clone()),
+            _ => None,
+        })
+        .collect();
+    if paths.is_empty() {
+        Sockets::None
+    } else {
+        Sockets::Paths(paths.into_iter().collect())
+    }
+}
+
+/// Every directory strictly between a write root and a mount's path
+/// (the path itself is a mount point already), shallowest first.
+fn pins(mounts: &[Mount], grants: &[Grant]) -> Vec<PathBuf> {
+    let roots: Vec<&Path> = (grants.iter())
+        .filter(|g| g.rights == Rights::Write && g.dir)
+        .map(|g| g.path.as_path())
+        .collect();
+    let mut out: BTreeSet<PathBuf> = BTreeSet::new();
+    for m in mounts {
+        let mut at = m.path.parent();
+        while let Some(dir) = at {
+            // Strictly below a write root: its parent may be written, so
+            // it could be renamed.
+            if roots.iter().any(|r| dir != *r && dir.starts_with(r)) && dir.is_dir() {
+                out.insert(dir.to_path_buf());
+            }
+            at = dir.parent();
+        }
+    }
+    // Shallowest first: a pin's own mount must not cover a deeper one.
+    let mut v: Vec<PathBuf> = out.into_iter().collect();
+    v.sort_by_key(|p| p.components().count());
+    v
 }
 
 impl Plan {
@@ -196,7 +268,10 @@ fn segs(p: &str) -> Vec<&str> {
 /// for `~` rules). `allow_weaker` expands globs over the files that exist
 /// now instead of only reporting them.
 pub fn plan(set: &PolicySet, policy: &Policy, ws: &Workspace, allow_weaker: bool) -> Plan {
-    let mut out = Plan::default();
+    let mut out = Plan {
+        sockets: sockets(policy),
+        ..Plan::default()
+    };
     let Some(view) = policy.files(ws) else {
         out.weaker.push(format!(
             "the workspace `{}` is not an absolute path",
@@ -376,6 +451,7 @@ pub fn plan(set: &PolicySet, policy: &Policy, ws: &Workspace, allow_weaker: bool
             });
         }
     }
+    out.pins = pins(&out.mounts, &grants);
     out.grants = Some(grants);
     out
 }

@@ -1,10 +1,10 @@
 //! The launcher's plumbing: the relay between the namespace's socket and
-//! the proxy, the proxy's reaper, the temporary directory's cleanup.
+//! the proxy, the proxy's reaper, a descriptor handed across namespaces.
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
 use std::process::Child;
 use std::time::{Duration, Instant};
 
@@ -83,10 +83,111 @@ impl Drop for Reaper {
     }
 }
 
-pub(crate) struct Cleanup(pub(crate) PathBuf);
+/// Sends one descriptor over a unix stream (`SCM_RIGHTS`): how the proxy's
+/// listening socket inside the namespace reaches the launcher outside,
+/// with no socket file another process could find (docs/run.md).
+#[allow(unsafe_code)]
+pub(crate) fn send_fd(sock: &UnixStream, fd: RawFd) -> io::Result<()> {
+    let mut byte = [0u8; 1];
+    // SAFETY: CMSG_SPACE is arithmetic on a constant size.
+    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) } as usize;
+    let mut control = vec![0u8; space];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    // SAFETY: a zeroed msghdr is valid; every pointer set in it points at
+    // a live buffer of the length given; CMSG_FIRSTHDR is non-null since
+    // `control` has room for one header, which is written in bounds.
+    unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = space as _;
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        if c.is_null() {
+            return Err(io::Error::from(io::ErrorKind::InvalidInput));
+        }
+        (*c).cmsg_level = libc::SOL_SOCKET;
+        (*c).cmsg_type = libc::SCM_RIGHTS;
+        (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as _;
+        std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<RawFd>(), fd);
+        if libc::sendmsg(sock.as_raw_fd(), &msg, 0) != 1 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
 
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+/// Receives the descriptor `send_fd` sent (close-on-exec).
+#[allow(unsafe_code)]
+pub(crate) fn recv_fd(sock: &UnixStream) -> io::Result<OwnedFd> {
+    let mut byte = [0u8; 1];
+    // SAFETY: as in send_fd.
+    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) } as usize;
+    let mut control = vec![0u8; space];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    // SAFETY: as in send_fd; the header read back is checked for level,
+    // type and length before its data is read; the descriptor it carries
+    // is new to this process and owned by nothing else.
+    unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = space as _;
+        let n = libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC);
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        if n != 1
+            || c.is_null()
+            || (*c).cmsg_level != libc::SOL_SOCKET
+            || (*c).cmsg_type != libc::SCM_RIGHTS
+            || ((*c).cmsg_len as usize)
+                < libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as usize
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "the namespace sent no listening socket",
+            ));
+        }
+        let fd = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<RawFd>());
+        Ok(OwnedFd::from_raw_fd(fd))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use std::net::{Ipv4Addr, TcpListener};
+
+    #[test]
+    fn a_listening_socket_crosses_and_still_accepts() {
+        let (a, b) = UnixStream::pair().expect("pair");
+        let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind");
+        let addr = l.local_addr().expect("addr");
+        send_fd(&a, l.as_raw_fd()).expect("send");
+        drop(l);
+        let got = TcpListener::from(recv_fd(&b).expect("recv"));
+        let mut c = TcpStream::connect(addr).expect("connect");
+        c.write_all(b"x").expect("write");
+        let (mut s, _) = got.accept().expect("accept");
+        let mut buf = [0u8; 1];
+        s.read_exact(&mut buf).expect("read");
+        assert_eq!(&buf, b"x");
+    }
+
+    #[test]
+    fn a_message_without_a_descriptor_is_refused() {
+        let (mut a, b) = UnixStream::pair().expect("pair");
+        a.write_all(b"y").expect("write");
+        assert!(recv_fd(&b).is_err());
     }
 }

@@ -1,20 +1,23 @@
 //! The Linux half: the policy loaded, the plan checked, gatehouse-egress
 //! started, the namespace made, Landlock applied, the command run.
 //!
-//! Two processes of this binary take part. The *outer* one (in the host's
-//! network) starts gatehouse-egress on a loopback port and bridges a unix
-//! socket to it; it starts the *inner* one (`--inner SOCKET`) in a new
-//! network namespace (and a user namespace when not root), where only `lo`
-//! exists. The inner one brings `lo` up, serves 127.0.0.1:3128 by
-//! forwarding to the unix socket (a file, so it crosses namespaces),
-//! restricts itself with Landlock, and runs the command, which inherits
-//! both. Its exit status comes back through both.
+//! Three processes of this binary take part. The *outer* one (in the
+//! host's network) starts gatehouse-egress on a loopback port; it starts
+//! the *inner* one (`--inner FD`) in new user, network, mount and PID
+//! namespaces (`init::NamespaceSetup`), where only `lo` exists. The inner
+//! one brings `lo` up, binds 127.0.0.1:3128 there and hands that listening
+//! socket to the outer one over a socket pair (`relay::send_fd`: no socket
+//! file exists that another run's command could reach), which accepts on it
+//! and forwards to the proxy. The inner one makes the plan's mounts and
+//! forks PID 1 of the new PID namespace (`init::pid_one`), which restricts
+//! itself with Landlock and seccomp and runs the command. Its exit status
+//! comes back through all three.
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::fs::OpenOptionsExt;
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::net::UnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
@@ -23,13 +26,14 @@ use std::time::{Duration, Instant};
 use gatehouse::{PolicySet, Workspace};
 use landlock::{
     ABI, Access, AccessFs, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr,
-    RulesetStatus,
+    RulesetStatus, Scope,
 };
 
 use crate::Args;
+use crate::init::{hide_sockets, namespace_setup, pid_one};
 use crate::placeholder::{adopt_live_placeholders, hold_placeholder, remove_placeholder};
-use crate::plan::{Grant, Mount, MountKind, Plan, Rights};
-use crate::relay::{Cleanup, Reaper, splice};
+use crate::plan::{Grant, Mount, MountKind, Plan, Rights, Sockets};
+use crate::relay::{Reaper, recv_fd, send_fd, splice};
 
 /// The proxy's address inside the namespace.
 const PROXY_PORT: u16 = 3128;
@@ -84,9 +88,9 @@ pub fn run(args: &Args) -> Result<u8, RunError> {
     let mut plan = crate::plan::plan(&set, policy, &ws, args.allow_weaker);
     adopt_live_placeholders(&mut plan.mounts);
     let abi = kernel_abi();
-    match &args.inner {
+    match args.inner {
         None => outer(args, &plan, abi),
-        Some(sock) => inner(args, &plan, sock, &dir),
+        Some(fd) => inner(args, &plan, fd, &dir, abi),
     }
 }
 
@@ -103,6 +107,15 @@ fn weaker(plan: &Plan, abi: ABI) -> Vec<String> {
                 abi as i32, missing
             ));
         }
+    }
+    if !crate::seccomp::SUPPORTED {
+        v.push("no seccomp filter for this architecture: unix sockets, file handles and io_uring stay open to the command".into());
+    }
+    if let Sockets::Paths(p) = &plan.sockets {
+        v.push(format!(
+            "the policy allows the unix socket(s) {}: socket(AF_UNIX) stays open; the other sockets bound when the run starts are hidden, one bound later is reachable",
+            p.join(", ")
+        ));
     }
     v
 }
@@ -159,39 +172,51 @@ fn outer(args: &Args, plan: &Plan, abi: ABI) -> Result<u8, RunError> {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    // The unix socket the namespace reaches the proxy through.
-    let tmp = std::env::temp_dir().join(format!("gatehouse-run-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).map_err(io(format!("creating {}", tmp.display())))?;
-    let _cleanup = Cleanup(tmp.clone());
-    let sock = tmp.join("proxy.sock");
-    let listener = UnixListener::bind(&sock).map_err(io(format!("binding {}", sock.display())))?;
-    std::thread::spawn(move || {
-        for s in listener.incoming().flatten() {
-            if let Ok(t) = TcpStream::connect((Ipv4Addr::LOCALHOST, port)) {
-                splice(s, t);
-            }
-        }
-    });
+    // The socket pair the namespace's listening socket comes back over.
+    let (ctl, child_end) = UnixStream::pair().map_err(io("a socket pair"))?;
+    let child_fd = child_end.as_raw_fd();
     // The inner process, in namespaces of its own.
     let exe = std::env::current_exe().map_err(io("this program's path"))?;
     let mut inner = Command::new(exe);
     inner.args(std::env::args_os().skip(1).take_while(|a| a != "--"));
     inner
         .arg("--inner")
-        .arg(&sock)
+        .arg(child_fd.to_string())
         .arg("--")
         .args(&args.command);
     let setup = namespace_setup();
     // SAFETY: the closure runs between fork and exec; it calls only
-    // unshare(2), open(2), write(2) and close(2) on buffers made before the
-    // fork (no allocation, no locks), as pre_exec requires.
+    // fcntl(2), prctl(2), unshare(2), open(2), write(2) and close(2) on
+    // buffers made before the fork (no allocation, no locks), as pre_exec
+    // requires.
     #[allow(unsafe_code)]
     unsafe {
-        inner.pre_exec(move || setup.enter());
+        inner.pre_exec(move || {
+            // The child's end survives the exec (and only into the inner
+            // process, which closes it).
+            if libc::fcntl(child_fd, libc::F_SETFD, 0) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            setup.enter()
+        });
     }
-    let status = inner
-        .status()
-        .map_err(io("starting the namespace (user and network namespaces)"))?;
+    let mut child = inner.spawn().map_err(io(
+        "starting the namespace (user, network, mount and PID namespaces)",
+    ))?;
+    drop(child_end);
+    // The proxy's listening socket inside the namespace; each connection
+    // to it forwarded to gatehouse-egress.
+    if let Ok(fd) = recv_fd(&ctl) {
+        let listener = TcpListener::from(fd);
+        std::thread::spawn(move || {
+            for s in listener.incoming().flatten() {
+                if let Ok(t) = TcpStream::connect((Ipv4Addr::LOCALHOST, port)) {
+                    splice(s, t);
+                }
+            }
+        });
+    }
+    let status = child.wait().map_err(io("waiting for the run"))?;
     egress.stop();
     // The empty files the blocks were mounted on, if still empty files.
     for p in plan.placeholders() {
@@ -200,23 +225,31 @@ fn outer(args: &Args, plan: &Plan, abi: ABI) -> Result<u8, RunError> {
     Ok(exit_code(status))
 }
 
-fn inner(args: &Args, plan: &Plan, sock: &Path, dir: &Path) -> Result<u8, RunError> {
+fn inner(args: &Args, plan: &Plan, fd: i32, dir: &Path, abi: ABI) -> Result<u8, RunError> {
+    // SAFETY: the launcher passed its end of a socket pair as this
+    // descriptor (`--inner FD`), made for this process alone; nothing else
+    // here owns it.
+    #[allow(unsafe_code)]
+    let ctl = unsafe { UnixStream::from_raw_fd(fd) };
     loopback_up()?;
     let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, PROXY_PORT)))
         .map_err(io("the proxy port inside the namespace"))?;
-    let sock = sock.to_path_buf();
-    std::thread::spawn(move || {
-        for s in listener.incoming().flatten() {
-            if let Ok(u) = UnixStream::connect(&sock) {
-                splice(s, u);
-            }
-        }
-    });
+    send_fd(&ctl, listener.as_raw_fd()).map_err(io("handing the proxy port to the launcher"))?;
+    drop(listener);
+    drop(ctl);
     // Held until the command ends (this process waits for it).
     let mut _placeholders = Vec::new();
-    if let Some(grants) = &plan.grants {
-        _placeholders = mounts(&plan.mounts)?;
-        restrict(grants, args.allow_weaker)?;
+    if plan.grants.is_some() {
+        _placeholders = mounts(&plan.pins, &plan.mounts)?;
+    }
+    if let Sockets::Paths(allowed) = &plan.sockets {
+        // SAFETY: getppid cannot fail and touches no memory.
+        #[allow(unsafe_code)]
+        let launcher = unsafe { libc::getppid() };
+        let n = hide_sockets(launcher, allowed);
+        if args.explain {
+            eprintln!("gatehouse-run: hid {n} unix socket(s) the policy does not allow");
+        }
     }
     let proxy = format!("http://127.0.0.1:{PROXY_PORT}");
     let (prog, rest) = match args.command.split_first() {
@@ -239,17 +272,11 @@ fn inner(args: &Args, plan: &Plan, sock: &Path, dir: &Path) -> Result<u8, RunErr
         cmd.env_remove(k);
     }
     cmd.env("GATEHOUSE_RUN", "1");
-    match cmd.status() {
-        Ok(s) => Ok(exit_code(s)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            eprintln!("gatehouse-run: {prog}: command not found");
-            Ok(127)
-        }
-        Err(e) => {
-            eprintln!("gatehouse-run: {prog}: {e}");
-            Ok(126)
-        }
-    }
+    let filter = crate::seccomp::program(plan.sockets == Sockets::None);
+    pid_one(&mut cmd, || {
+        restrict(plan.grants.as_deref(), args.allow_weaker, abi)?;
+        crate::seccomp::install(&filter).map_err(io("installing the seccomp filter"))
+    })
 }
 
 /// Binds `path` over itself, read-only (with everything mounted beneath).
@@ -271,15 +298,32 @@ fn bind_read_only(path: &Path) -> Result<(), RunError> {
     )
 }
 
-/// Applies the grants to this process (and so to what it starts).
-fn restrict(grants: &[Grant], allow_weaker: bool) -> Result<(), RunError> {
+/// Applies the grants to this process (and so to what it starts), and
+/// Landlock's scopes where the kernel has them (ABI 6: no signal to, and
+/// no abstract unix socket of, a process outside the run).
+fn restrict(grants: Option<&[Grant]>, allow_weaker: bool, abi: ABI) -> Result<(), RunError> {
     let ll = |e: landlock::RulesetError| RunError::Landlock(e.to_string());
+    let scoped = (abi as i32) >= (ABI::V6 as i32);
+    let Some(grants) = grants else {
+        if scoped {
+            Ruleset::default()
+                .scope(Scope::Signal | Scope::AbstractUnixSocket)
+                .map_err(ll)?
+                .create()
+                .map_err(ll)?
+                .restrict_self()
+                .map_err(ll)?;
+        }
+        return Ok(());
+    };
     let all = AccessFs::from_all(WANT);
-    let mut rs = Ruleset::default()
-        .handle_access(all)
-        .map_err(ll)?
-        .create()
-        .map_err(ll)?;
+    let mut rs = Ruleset::default().handle_access(all).map_err(ll)?;
+    if scoped {
+        rs = rs
+            .scope(Scope::Signal | Scope::AbstractUnixSocket)
+            .map_err(ll)?;
+    }
+    let mut rs = rs.create().map_err(ll)?;
     for g in grants {
         let mut rights = match g.rights {
             Rights::Read => AccessFs::from_read(WANT),
@@ -306,11 +350,15 @@ fn restrict(grants: &[Grant], allow_weaker: bool) -> Result<(), RunError> {
 
 fn explain(plan: &Plan, abi: ABI) {
     eprintln!("gatehouse-run: Landlock ABI {}", abi as i32);
+    eprintln!("gatehouse-run: unix sockets {:?}", plan.sockets);
     match &plan.grants {
         None => eprintln!("gatehouse-run: danger-full-access: no file restriction"),
         Some(g) => {
             for g in g {
                 eprintln!("gatehouse-run: grant {:?} {}", g.rights, g.path.display());
+            }
+            for p in &plan.pins {
+                eprintln!("gatehouse-run: pin {}", p.display());
             }
             for m in &plan.mounts {
                 eprintln!("gatehouse-run: mount {:?} {}", m.kind, m.path.display());
@@ -338,69 +386,6 @@ fn exit_code(s: ExitStatus) -> u8 {
     }
 }
 
-/// What the inner process does between fork and exec, prepared before.
-struct NamespaceSetup {
-    root: bool,
-    uid_map: Vec<u8>,
-    gid_map: Vec<u8>,
-}
-
-fn namespace_setup() -> NamespaceSetup {
-    // SAFETY: geteuid and getegid cannot fail and touch no memory.
-    #[allow(unsafe_code)]
-    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
-    NamespaceSetup {
-        root: uid == 0,
-        uid_map: format!("0 {uid} 1\n").into_bytes(),
-        gid_map: format!("0 {gid} 1\n").into_bytes(),
-    }
-}
-
-impl NamespaceSetup {
-    /// New network and mount namespaces; when not root, inside a new user
-    /// namespace where this user is root (as `unshare -r`: the inner
-    /// process keeps the capabilities to bring `lo` up and mount across its
-    /// exec; files it makes belong to this user outside).
-    #[allow(unsafe_code)]
-    fn enter(&self) -> io::Result<()> {
-        let flags = if self.root {
-            libc::CLONE_NEWNET | libc::CLONE_NEWNS
-        } else {
-            libc::CLONE_NEWUSER | libc::CLONE_NEWNET | libc::CLONE_NEWNS
-        };
-        // SAFETY: unshare takes flags only.
-        if unsafe { libc::unshare(flags) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        if !self.root {
-            write_proc(c"/proc/self/setgroups", b"deny")?;
-            write_proc(c"/proc/self/uid_map", &self.uid_map)?;
-            write_proc(c"/proc/self/gid_map", &self.gid_map)?;
-        }
-        Ok(())
-    }
-}
-
-/// open + write + close, nothing else (safe between fork and exec).
-#[allow(unsafe_code)]
-fn write_proc(path: &std::ffi::CStr, data: &[u8]) -> io::Result<()> {
-    // SAFETY: `path` is NUL-terminated; `data` outlives the call; the fd is
-    // closed on every path.
-    unsafe {
-        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let n = libc::write(fd, data.as_ptr().cast(), data.len());
-        let err = io::Error::last_os_error();
-        libc::close(fd);
-        if n < 0 || n as usize != data.len() {
-            return Err(err);
-        }
-    }
-    Ok(())
-}
-
 fn cstr(p: &Path) -> Result<std::ffi::CString, RunError> {
     std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).map_err(|_| RunError::Io {
         what: format!("{}: a NUL in the path", p.display()),
@@ -410,7 +395,7 @@ fn cstr(p: &Path) -> Result<std::ffi::CString, RunError> {
 
 /// mount(2), its error naming the path.
 #[allow(unsafe_code)]
-fn mount(
+pub(crate) fn mount(
     src: Option<&std::ffi::CStr>,
     target: &Path,
     fstype: Option<&std::ffi::CStr>,
@@ -435,7 +420,7 @@ fn mount(
 /// give more again bound back from a descriptor opened before any mount.
 /// Makes the mounts; returns the placeholders it holds, to keep open for
 /// as long as the command runs.
-fn mounts(plan: &[Mount]) -> Result<Vec<std::fs::File>, RunError> {
+fn mounts(pins: &[PathBuf], plan: &[Mount]) -> Result<Vec<std::fs::File>, RunError> {
     let mut held = Vec::new();
     if plan.is_empty() {
         return Ok(held);
@@ -447,6 +432,14 @@ fn mounts(plan: &[Mount]) -> Result<Vec<std::fs::File>, RunError> {
         libc::MS_REC | libc::MS_PRIVATE,
         "making private",
     )?;
+    // Each directory between a write root and a protected place bound
+    // over itself: a mount point cannot be renamed or removed (EBUSY), so
+    // renaming a parent cannot free the place (`mv target x; mkdir -p
+    // target/release`).
+    for p in pins {
+        let src = cstr(p)?;
+        mount(Some(&src), p, None, libc::MS_BIND, "pinning")?;
+    }
     // The originals, opened before anything covers them.
     let mut saved = Vec::new();
     for m in plan {

@@ -124,7 +124,8 @@ def setns_connect():
 
 
 def environ():
-    marker = os.environ["GH_MARKER"].encode()
+    # The victim's variable (the probe's own GH_MARKER is not a find).
+    marker = b"SECRET_TOKEN=" + os.environ["GH_MARKER"].encode()
     seen = []
     for p in [f"/proc/{os.environ['GH_VICTIM']}/environ"] + glob.glob("/proc/[0-9]*/environ"):
         try:
