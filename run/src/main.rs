@@ -48,6 +48,13 @@ pub struct Args {
     /// older Landlock ABI lacks), each named on stderr
     #[arg(long)]
     pub allow_weaker: bool,
+    /// Open unix sockets to the paths the policy allows (`allow socket
+    /// "/path"`): socket(AF_UNIX) stays open and every other socket bound
+    /// when the run starts is hidden; one bound later is reachable. Without
+    /// it such a policy's unix sockets are all refused, as sandbox-runtime
+    /// refuses them on Linux (the kernel cannot tell one path from another)
+    #[arg(long)]
+    pub socket_paths: bool,
     /// Print the Landlock rules and split directories before running
     #[arg(long)]
     pub explain: bool,

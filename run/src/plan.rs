@@ -133,11 +133,19 @@ fn pins(mounts: &[Mount], grants: &[Grant]) -> Vec<PathBuf> {
         .collect();
     let mut out: BTreeSet<PathBuf> = BTreeSet::new();
     for m in mounts {
-        let mut at = m.path.parent();
+        // The directories the kernel will walk: a path through a symbolic
+        // link is pinned where the link leads (a mount on a link's path
+        // lands on its target).
+        let Some(parent) = m.path.parent().and_then(|p| std::fs::canonicalize(p).ok()) else {
+            continue;
+        };
+        let mut at = Some(parent.as_path());
         while let Some(dir) = at {
             // Strictly below a write root: its parent may be written, so
             // it could be renamed.
-            if roots.iter().any(|r| dir != *r && dir.starts_with(r)) && dir.is_dir() {
+            if roots.iter().any(|r| dir != *r && dir.starts_with(r))
+                && dir.symlink_metadata().is_ok_and(|m| m.is_dir())
+            {
                 out.insert(dir.to_path_buf());
             }
             at = dir.parent();
@@ -457,7 +465,11 @@ pub fn plan(set: &PolicySet, policy: &Policy, ws: &Workspace, allow_weaker: bool
 }
 
 /// Adds the paths under `dir` a glob matches (the shallowest of each
-/// branch) to `anchors`.
+/// branch) to `anchors`. Symbolic links to directories are followed, as
+/// sandbox-runtime's expansion (ripgrep `--follow`) follows them, so that
+/// `**/*.env` reaches `WS/link-home/project.env` (the mount made on that
+/// path covers the file the link leads to); each directory is walked once,
+/// so a link loop ends.
 fn expand(
     pattern: &gatehouse::normalize::FilePattern,
     base: &str,
@@ -465,6 +477,25 @@ fn expand(
     anchors: &mut BTreeSet<String>,
     seen: &mut usize,
 ) {
+    let mut walked = BTreeSet::new();
+    expand_in(pattern, base, dir, anchors, seen, &mut walked);
+}
+
+fn expand_in(
+    pattern: &gatehouse::normalize::FilePattern,
+    base: &str,
+    dir: &Path,
+    anchors: &mut BTreeSet<String>,
+    seen: &mut usize,
+    walked: &mut BTreeSet<(u64, u64)>,
+) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::metadata(dir) else {
+        return;
+    };
+    if !walked.insert((meta.dev(), meta.ino())) {
+        return;
+    }
     let Ok(rd) = std::fs::read_dir(dir) else {
         return;
     };
@@ -477,8 +508,11 @@ fn expand(
         let text = p.to_string_lossy().into_owned();
         if pattern.covers(&segs(base), &segs(&text)) {
             anchors.insert(text);
-        } else if e.file_type().is_ok_and(|t| t.is_dir()) {
-            expand(pattern, base, &p, anchors, seen);
+        } else if e
+            .file_type()
+            .is_ok_and(|t| t.is_dir() || (t.is_symlink() && p.is_dir()))
+        {
+            expand_in(pattern, base, &p, anchors, seen, walked);
         }
     }
 }
@@ -566,6 +600,58 @@ mod tests {
             plan.mounts
         );
         let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn globs_reach_through_symlinked_directories_and_parents_are_pinned() {
+        let d = std::env::temp_dir().join(format!("gh-run-link-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("home/project")).unwrap();
+        std::fs::create_dir_all(d.join("ws/target/release")).unwrap();
+        std::fs::write(d.join("home/project/project.env"), "x").unwrap();
+        std::os::unix::fs::symlink(d.join("home"), d.join("ws/link-home")).unwrap();
+        // A loop: walked once.
+        std::os::unix::fs::symlink(d.join("ws"), d.join("home/back")).unwrap();
+        let ws_dir = d.join("ws");
+        let src = "policy p { sandbox workspace-write { exclude \"/tmp\"; none \"**/*.env\"; read \"target/release\" } }";
+        let set = PolicySet::from_source("p", src).unwrap();
+        let p = set.policies().next().unwrap();
+        let ws = Workspace::new(ws_dir.to_string_lossy());
+        let plan = plan(&set, p, &ws, true);
+        assert!(
+            plan.mounts
+                .iter()
+                .any(|m| m.path == ws_dir.join("link-home/project/project.env")
+                    && m.kind == MountKind::Hide),
+            "{:?}",
+            plan.mounts
+        );
+        // target/release is read-only; target, between it and the write
+        // root, is pinned so that renaming it cannot free the path.
+        assert_eq!(plan.pins, [ws_dir.join("target")], "{:?}", plan.pins);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn sockets_follow_the_engine() {
+        let one = |src: &str| {
+            let set = PolicySet::from_source("p", src).unwrap();
+            sockets(set.policies().next().unwrap())
+        };
+        assert_eq!(one("policy p { network { default deny } }"), Sockets::None);
+        assert_eq!(one("policy p { network off }"), Sockets::None);
+        assert_eq!(
+            one("policy p { network { allow socket \"/run/a.sock\" } }"),
+            Sockets::Paths(vec!["/run/a.sock".into()])
+        );
+        assert_eq!(
+            one(
+                "policy p { network { allow socket \"/run/a.sock\"; deny socket \"/run/a.sock\" } }"
+            ),
+            Sockets::None
+        );
+        assert_eq!(one("policy p { network { allow socket * } }"), Sockets::All);
+        assert_eq!(one("policy p { network unrestricted }"), Sockets::All);
     }
 
     #[test]

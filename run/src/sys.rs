@@ -111,12 +111,6 @@ fn weaker(plan: &Plan, abi: ABI) -> Vec<String> {
     if !crate::seccomp::SUPPORTED {
         v.push("no seccomp filter for this architecture: unix sockets, file handles and io_uring stay open to the command".into());
     }
-    if let Sockets::Paths(p) = &plan.sockets {
-        v.push(format!(
-            "the policy allows the unix socket(s) {}: socket(AF_UNIX) stays open; the other sockets bound when the run starts are hidden, one bound later is reachable",
-            p.join(", ")
-        ));
-    }
     v
 }
 
@@ -133,6 +127,19 @@ fn outer(args: &Args, plan: &Plan, abi: ABI) -> Result<u8, RunError> {
     }
     for n in &plan.notes {
         eprintln!("gatehouse-run: note: {n}");
+    }
+    if let Sockets::Paths(p) = &plan.sockets {
+        if args.socket_paths {
+            eprintln!(
+                "gatehouse-run: weaker: unix sockets open for {}: the other sockets bound now are hidden, one bound later is reachable",
+                p.join(", ")
+            );
+        } else {
+            eprintln!(
+                "gatehouse-run: note: the policy allows the unix socket(s) {}; the kernel cannot allow one socket path and refuse another, so every unix socket is refused (as sandbox-runtime on Linux); --socket-paths opens them",
+                p.join(", ")
+            );
+        }
     }
     if args.explain {
         explain(plan, abi);
@@ -242,7 +249,12 @@ fn inner(args: &Args, plan: &Plan, fd: i32, dir: &Path, abi: ABI) -> Result<u8, 
     if plan.grants.is_some() {
         _placeholders = mounts(&plan.pins, &plan.mounts)?;
     }
-    if let Sockets::Paths(allowed) = &plan.sockets {
+    let open_unix = match &plan.sockets {
+        Sockets::None => false,
+        Sockets::All => true,
+        Sockets::Paths(_) => args.socket_paths,
+    };
+    if let (Sockets::Paths(allowed), true) = (&plan.sockets, open_unix) {
         // SAFETY: getppid cannot fail and touches no memory.
         #[allow(unsafe_code)]
         let launcher = unsafe { libc::getppid() };
@@ -272,7 +284,7 @@ fn inner(args: &Args, plan: &Plan, fd: i32, dir: &Path, abi: ABI) -> Result<u8, 
         cmd.env_remove(k);
     }
     cmd.env("GATEHOUSE_RUN", "1");
-    let filter = crate::seccomp::program(plan.sockets == Sockets::None);
+    let filter = crate::seccomp::program(!open_unix);
     pid_one(&mut cmd, || {
         restrict(plan.grants.as_deref(), args.allow_weaker, abi)?;
         crate::seccomp::install(&filter).map_err(io("installing the seccomp filter"))
