@@ -467,6 +467,10 @@ fn mounts(pins: &[PathBuf], plan: &[Mount]) -> Result<Vec<std::fs::File>, RunErr
     let mut tmpfs = Vec::new();
     for m in plan {
         match m.kind {
+            // Gone since the plan, because a mount made before hides a
+            // folder above it (`none "~"` with `**/.env` reaching the home
+            // through a link): already out of reach.
+            MountKind::Hide | MountKind::ReadOnly if !m.path.exists() => {}
             MountKind::Hide if m.dir => {
                 mount(
                     Some(c"tmpfs"),

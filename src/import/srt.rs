@@ -406,6 +406,26 @@ const SRT_PROTECTED_NAMES: [&str; 11] = [
 /// The deeper folders among sandbox-runtime's fixed write protections.
 const SRT_PROTECTED_PATHS: [&str; 2] = [".claude/commands", ".claude/agents"];
 
+/// The `allowRead` entry that sandbox-runtime on Linux binds read-only over
+/// the write path `c`: a literal folder strictly above `c`, itself strictly
+/// inside a literal `denyRead` folder (its read-only bind comes after the
+/// write binds that the denied folder's tmpfs made it restore).
+fn shadowed_write(c: &str, fs: &FsLists) -> Option<String> {
+    let literal = |p: &String| {
+        let p = clean(p);
+        (crate::normalize::FilePattern::parse(&p).is_ok() && !is_glob(&p)).then_some(p)
+    };
+    let denied: Vec<String> = fs
+        .deny_read
+        .iter()
+        .filter_map(|(p, _)| literal(p))
+        .collect();
+    fs.allow_read
+        .iter()
+        .filter_map(|(p, _)| literal(p))
+        .find(|r| r != c && r != "." && under(c, r) && denied.iter().any(|h| h != r && under(r, h)))
+}
+
 fn fs_sandbox(doc: &mut Doc<'_>, out: &mut String, fs: &FsLists) {
     let q = crate::query::quote_string;
     let mut lines: Vec<String> = Vec::new();
@@ -424,6 +444,16 @@ fn fs_sandbox(doc: &mut Doc<'_>, out: &mut String, fs: &FsLists) {
             doc.note(Severity::Warning, *l, format!("`filesystem.allowWrite` entry \"{p}\" is not a path gatehouse can name ({e}); writes there are denied"));
         } else if is_glob(&c) {
             doc.note(Severity::Warning, *l, format!("`filesystem.allowWrite` entry \"{p}\" is a glob: a glob cannot make paths writable (sandbox-runtime on Linux skips it too); writes there are denied"));
+        } else if let Some(r) = shadowed_write(&c, fs) {
+            // sandbox-runtime 0.0.83 on Linux binds an allowRead folder
+            // inside a denyRead one read-only after the write binds, so a
+            // write path beneath it is read-only there.
+            doc.note(Severity::Warning, *l, format!("`filesystem.allowWrite` entry \"{p}\" lies in `filesystem.allowRead` entry \"{r}\" inside a denied folder: sandbox-runtime on Linux binds that folder read-only over it, so writes there are denied"));
+            lines.push(format!(
+                "    # filesystem.allowWrite (line {l}): {} is read-only under sandbox-runtime on Linux (inside allowRead {})",
+                q(&c),
+                q(&r)
+            ));
         } else if c == "/tmp" {
             tmp = true;
         } else if workspace && under(&c, ".") {

@@ -15,11 +15,13 @@ for tool in bwrap socat rg; do
   command -v "$tool" >/dev/null || { echo "$tool is missing (apt-get install bubblewrap socat ripgrep)" >&2; exit 1; }
 done
 . tests/srt/install.sh
-if [ $# -eq 0 ]; then set -- tests/data/import/srt/*.json; fi
+if [ $# -eq 0 ]; then set -- tests/data/import/srt-public/*.json tests/data/import/srt/*.json; fi
 export PATH="$root/$bin:$PATH"
 # The fixtures live outside /tmp (and so outside a checkout in /tmp): a
-# settings file that makes /tmp writable must not make them writable.
-COMPARE_WORK=$(mktemp -d /var/tmp/gatehouse-srt-compare.XXXXXX)
+# settings file that makes /tmp writable must not make them writable; and
+# outside /var, /home and /root, which real settings files deny.
+mkdir -p /srv
+COMPARE_WORK=$(mktemp -d /srv/gatehouse-srt-compare.XXXXXX)
 export COMPARE_WORK
 trap 'rm -rf "$COMPARE_WORK"' EXIT
 timeout 900 python3 tests/srt/compare.py "$node22" "$srt_cli" "$root/$bin/policyc" "$root/$bin/gatehouse-run" "$@"
