@@ -15,12 +15,14 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
+
 use gatehouse::{
     FileAccess, FileSandbox, NetworkTarget, Outcome, Policy, PolicySet, Query, Workspace,
 };
 
 /// The rights a grant gives.
-#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+#[derive(Clone, Copy, Debug, Eq, PartialEq, Serialize, Deserialize)]
 pub enum Rights {
     /// Read files, list directories, execute.
     Read,
@@ -31,7 +33,7 @@ pub enum Rights {
 }
 
 /// One Landlock rule: `rights` on `path` and everything beneath it.
-#[derive(Clone, Debug, Eq, PartialEq)]
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
 pub struct Grant {
     pub path: PathBuf,
     pub rights: Rights,
@@ -39,7 +41,7 @@ pub struct Grant {
 }
 
 /// How a mount changes access beneath a grant.
-#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+#[derive(Clone, Copy, Debug, Eq, PartialEq, Serialize, Deserialize)]
 pub enum MountKind {
     /// `none`: an empty read-only tmpfs over a directory, `/dev/null` over
     /// a file.
@@ -58,15 +60,16 @@ pub enum MountKind {
 }
 
 /// One mount, in the order they are made (parents first).
-#[derive(Clone, Debug, Eq, PartialEq)]
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
 pub struct Mount {
     pub path: PathBuf,
     pub kind: MountKind,
     pub dir: bool,
 }
 
-/// What a run enforces, and what it cannot.
-#[derive(Debug, Default)]
+/// What a run enforces, and what it cannot. Made once, by the launcher, and
+/// handed to the namespace's process as JSON (`sys::send_plan`).
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Plan {
     /// `None`: `danger-full-access`, no file restriction at all.
     pub grants: Option<Vec<Grant>>,
@@ -86,7 +89,7 @@ pub struct Plan {
 }
 
 /// The unix sockets a policy allows (`socket` queries).
-#[derive(Clone, Debug, Default, Eq, PartialEq)]
+#[derive(Clone, Debug, Default, Eq, PartialEq, Serialize, Deserialize)]
 pub enum Sockets {
     /// None: `socket(AF_UNIX)` is refused in the kernel (seccomp).
     #[default]

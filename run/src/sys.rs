@@ -68,6 +68,16 @@ pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(io::Error) -> RunError 
 
 /// Runs the command; returns its exit status.
 pub fn run(args: &Args) -> Result<u8, RunError> {
+    let dir = match &args.workspace {
+        Some(d) => d.clone(),
+        None => std::env::current_dir().map_err(io("the current directory"))?,
+    };
+    let dir =
+        std::fs::canonicalize(&dir).map_err(io(format!("the workspace {}", dir.display())))?;
+    let abi = kernel_abi();
+    if let Some(fd) = args.inner {
+        return inner(args, fd, &dir, abi);
+    }
     let text = std::fs::read_to_string(&args.policy_file).map_err(|source| RunError::Read {
         path: args.policy_file.display().to_string(),
         source,
@@ -77,21 +87,38 @@ pub fn run(args: &Args) -> Result<u8, RunError> {
     let policy = set
         .select(args.policy.as_deref())
         .map_err(|e| RunError::Policy(e.to_string()))?;
-    let dir = match &args.workspace {
-        Some(d) => d.clone(),
-        None => std::env::current_dir().map_err(io("the current directory"))?,
-    };
-    let dir =
-        std::fs::canonicalize(&dir).map_err(io(format!("the workspace {}", dir.display())))?;
     let home = std::env::var("HOME").ok().filter(|h| h.starts_with('/'));
     let ws = Workspace::bind(&dir).with_home(home);
     let mut plan = crate::plan::plan(&set, policy, &ws, args.allow_weaker);
     adopt_live_placeholders(&mut plan.mounts);
-    let abi = kernel_abi();
-    match args.inner {
-        None => outer(args, &plan, abi),
-        Some(fd) => inner(args, &plan, fd, &dir, abi),
+    outer(args, &plan, abi)
+}
+
+/// The most a plan may take as JSON between the two processes.
+const PLAN_LIMIT: usize = 64 << 20;
+
+/// The plan, to the namespace's process: its length (4 bytes, little
+/// endian), then its JSON. It is made once, by the launcher, where the
+/// host's file system is in view: the inner process does not walk it again.
+fn send_plan(ctl: &mut UnixStream, plan: &Plan) -> io::Result<()> {
+    use std::io::Write;
+    let json = serde_json::to_vec(plan).map_err(io::Error::other)?;
+    let len = u32::try_from(json.len()).map_err(|_| io::Error::other("the plan is too large"))?;
+    ctl.write_all(&len.to_le_bytes())?;
+    ctl.write_all(&json)
+}
+
+fn recv_plan(ctl: &mut UnixStream) -> io::Result<Plan> {
+    use std::io::Read;
+    let mut len = [0u8; 4];
+    ctl.read_exact(&mut len)?;
+    let len = usize::try_from(u32::from_le_bytes(len)).map_err(io::Error::other)?;
+    if len > PLAN_LIMIT {
+        return Err(io::Error::other("the plan is too large"));
     }
+    let mut json = vec![0u8; len];
+    ctl.read_exact(&mut json)?;
+    serde_json::from_slice(&json).map_err(io::Error::other)
 }
 
 /// The weaker points of this run: the plan's and the kernel's.
@@ -177,7 +204,8 @@ fn outer(args: &Args, plan: &Plan, abi: ABI) -> Result<u8, RunError> {
         if ready.elapsed() > Duration::from_secs(10) {
             return Err(RunError::EgressStart(port));
         }
-        std::thread::sleep(Duration::from_millis(20));
+        // It listens within a few ms: a short step keeps start-up short.
+        std::thread::sleep(Duration::from_millis(2));
     }
     // The socket pair the namespace's listening socket comes back over.
     let (ctl, child_end) = UnixStream::pair().map_err(io("a socket pair"))?;
@@ -211,6 +239,9 @@ fn outer(args: &Args, plan: &Plan, abi: ABI) -> Result<u8, RunError> {
         "starting the namespace (user, network, mount and PID namespaces)",
     ))?;
     drop(child_end);
+    let mut ctl = ctl;
+    // A failure here is the inner process's to report (it has ended).
+    let _ = send_plan(&mut ctl, plan);
     // The proxy's listening socket inside the namespace; each connection
     // to it forwarded to gatehouse-egress.
     if let Ok(fd) = recv_fd(&ctl) {
@@ -232,12 +263,13 @@ fn outer(args: &Args, plan: &Plan, abi: ABI) -> Result<u8, RunError> {
     Ok(exit_code(status))
 }
 
-fn inner(args: &Args, plan: &Plan, fd: i32, dir: &Path, abi: ABI) -> Result<u8, RunError> {
+fn inner(args: &Args, fd: i32, dir: &Path, abi: ABI) -> Result<u8, RunError> {
     // SAFETY: the launcher passed its end of a socket pair as this
     // descriptor (`--inner FD`), made for this process alone; nothing else
     // here owns it.
     #[allow(unsafe_code)]
-    let ctl = unsafe { UnixStream::from_raw_fd(fd) };
+    let mut ctl = unsafe { UnixStream::from_raw_fd(fd) };
+    let plan = &recv_plan(&mut ctl).map_err(io("receiving the plan from the launcher"))?;
     loopback_up()?;
     let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, PROXY_PORT)))
         .map_err(io("the proxy port inside the namespace"))?;
