@@ -88,6 +88,8 @@ fn write_proc(path: &std::ffi::CStr, data: &[u8]) -> io::Result<()> {
 pub(crate) fn pid_one(
     cmd: &mut Command,
     confine: impl FnOnce() -> Result<(), RunError>,
+    filter: &[libc::sock_filter],
+    guard: Option<crate::guard::Guard>,
 ) -> Result<u8, RunError> {
     // SAFETY: this process has a single thread here (the inner process
     // makes none: the proxy's listener went to the launcher, see
@@ -100,7 +102,7 @@ pub(crate) fn pid_one(
         ));
     }
     if pid == 0 {
-        let code = match init(cmd, confine) {
+        let code = match init(cmd, confine, filter, guard) {
             Ok(code) => code,
             Err(e) => {
                 eprintln!("gatehouse-run: {e}");
@@ -138,7 +140,12 @@ fn wait_code(status: libc::c_int) -> u8 {
 
 /// PID 1: its own /proc, no capabilities, confined, then the command.
 #[allow(unsafe_code)]
-fn init(cmd: &mut Command, confine: impl FnOnce() -> Result<(), RunError>) -> Result<u8, RunError> {
+fn init(
+    cmd: &mut Command,
+    confine: impl FnOnce() -> Result<(), RunError>,
+    filter: &[libc::sock_filter],
+    guard: Option<crate::guard::Guard>,
+) -> Result<u8, RunError> {
     // SAFETY: prctl takes integers only.
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
@@ -152,6 +159,23 @@ fn init(cmd: &mut Command, confine: impl FnOnce() -> Result<(), RunError>) -> Re
     )?;
     drop_capabilities()?;
     confine()?;
+    let seccomp = |e| crate::sys::io("installing the seccomp filter")(e);
+    match guard {
+        // The guard: a thread made now, under Landlock and before the
+        // filter, so confined like the command and not filtered itself.
+        Some(guard) => {
+            let (tx, rx) = std::sync::mpsc::channel::<std::os::fd::OwnedFd>();
+            std::thread::spawn(move || {
+                if let Ok(listener) = rx.recv() {
+                    crate::guard::serve(listener, guard);
+                }
+            });
+            let listener = crate::seccomp::install_with_listener(filter).map_err(seccomp)?;
+            tx.send(listener)
+                .map_err(|_| seccomp(io::Error::other("the guard thread is gone")))?;
+        }
+        None => crate::seccomp::install(filter).map_err(seccomp)?,
+    }
     let child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {

@@ -9,6 +9,8 @@
 //! same policy, reached through `HTTP(S)_PROXY` / `ALL_PROXY`.
 
 #[cfg(target_os = "linux")]
+mod guard;
+#[cfg(target_os = "linux")]
 mod init;
 mod placeholder;
 mod plan;
@@ -18,6 +20,7 @@ mod relay;
 mod seccomp;
 #[cfg(target_os = "linux")]
 mod sys;
+mod walk;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

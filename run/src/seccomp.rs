@@ -40,6 +40,7 @@ const OFF_ARG0: u32 = 16; // the low half of args[0] on a little-endian ABI
 
 const RET_ALLOW: u32 = 0x7fff_0000; // SECCOMP_RET_ALLOW
 const RET_ERRNO: u32 = 0x0005_0000; // SECCOMP_RET_ERRNO
+const RET_USER_NOTIF: u32 = 0x7fc0_0000; // SECCOMP_RET_USER_NOTIF
 
 fn stmt(code: u32, k: u32) -> Insn {
     Insn {
@@ -62,11 +63,12 @@ fn jump(code: u32, k: u32, jt: u8, jf: u8) -> Insn {
 const LD_W_ABS: u32 = 0x20; // BPF_LD (0) | BPF_W (0) | BPF_ABS (0x20)
 const JEQ_K: u32 = 0x05 | 0x10; // BPF_JMP | BPF_JEQ | BPF_K
 const JGE_K: u32 = 0x05 | 0x30; // BPF_JMP | BPF_JGE | BPF_K
+const JSET_K: u32 = 0x05 | 0x40; // BPF_JMP | BPF_JSET | BPF_K
 const RET_K: u32 = 0x06; // BPF_RET | BPF_K
 
 /// The filter's program. `block_unix`: refuse `socket(AF_UNIX, …)`.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-pub(crate) fn program(block_unix: bool) -> Vec<Insn> {
+pub(crate) fn program(block_unix: bool, guard: bool) -> Vec<Insn> {
     let eperm = RET_ERRNO | libc::EPERM as u32;
     let enosys = RET_ERRNO | libc::ENOSYS as u32;
     let mut p = vec![
@@ -89,6 +91,26 @@ pub(crate) fn program(block_unix: bool) -> Vec<Insn> {
         p.push(jump(JEQ_K, nr as u32, 0, 1));
         p.push(stmt(RET_K, eperm));
     }
+    if guard {
+        // openat2's flags are in a struct seccomp cannot read.
+        p.push(jump(JEQ_K, libc::SYS_openat2 as u32, 0, 1));
+        p.push(stmt(RET_K, enosys));
+        for nr in crate::guard::notified() {
+            p.push(jump(JEQ_K, nr as u32, 0, 1));
+            p.push(stmt(RET_K, RET_USER_NOTIF));
+        }
+        // An open that may create: its flags argument holds O_CREAT.
+        let mut opens = vec![(libc::SYS_openat, OFF_ARG0 + 16)];
+        #[cfg(target_arch = "x86_64")]
+        opens.push((libc::SYS_open, OFF_ARG0 + 8));
+        for (nr, flags) in opens {
+            p.push(jump(JEQ_K, nr as u32, 0, 3));
+            p.push(stmt(LD_W_ABS, flags));
+            p.push(jump(JSET_K, libc::O_CREAT as u32, 0, 1));
+            p.push(stmt(RET_K, RET_USER_NOTIF));
+            p.push(stmt(LD_W_ABS, OFF_NR));
+        }
+    }
     if block_unix {
         p.push(jump(JEQ_K, libc::SYS_socket as u32, 0, 3));
         p.push(stmt(LD_W_ABS, OFF_ARG0));
@@ -100,7 +122,7 @@ pub(crate) fn program(block_unix: bool) -> Vec<Insn> {
 }
 
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-pub(crate) fn program(_block_unix: bool) -> Vec<Insn> {
+pub(crate) fn program(_block_unix: bool, _guard: bool) -> Vec<Insn> {
     Vec::new()
 }
 
@@ -133,6 +155,33 @@ pub(crate) fn install(program: &[Insn]) -> io::Result<()> {
     Ok(())
 }
 
+/// Installs `program` and returns the listener of its `SECCOMP_RET_USER_NOTIF`
+/// answers (for `guard::serve`). Needs `no_new_privs` set first.
+#[allow(unsafe_code)]
+pub(crate) fn install_with_listener(program: &[Insn]) -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    let len =
+        u16::try_from(program.len()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let prog = libc::sock_fprog {
+        len,
+        filter: program.as_ptr().cast_mut(),
+    };
+    // SAFETY: as in `install`; the descriptor returned is new and ours.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+            &prog as *const libc::sock_fprog,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let fd = i32::try_from(fd).map_err(|_| io::Error::from(io::ErrorKind::InvalidData))?;
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+}
+
 #[cfg(all(test, any(target_arch = "x86_64", target_arch = "aarch64")))]
 #[allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 mod tests {
@@ -142,7 +191,7 @@ mod tests {
     /// 0 when it succeeded, else its errno.
     #[allow(unsafe_code)]
     fn under_filter(block_unix: bool, call: fn() -> libc::c_long) -> i32 {
-        let prog = program(block_unix);
+        let prog = program(block_unix, false);
         // SAFETY: the child calls only prctl, the probe's system call and
         // _exit (async-signal-safe), on memory made before the fork; the
         // parent waits for it.

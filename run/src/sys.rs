@@ -316,11 +316,16 @@ fn inner(args: &Args, fd: i32, dir: &Path, abi: ABI) -> Result<u8, RunError> {
         cmd.env_remove(k);
     }
     cmd.env("GATEHOUSE_RUN", "1");
-    let filter = crate::seccomp::program(!open_unix);
-    pid_one(&mut cmd, || {
-        restrict(plan.grants.as_deref(), args.allow_weaker, abi)?;
-        crate::seccomp::install(&filter).map_err(io("installing the seccomp filter"))
-    })
+    // The names guard, where there are write roots and protected names.
+    let guard = crate::guard::Guard::new(&plan.write_roots, &plan.protect);
+    let guard = (!guard.is_empty() && plan.grants.is_some()).then_some(guard);
+    let filter = crate::seccomp::program(!open_unix, guard.is_some());
+    pid_one(
+        &mut cmd,
+        || restrict(plan.grants.as_deref(), args.allow_weaker, abi),
+        &filter,
+        guard,
+    )
 }
 
 /// Binds `path` over itself, read-only (with everything mounted beneath).

@@ -141,8 +141,7 @@ victim() {
 }
 
 fail=0
-known=0
-cases="handle-read-ssh handle-read-env handle-append-hook setns-named-netns proc-environ signal-outside unix-socket-host unix-socket-abstract other-run-proxy rename-parent case-variant-git umount-protection"
+cases="handle-read-ssh handle-read-env handle-append-hook setns-named-netns proc-environ signal-outside unix-socket-host unix-socket-abstract other-run-proxy rename-parent case-variant-git case-variant-symlink case-variant-rename case-variant-race umount-protection"
 
 echo "== the control: outside any sandbox, as root, every case escapes"
 world "$work/control" 0
@@ -176,9 +175,6 @@ inside() {
     line=$(grep -E "^$c " "$d.out" || echo "$c missing")
     case "$line" in
       "$c held"*) echo "ok: $line" ;;
-      # Not held, and said so in docs/run.md ("Threat model"): a case
-      # variant of .git made during the run (issue 54 stays open on it).
-      "case-variant-git escaped"*) echo "known, not held (docs/run.md): $line"; known=$((known + 1)) ;;
       *) echo "FAIL: $line"; fail=1; n=$((n + 1)) ;;
     esac
   done
@@ -188,6 +184,9 @@ inside() {
     && echo "ok: target/release is as it was" || { echo "FAIL: target/release was freed: $(ls "$d/ws")"; fail=1; n=$((n + 1)); }
   ! grep -q planted "$d/ws/.git/hooks/pre-commit" && [ "$(cat "$d/ws/.git/config")" = '[core]' ] \
     && echo "ok: .git is as it was" || { echo "FAIL: .git changed"; fail=1; n=$((n + 1)); }
+  local variants
+  variants=$(cd "$d/ws" && ls -A | grep -ix '\.git' | grep -vx '\.git' || true)
+  [ -z "$variants" ] && echo "ok: no case variant of .git was made" || { echo "FAIL: made: $variants"; fail=1; n=$((n + 1)); }
 
   echo "as $label: $n escapes"
   [ "$n" = 0 ] || { echo "stderr of the run:"; cat "$d.err"; }
@@ -226,4 +225,4 @@ got=$(cd "$work/sockws" && "$run" --socket-paths "$work/sockets.policy" -- $py -
 [ "$got" = "allowed.sock connected host.sock refused " ] && echo "ok: with --socket-paths the allowed one connects, the other is hidden" || { echo "FAIL: with --socket-paths: $got"; fail=1; }
 
 [ "$fail" = 0 ] || exit 1
-echo "gatehouse-run escape suite: 0 escapes as root and as nobody; $known known case(s) not held, named in docs/run.md"
+echo "gatehouse-run escape suite: 0 escapes as root and as nobody"

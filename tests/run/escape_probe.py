@@ -191,6 +191,40 @@ def write_case_variant():
     return True, "wrote .GIT/hooks/pre-commit"
 
 
+def case_variant_symlink():
+    os.symlink("/tmp", ".Git")
+    return True, "made the symbolic link .Git"
+
+
+def case_variant_rename():
+    os.makedirs("plain/hooks", exist_ok=True)
+    os.rename("plain", ".gIT")
+    return True, "renamed a folder to .gIT"
+
+
+def case_variant_race():
+    """Flip a path between a harmless name and .GiT while another thread
+    creates it: a guard that checked the path and let the kernel read it
+    again would lose this race."""
+    import threading
+    buf = ctypes.create_string_buffer(b"harmless-name")
+    stop = time.time() + 1.5
+    def flip():
+        while time.time() < stop:
+            ctypes.memmove(buf, b".GiT\0", 5)
+            ctypes.memmove(buf, b"harmless-name\0", 14)
+    t = threading.Thread(target=flip)
+    t.start()
+    while time.time() < stop:
+        fd = libc.open(buf, os.O_CREAT | os.O_WRONLY, 0o644)
+        if fd >= 0:
+            os.close(fd)
+    t.join()
+    if os.path.exists(".GiT"):
+        return True, "made .GiT by racing the check"
+    return False, "the race made no .GiT"
+
+
 def umount_protection():
     # Own user and mount namespaces first (where that is allowed), then
     # lift the read-only mount over .git.
@@ -227,6 +261,9 @@ def main():
     case("other-run-proxy", other_proxy)
     case("rename-parent", rename_parent)
     case("case-variant-git", write_case_variant)
+    case("case-variant-symlink", case_variant_symlink)
+    case("case-variant-rename", case_variant_rename)
+    case("case-variant-race", case_variant_race)
     case("umount-protection", forked(umount_protection))
     time.sleep(0.2)
 

@@ -1,0 +1,506 @@
+//! The names guard: no new case variant of a protected name directly under
+//! a write root (docs/run.md, "Threat model").
+//!
+//! The engine compares protected names without case (`.GIT/hooks/pre-commit`
+//! is denied like `.git/hooks/pre-commit`), but Landlock and mounts hold
+//! only names that exist. So the system calls that make a name — `mkdir`,
+//! `mknod`, `symlink`, `link`, `rename` and an `open` with `O_CREAT` — stop
+//! in the kernel (seccomp `SECCOMP_RET_USER_NOTIF`) and this guard, a thread
+//! of the run's PID 1 under the same Landlock domain, credentials and mount
+//! namespace as the command, makes the call *on the command's behalf*: it
+//! reads the paths from the command's memory once, refuses a new name that
+//! equals a protected name in any case in a write root's own directory
+//! (`EACCES`), and otherwise makes the call itself on its copy, with the
+//! command's directories and umask, and returns the result (a descriptor
+//! through `SECCOMP_IOCTL_NOTIF_ADDFD`). Acting on its own copy is what
+//! makes it safe: the command cannot change the path between the check and
+//! the use (the kernel's `CONTINUE` would read it again). `openat2`, whose
+//! flags seccomp cannot see, answers `ENOSYS` (callers fall back to
+//! `openat`).
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+
+/// What the guard protects: the write roots' directories (device, inode)
+/// and the protected names, lower case.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Guard {
+    roots: Vec<(u64, u64)>,
+    names: Vec<String>,
+}
+
+impl Guard {
+    pub(crate) fn new(roots: &[PathBuf], names: &[String]) -> Guard {
+        Guard {
+            roots: (roots.iter())
+                .filter_map(|r| std::fs::metadata(r).ok())
+                .map(|m| (m.dev(), m.ino()))
+                .collect(),
+            names: (names.iter())
+                .filter(|n| !n.contains('/'))
+                .map(|n| n.to_ascii_lowercase())
+                .collect(),
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.roots.is_empty() || self.names.is_empty()
+    }
+}
+
+/// The system calls the guard makes, as the filter sends them.
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub(crate) enum Call {
+    MkdirAt,
+    MknodAt,
+    SymlinkAt,
+    LinkAt,
+    RenameAt2,
+    OpenAt,
+}
+
+/// The numbers the filter hands to the guard.
+pub(crate) fn notified() -> Vec<i64> {
+    let mut v = vec![
+        libc::SYS_mkdirat,
+        libc::SYS_mknodat,
+        libc::SYS_symlinkat,
+        libc::SYS_linkat,
+        libc::SYS_renameat,
+        libc::SYS_renameat2,
+    ];
+    #[cfg(target_arch = "x86_64")]
+    v.extend([
+        libc::SYS_mkdir,
+        libc::SYS_mknod,
+        libc::SYS_symlink,
+        libc::SYS_link,
+        libc::SYS_rename,
+        libc::SYS_creat,
+    ]);
+    v
+}
+
+/// Runs the guard on the listener `fd` until every process under the
+/// filter has gone. Call on a thread made after Landlock and before the
+/// filter: it must be confined like the command and not filtered itself.
+#[allow(unsafe_code)]
+pub(crate) fn serve(listener: OwnedFd, guard: Guard) {
+    // Its own umask (the command's is applied by hand), its own cwd.
+    // SAFETY: unshare and umask take integers only.
+    unsafe {
+        libc::unshare(libc::CLONE_FS);
+        libc::umask(0);
+    }
+    let fd = listener.as_raw_fd();
+    loop {
+        // SAFETY: a zeroed seccomp_notif is a valid value for the kernel to
+        // fill; the ioctl writes within it.
+        let mut req: libc::seccomp_notif = unsafe { std::mem::zeroed() };
+        let r = unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_RECV, &mut req) };
+        if r != 0 {
+            match io::Error::last_os_error().raw_os_error() {
+                Some(libc::EINTR) | Some(libc::ENOENT) => continue,
+                _ => return,
+            }
+        }
+        // One at a time, on this thread (an open that may block hands
+        // itself to a thread of its own: see `handle`).
+        answer(fd, &req, &guard);
+    }
+}
+
+/// The answer to one request: the call made, or refused.
+fn answer(fd: RawFd, req: &libc::seccomp_notif, guard: &Guard) {
+    respond(fd, req, handle(fd, req, guard));
+}
+
+/// Sends `outcome` as the answer to `req` (unless it was sent already).
+#[allow(unsafe_code)]
+fn respond(fd: RawFd, req: &libc::seccomp_notif, outcome: Outcome) {
+    let (val, error) = match outcome {
+        Outcome::Value(v) => (v, 0),
+        Outcome::Errno(e) => (0, -e),
+        Outcome::Sent => return,
+    };
+    let mut resp = libc::seccomp_notif_resp {
+        id: req.id,
+        val,
+        error,
+        flags: 0,
+    };
+    // SAFETY: the ioctl reads `resp`, which lives across the call. A
+    // request whose process has gone answers ENOENT: nothing to do.
+    unsafe {
+        libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_SEND, &mut resp);
+    }
+}
+
+enum Outcome {
+    Value(i64),
+    Errno(i32),
+    /// A descriptor installed and the answer sent with it.
+    Sent,
+}
+
+fn errno_of(e: &io::Error) -> i32 {
+    e.raw_os_error().unwrap_or(libc::EIO)
+}
+
+/// The command's view, for one request: its memory, its directories, its
+/// umask.
+struct Target {
+    tid: u32,
+}
+
+impl Target {
+    /// A NUL-terminated string at `addr` (at most PATH_MAX bytes), read with
+    /// process_vm_readv a page piece at a time (a string may end just
+    /// before an unmapped page).
+    #[allow(unsafe_code)]
+    fn string(&self, addr: u64) -> io::Result<CString> {
+        let mut out: Vec<u8> = Vec::new();
+        let mut at = addr;
+        while out.len() < 4096 {
+            let room = 4096 - (at % 4096) as usize;
+            let mut buf = vec![0u8; room.min(4096 - out.len()).max(1)];
+            let local = libc::iovec {
+                iov_base: buf.as_mut_ptr().cast(),
+                iov_len: buf.len(),
+            };
+            let remote = libc::iovec {
+                iov_base: at as usize as *mut libc::c_void,
+                iov_len: buf.len(),
+            };
+            let pid = libc::pid_t::try_from(self.tid)
+                .map_err(|_| io::Error::from_raw_os_error(libc::ESRCH))?;
+            // SAFETY: `local` points at `buf`, of the length given; the
+            // remote range is the command's, which the kernel checks.
+            let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
+            if n <= 0 {
+                return Err(io::Error::from_raw_os_error(libc::EFAULT));
+            }
+            let n = n as usize;
+            if let Some(end) = buf.iter().take(n).position(|b| *b == 0) {
+                out.extend(buf.iter().take(end));
+                return CString::new(out).map_err(|_| io::Error::from_raw_os_error(libc::EFAULT));
+            }
+            out.extend(buf.iter().take(n));
+            at += n as u64;
+        }
+        Err(io::Error::from_raw_os_error(libc::ENAMETOOLONG))
+    }
+
+    /// A path argument: `/proc/self/…` and `/proc/thread-self/…` mean the
+    /// command's own, not the guard's.
+    fn path(&self, addr: u64) -> io::Result<CString> {
+        let s = self.string(addr)?;
+        let b = s.as_bytes();
+        for prefix in [&b"/proc/self/"[..], &b"/proc/thread-self/"[..]] {
+            if let Some(rest) = b.strip_prefix(prefix) {
+                let mut v = format!("/proc/{}/", self.tid).into_bytes();
+                v.extend_from_slice(rest);
+                return CString::new(v).map_err(|_| io::Error::from_raw_os_error(libc::EFAULT));
+            }
+        }
+        Ok(s)
+    }
+
+    /// The directory a `*at` call resolves `path` from, as a descriptor of
+    /// the guard's own (`None`: an absolute path needs none).
+    fn dir(&self, dirfd: u64, path: &CString) -> io::Result<Option<OwnedFd>> {
+        if path.as_bytes().first() == Some(&b'/') {
+            return Ok(None);
+        }
+        let dirfd = dirfd as u32 as i32;
+        let p = if dirfd == libc::AT_FDCWD {
+            format!("/proc/{}/cwd", self.tid)
+        } else if dirfd >= 0 {
+            format!("/proc/{}/fd/{dirfd}", self.tid)
+        } else {
+            return Err(io::Error::from_raw_os_error(libc::EBADF));
+        };
+        open_path(&p).map(Some)
+    }
+
+    fn umask(&self) -> u32 {
+        std::fs::read_to_string(format!("/proc/{}/status", self.tid))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("Umask:"))
+                    .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+            })
+            .unwrap_or(0o022)
+    }
+}
+
+#[allow(unsafe_code)]
+fn open_path(p: &str) -> io::Result<OwnedFd> {
+    let c = CString::new(p).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: `c` is NUL-terminated; a descriptor returned is new and ours.
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn raw(d: &Option<OwnedFd>) -> RawFd {
+    d.as_ref().map_or(libc::AT_FDCWD, |f| f.as_raw_fd())
+}
+
+impl Guard {
+    /// Whether making `path` (from `dir`) makes a protected name in a
+    /// write root's own directory.
+    #[allow(unsafe_code)]
+    fn refuses(&self, dir: &Option<OwnedFd>, path: &CString) -> bool {
+        let bytes = path.as_bytes();
+        let trimmed = {
+            let mut end = bytes.len();
+            while end > 1 && bytes.get(end - 1) == Some(&b'/') {
+                end -= 1;
+            }
+            bytes.get(..end).unwrap_or(bytes)
+        };
+        let (parent, name) = match trimmed.iter().rposition(|b| *b == b'/') {
+            Some(0) => (&b"/"[..], trimmed.get(1..).unwrap_or_default()),
+            Some(i) => (
+                trimmed.get(..i).unwrap_or_default(),
+                trimmed.get(i + 1..).unwrap_or_default(),
+            ),
+            None => (&b"."[..], trimmed),
+        };
+        let name = String::from_utf8_lossy(name).to_ascii_lowercase();
+        if !self.names.contains(&name) {
+            return false;
+        }
+        let Ok(parent) = CString::new(parent) else {
+            return true;
+        };
+        // SAFETY: a zeroed stat is valid to fill; fstatat reads the
+        // NUL-terminated `parent` and writes within `st`.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        let r = unsafe { libc::fstatat(raw(dir), parent.as_ptr(), &mut st, 0) };
+        if r != 0 {
+            // The parent cannot be seen: the call would fail anyway; refuse.
+            return true;
+        }
+        self.roots.contains(&(st.st_dev as u64, st.st_ino as u64))
+    }
+}
+
+#[allow(unsafe_code)]
+fn handle(fd: RawFd, req: &libc::seccomp_notif, guard: &Guard) -> Outcome {
+    let t = Target { tid: req.pid };
+    let a = req.data.args;
+    let nr = i64::from(req.data.nr);
+    // (dirfd, path) of the name made, and the call's own arguments.
+    let result = (|| -> io::Result<Outcome> {
+        let cwd = libc::AT_FDCWD as u32 as u64;
+        // Normalised to the *at form: (new dirfd, new path, rest).
+        let (call, args) = normalise(nr, a, cwd)?;
+        // The request still stands (its thread did not go and its id was
+        // not reused) after its memory and directories were read.
+        let valid = |_: &Target| -> io::Result<()> {
+            let mut id = req.id;
+            // SAFETY: the ioctl reads the id.
+            if unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_ID_VALID, &mut id) } != 0 {
+                return Err(io::Error::from_raw_os_error(libc::ENOENT));
+            }
+            Ok(())
+        };
+        match call {
+            Call::MkdirAt | Call::MknodAt => {
+                let path = t.path(args[1])?;
+                let dir = t.dir(args[0], &path)?;
+                valid(&t)?;
+                if guard.refuses(&dir, &path) {
+                    return Ok(Outcome::Errno(libc::EACCES));
+                }
+                let mode = (args[2] as u32) & !t.umask();
+                // SAFETY: the path is NUL-terminated; the rest are integers.
+                let r = unsafe {
+                    if call == Call::MkdirAt {
+                        libc::mkdirat(raw(&dir), path.as_ptr(), mode)
+                    } else {
+                        libc::mknodat(raw(&dir), path.as_ptr(), mode, args[3] as libc::dev_t)
+                    }
+                };
+                Ok(ret(i64::from(r)))
+            }
+            Call::SymlinkAt => {
+                let target = t.string(args[0])?;
+                let path = t.path(args[2])?;
+                let dir = t.dir(args[1], &path)?;
+                valid(&t)?;
+                if guard.refuses(&dir, &path) {
+                    return Ok(Outcome::Errno(libc::EACCES));
+                }
+                // SAFETY: both strings are NUL-terminated.
+                let r = unsafe { libc::symlinkat(target.as_ptr(), raw(&dir), path.as_ptr()) };
+                Ok(ret(i64::from(r)))
+            }
+            Call::LinkAt | Call::RenameAt2 => {
+                let old = t.path(args[1])?;
+                let new = t.path(args[3])?;
+                let odir = t.dir(args[0], &old)?;
+                let ndir = t.dir(args[2], &new)?;
+                valid(&t)?;
+                if guard.refuses(&ndir, &new) {
+                    return Ok(Outcome::Errno(libc::EACCES));
+                }
+                let flags = args[4] as u32;
+                // SAFETY: both paths are NUL-terminated; the rest integers.
+                let r = unsafe {
+                    if call == Call::LinkAt {
+                        // AT_EMPTY_PATH would name the command's own
+                        // descriptor, which the guard resolved above.
+                        libc::linkat(
+                            raw(&odir),
+                            old.as_ptr(),
+                            raw(&ndir),
+                            new.as_ptr(),
+                            flags as i32,
+                        )
+                    } else {
+                        libc::syscall(
+                            libc::SYS_renameat2,
+                            raw(&odir),
+                            old.as_ptr(),
+                            raw(&ndir),
+                            new.as_ptr(),
+                            flags,
+                        ) as i32
+                    }
+                };
+                Ok(ret(i64::from(r)))
+            }
+            Call::OpenAt => {
+                let path = t.path(args[1])?;
+                let dir = t.dir(args[0], &path)?;
+                valid(&t)?;
+                if guard.refuses(&dir, &path) {
+                    return Ok(Outcome::Errno(libc::EACCES));
+                }
+                let flags = args[2] as u32 as i32;
+                let mode = (args[3] as u32) & !t.umask();
+                // An existing FIFO opened without O_NONBLOCK waits for the
+                // other end: on a thread of its own, so that it cannot
+                // hold the requests behind it.
+                if flags & libc::O_NONBLOCK == 0 && is_fifo(&dir, &path) {
+                    let req = *req;
+                    std::thread::spawn(move || {
+                        let outcome = open_and_send(fd, &req, &dir, &path, flags, mode);
+                        respond(fd, &req, outcome);
+                    });
+                    return Ok(Outcome::Sent);
+                }
+                Ok(open_and_send(fd, req, &dir, &path, flags, mode))
+            }
+        }
+    })();
+    match result {
+        Ok(o) => o,
+        Err(e) => Outcome::Errno(errno_of(&e)),
+    }
+}
+
+#[allow(unsafe_code)]
+fn is_fifo(dir: &Option<OwnedFd>, path: &CString) -> bool {
+    // SAFETY: a zeroed stat is valid to fill; fstatat reads the
+    // NUL-terminated path and writes within `st`.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::fstatat(raw(dir), path.as_ptr(), &mut st, 0) };
+    r == 0 && st.st_mode & libc::S_IFMT == libc::S_IFIFO
+}
+
+/// openat on the guard's copy; the descriptor installed in the command
+/// and the request answered with its number in one step.
+#[allow(unsafe_code)]
+fn open_and_send(
+    fd: RawFd,
+    req: &libc::seccomp_notif,
+    dir: &Option<OwnedFd>,
+    path: &CString,
+    flags: i32,
+    mode: u32,
+) -> Outcome {
+    {
+        // SAFETY: the path is NUL-terminated; a descriptor returned
+        // is new and ours, handed to the command below and closed.
+        let got = unsafe { libc::openat(raw(dir), path.as_ptr(), flags | libc::O_CLOEXEC, mode) };
+        if got < 0 {
+            return Outcome::Errno(errno_of(&io::Error::last_os_error()));
+        }
+        let file = unsafe { OwnedFd::from_raw_fd(got) };
+        let mut add = libc::seccomp_notif_addfd {
+            id: req.id,
+            flags: libc::SECCOMP_ADDFD_FLAG_SEND as u32,
+            srcfd: file.as_raw_fd() as u32,
+            newfd: 0,
+            newfd_flags: (flags & libc::O_CLOEXEC) as u32,
+        };
+        // SAFETY: the ioctl reads `add`; with FLAG_SEND it installs
+        // the descriptor and answers the request with its number.
+        let r = unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_ADDFD, &mut add) };
+        if r < 0 {
+            return Outcome::Errno(errno_of(&io::Error::last_os_error()));
+        }
+        Outcome::Sent
+    }
+}
+
+fn ret(r: i64) -> Outcome {
+    if r < 0 {
+        Outcome::Errno(errno_of(&io::Error::last_os_error()))
+    } else {
+        Outcome::Value(r)
+    }
+}
+
+/// A call in its `*at` form: `[dirfd, path, …]` (symlinkat: `[target,
+/// dirfd, path]`; linkat and renameat2: `[olddirfd, old, newdirfd, new,
+/// flags]`; openat: `[dirfd, path, flags, mode]`).
+fn normalise(nr: i64, a: [u64; 6], cwd: u64) -> io::Result<(Call, [u64; 6])> {
+    let [a0, a1, a2, a3, a4, _] = a;
+    let out = match nr {
+        n if n == libc::SYS_mkdirat => (Call::MkdirAt, [a0, a1, a2, 0, 0, 0]),
+        n if n == libc::SYS_mknodat => (Call::MknodAt, [a0, a1, a2, a3, 0, 0]),
+        n if n == libc::SYS_symlinkat => (Call::SymlinkAt, [a0, a1, a2, 0, 0, 0]),
+        n if n == libc::SYS_linkat => (Call::LinkAt, [a0, a1, a2, a3, a4, 0]),
+        n if n == libc::SYS_renameat => (Call::RenameAt2, [a0, a1, a2, a3, 0, 0]),
+        n if n == libc::SYS_renameat2 => (Call::RenameAt2, [a0, a1, a2, a3, a4, 0]),
+        n if n == libc::SYS_openat => (Call::OpenAt, [a0, a1, a2, a3, 0, 0]),
+        #[cfg(target_arch = "x86_64")]
+        n if n == libc::SYS_mkdir => (Call::MkdirAt, [cwd, a0, a1, 0, 0, 0]),
+        #[cfg(target_arch = "x86_64")]
+        n if n == libc::SYS_mknod => (Call::MknodAt, [cwd, a0, a1, a2, 0, 0]),
+        #[cfg(target_arch = "x86_64")]
+        n if n == libc::SYS_symlink => (Call::SymlinkAt, [a0, cwd, a1, 0, 0, 0]),
+        #[cfg(target_arch = "x86_64")]
+        n if n == libc::SYS_link => (Call::LinkAt, [cwd, a0, cwd, a1, 0, 0]),
+        #[cfg(target_arch = "x86_64")]
+        n if n == libc::SYS_rename => (Call::RenameAt2, [cwd, a0, cwd, a1, 0, 0]),
+        #[cfg(target_arch = "x86_64")]
+        n if n == libc::SYS_open => (Call::OpenAt, [cwd, a0, a1, a2, 0, 0]),
+        #[cfg(target_arch = "x86_64")]
+        n if n == libc::SYS_creat => (
+            Call::OpenAt,
+            [
+                cwd,
+                a0,
+                (libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC) as u64,
+                a1,
+                0,
+                0,
+            ],
+        ),
+        _ => return Err(io::Error::from_raw_os_error(libc::ENOSYS)),
+    };
+    let _ = cwd;
+    Ok(out)
+}
