@@ -504,3 +504,49 @@ fn normalise(nr: i64, a: [u64; 6], cwd: u64) -> io::Result<(Call, [u64; 6])> {
     let _ = cwd;
     Ok(out)
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    fn c(s: &str) -> CString {
+        CString::new(s).unwrap()
+    }
+
+    #[test]
+    fn refuses_case_variants_in_a_write_roots_own_folder_only() {
+        let d = std::env::temp_dir().join(format!("gh-guard-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("sub")).unwrap();
+        let g = Guard::new(
+            &[d.clone()],
+            &[".git".into(), ".agents".into(), "a/b".into()],
+        );
+        let at = |p: &str| g.refuses(&None, &c(&format!("{}/{p}", d.display())));
+        assert!(at(".GIT"));
+        assert!(at(".Git/"), "a trailing slash names the same entry");
+        assert!(at(".git"));
+        assert!(at(".AGENTS"));
+        assert!(!at(".gitignore"));
+        assert!(!at("sub/.GIT"), "deeper is a repository made after launch");
+        assert!(!at("a"), "a protected path is not a name");
+        // Relative to a directory the command named.
+        let dir = Some(open_path(&d.display().to_string()).unwrap());
+        assert!(g.refuses(&dir, &c(".gIt")));
+        assert!(!g.refuses(&dir, &c("sub/.gIt")));
+        assert!(
+            g.refuses(&dir, &c("sub/../.gIt")),
+            "the parent is resolved, not read"
+        );
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn every_notified_call_has_its_at_form() {
+        for nr in notified().into_iter().chain([libc::SYS_openat]) {
+            assert!(normalise(nr, [0; 6], 0).is_ok(), "{nr}");
+        }
+        assert!(normalise(libc::SYS_read, [0; 6], 0).is_err());
+    }
+}

@@ -166,15 +166,27 @@ pub(crate) fn install_with_listener(program: &[Insn]) -> io::Result<std::os::fd:
         len,
         filter: program.as_ptr().cast_mut(),
     };
-    // SAFETY: as in `install`; the descriptor returned is new and ours.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_seccomp,
-            libc::SECCOMP_SET_MODE_FILTER,
-            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
-            &prog as *const libc::sock_fprog,
-        )
-    };
+    // WAIT_KILLABLE_RECV (5.19+): once the guard has a request, only a
+    // fatal signal interrupts the waiting call, so a call the guard made
+    // is never restarted and made twice (a mkdir answering EEXIST).
+    let mut fd = -1;
+    for flags in [
+        libc::SECCOMP_FILTER_FLAG_NEW_LISTENER | libc::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV,
+        libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+    ] {
+        // SAFETY: as in `install`; the descriptor returned is new and ours.
+        fd = unsafe {
+            libc::syscall(
+                libc::SYS_seccomp,
+                libc::SECCOMP_SET_MODE_FILTER,
+                flags,
+                &prog as *const libc::sock_fprog,
+            )
+        };
+        if fd >= 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EINVAL) {
+            break;
+        }
+    }
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
