@@ -520,7 +520,7 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(d.join("sub")).unwrap();
         let g = Guard::new(
-            &[d.clone()],
+            std::slice::from_ref(&d),
             &[".git".into(), ".agents".into(), "a/b".into()],
         );
         let at = |p: &str| g.refuses(&None, &c(&format!("{}/{p}", d.display())));
