@@ -63,7 +63,6 @@ fn jump(code: u32, k: u32, jt: u8, jf: u8) -> Insn {
 const LD_W_ABS: u32 = 0x20; // BPF_LD (0) | BPF_W (0) | BPF_ABS (0x20)
 const JEQ_K: u32 = 0x05 | 0x10; // BPF_JMP | BPF_JEQ | BPF_K
 const JGE_K: u32 = 0x05 | 0x30; // BPF_JMP | BPF_JGE | BPF_K
-const JSET_K: u32 = 0x05 | 0x40; // BPF_JMP | BPF_JSET | BPF_K
 const RET_K: u32 = 0x06; // BPF_RET | BPF_K
 
 /// The filter's program. `block_unix`: refuse `socket(AF_UNIX, …)`.
@@ -92,23 +91,9 @@ pub(crate) fn program(block_unix: bool, guard: bool) -> Vec<Insn> {
         p.push(stmt(RET_K, eperm));
     }
     if guard {
-        // openat2's flags are in a struct seccomp cannot read.
-        p.push(jump(JEQ_K, libc::SYS_openat2 as u32, 0, 1));
-        p.push(stmt(RET_K, enosys));
         for nr in crate::guard::notified() {
             p.push(jump(JEQ_K, nr as u32, 0, 1));
             p.push(stmt(RET_K, RET_USER_NOTIF));
-        }
-        // An open that may create: its flags argument holds O_CREAT.
-        let mut opens = vec![(libc::SYS_openat, OFF_ARG0 + 16)];
-        #[cfg(target_arch = "x86_64")]
-        opens.push((libc::SYS_open, OFF_ARG0 + 8));
-        for (nr, flags) in opens {
-            p.push(jump(JEQ_K, nr as u32, 0, 3));
-            p.push(stmt(LD_W_ABS, flags));
-            p.push(jump(JSET_K, libc::O_CREAT as u32, 0, 1));
-            p.push(stmt(RET_K, RET_USER_NOTIF));
-            p.push(stmt(LD_W_ABS, OFF_NR));
         }
     }
     if block_unix {

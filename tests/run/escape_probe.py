@@ -204,8 +204,8 @@ def case_variant_rename():
 
 def case_variant_race():
     """Flip a path between a harmless name and .GiT while another thread
-    creates it: a guard that checked the path and let the kernel read it
-    again would lose this race."""
+    makes a folder of it: a guard that checked the path and let the kernel
+    read it again would lose this race."""
     import threading
     buf = ctypes.create_string_buffer(b"harmless-name")
     stop = time.time() + 1.5
@@ -216,9 +216,8 @@ def case_variant_race():
     t = threading.Thread(target=flip)
     t.start()
     while time.time() < stop:
-        fd = libc.open(buf, os.O_CREAT | os.O_WRONLY, 0o644)
-        if fd >= 0:
-            os.close(fd)
+        if libc.mkdir(buf, 0o755) == 0 and os.path.isdir("harmless-name"):
+            os.rmdir("harmless-name")
     t.join()
     if os.path.exists(".GiT"):
         return True, "made .GiT by racing the check"
