@@ -247,11 +247,23 @@ fn raw(d: &Option<OwnedFd>) -> RawFd {
     d.as_ref().map_or(libc::AT_FDCWD, |f| f.as_raw_fd())
 }
 
+/// Where a call makes its new name.
+enum Place {
+    /// A protected name in a write root's own folder.
+    Refused,
+    /// Anywhere else: the call as the command made it.
+    AsGiven,
+    /// A protected name elsewhere: made in exactly the folder that was
+    /// checked (its descriptor) under that name, so that a symbolic link
+    /// swapped in the path meanwhile cannot move it into a write root.
+    Checked(OwnedFd, CString),
+}
+
 impl Guard {
-    /// Whether making `path` (from `dir`) makes a protected name in a
-    /// write root's own directory.
+    /// Where making `path` (from `dir`) puts its name, and whether it is a
+    /// protected name in a write root's own folder.
     #[allow(unsafe_code)]
-    fn refuses(&self, dir: &Option<OwnedFd>, path: &CString) -> bool {
+    fn place(&self, dir: &Option<OwnedFd>, path: &CString) -> Place {
         let bytes = path.as_bytes();
         let trimmed = {
             let mut end = bytes.len();
@@ -268,22 +280,48 @@ impl Guard {
             ),
             None => (&b"."[..], trimmed),
         };
-        let name = String::from_utf8_lossy(name).to_ascii_lowercase();
-        if !self.names.contains(&name) {
-            return false;
+        let lower = String::from_utf8_lossy(name).to_ascii_lowercase();
+        if !self.names.contains(&lower) {
+            return Place::AsGiven;
         }
-        let Ok(parent) = CString::new(parent) else {
-            return true;
+        let (Ok(parent), Ok(name)) = (CString::new(parent), CString::new(name)) else {
+            return Place::Refused;
         };
-        // SAFETY: a zeroed stat is valid to fill; fstatat reads the
-        // NUL-terminated `parent` and writes within `st`.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        let r = unsafe { libc::fstatat(raw(dir), parent.as_ptr(), &mut st, 0) };
-        if r != 0 {
-            // The parent cannot be seen: the call would fail anyway; refuse.
-            return true;
+        // SAFETY: `parent` is NUL-terminated; a descriptor returned is new
+        // and ours; fstat writes within `st`, a zeroed stat being valid.
+        let folder = unsafe {
+            libc::openat(
+                raw(dir),
+                parent.as_ptr(),
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            )
+        };
+        if folder < 0 {
+            // The folder cannot be seen: the call would fail anyway.
+            return Place::Refused;
         }
-        self.roots.contains(&(st.st_dev as u64, st.st_ino as u64))
+        let folder = unsafe { OwnedFd::from_raw_fd(folder) };
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        if unsafe { libc::fstat(folder.as_raw_fd(), &mut st) } != 0
+            || self.roots.contains(&(st.st_dev as u64, st.st_ino as u64))
+        {
+            return Place::Refused;
+        }
+        Place::Checked(folder, name)
+    }
+
+    #[cfg(test)]
+    fn refuses(&self, dir: &Option<OwnedFd>, path: &CString) -> bool {
+        matches!(self.place(dir, path), Place::Refused)
+    }
+}
+
+/// The (directory, path) a call makes its new name at: the command's own,
+/// or the checked folder and name.
+fn at<'a>(place: &'a Place, dir: &Option<OwnedFd>, path: &'a CString) -> (RawFd, &'a CString) {
+    match place {
+        Place::Checked(folder, name) => (folder.as_raw_fd(), name),
+        _ => (raw(dir), path),
     }
 }
 
@@ -312,16 +350,18 @@ fn handle(fd: RawFd, req: &libc::seccomp_notif, guard: &Guard) -> Outcome {
                 let path = t.path(args[1])?;
                 let dir = t.dir(args[0], &path)?;
                 valid(&t)?;
-                if guard.refuses(&dir, &path) {
+                let place = guard.place(&dir, &path);
+                if let Place::Refused = place {
                     return Ok(Outcome::Errno(libc::EACCES));
                 }
+                let (d, p) = at(&place, &dir, &path);
                 let mode = (args[2] as u32) & !t.umask();
                 // SAFETY: the path is NUL-terminated; the rest are integers.
                 let r = unsafe {
                     if call == Call::MkdirAt {
-                        libc::mkdirat(raw(&dir), path.as_ptr(), mode)
+                        libc::mkdirat(d, p.as_ptr(), mode)
                     } else {
-                        libc::mknodat(raw(&dir), path.as_ptr(), mode, args[3] as libc::dev_t)
+                        libc::mknodat(d, p.as_ptr(), mode, args[3] as libc::dev_t)
                     }
                 };
                 Ok(ret(i64::from(r)))
@@ -331,11 +371,13 @@ fn handle(fd: RawFd, req: &libc::seccomp_notif, guard: &Guard) -> Outcome {
                 let path = t.path(args[2])?;
                 let dir = t.dir(args[1], &path)?;
                 valid(&t)?;
-                if guard.refuses(&dir, &path) {
+                let place = guard.place(&dir, &path);
+                if let Place::Refused = place {
                     return Ok(Outcome::Errno(libc::EACCES));
                 }
+                let (d, p) = at(&place, &dir, &path);
                 // SAFETY: both strings are NUL-terminated.
-                let r = unsafe { libc::symlinkat(target.as_ptr(), raw(&dir), path.as_ptr()) };
+                let r = unsafe { libc::symlinkat(target.as_ptr(), d, p.as_ptr()) };
                 Ok(ret(i64::from(r)))
             }
             Call::LinkAt | Call::RenameAt2 => {
@@ -344,29 +386,25 @@ fn handle(fd: RawFd, req: &libc::seccomp_notif, guard: &Guard) -> Outcome {
                 let odir = t.dir(args[0], &old)?;
                 let ndir = t.dir(args[2], &new)?;
                 valid(&t)?;
-                if guard.refuses(&ndir, &new) {
+                let place = guard.place(&ndir, &new);
+                if let Place::Refused = place {
                     return Ok(Outcome::Errno(libc::EACCES));
                 }
+                let (nd, np) = at(&place, &ndir, &new);
                 let flags = args[4] as u32;
                 // SAFETY: both paths are NUL-terminated; the rest integers.
                 let r = unsafe {
                     if call == Call::LinkAt {
                         // AT_EMPTY_PATH would name the command's own
                         // descriptor, which the guard resolved above.
-                        libc::linkat(
-                            raw(&odir),
-                            old.as_ptr(),
-                            raw(&ndir),
-                            new.as_ptr(),
-                            flags as i32,
-                        )
+                        libc::linkat(raw(&odir), old.as_ptr(), nd, np.as_ptr(), flags as i32)
                     } else {
                         libc::syscall(
                             libc::SYS_renameat2,
                             raw(&odir),
                             old.as_ptr(),
-                            raw(&ndir),
-                            new.as_ptr(),
+                            nd,
+                            np.as_ptr(),
                             flags,
                         ) as i32
                     }
@@ -451,6 +489,21 @@ mod tests {
             g.refuses(&dir, &c("sub/../.gIt")),
             "the parent is resolved, not read"
         );
+        // Through symbolic links: where they lead decides; a protected name
+        // elsewhere is made in the very folder that was checked.
+        std::os::unix::fs::symlink(&d, d.join("sub/to-root")).unwrap();
+        std::os::unix::fs::symlink(d.join("sub"), d.join("to-sub")).unwrap();
+        assert!(g.refuses(&dir, &c("sub/to-root/.GIT")));
+        match g.place(&dir, &c("to-sub/.GIT")) {
+            Place::Checked(folder, name) => {
+                assert_eq!(name.as_bytes(), b".GIT");
+                let st =
+                    std::fs::metadata(format!("/proc/self/fd/{}", folder.as_raw_fd())).unwrap();
+                assert_eq!(st.ino(), std::fs::metadata(d.join("sub")).unwrap().ino());
+            }
+            _ => panic!("to-sub/.GIT is made in sub"),
+        }
+        assert!(matches!(g.place(&dir, &c("plain")), Place::AsGiven));
         let _ = std::fs::remove_dir_all(&d);
     }
 
