@@ -192,6 +192,20 @@ fn outer(args: &Args, plan: &Plan, abi: ABI) -> Result<u8, RunError> {
     if let Some(o) = &args.otel {
         cmd.arg("--otel").arg(o);
     }
+    // The proxy ends with the launcher, however the launcher ends (killed
+    // with SIGTERM or SIGKILL, it runs no Drop): SIGTERM, so that the proxy
+    // still flushes what it queued.
+    // SAFETY: the closure runs between fork and exec and calls prctl(2)
+    // only, with integers.
+    #[allow(unsafe_code)]
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM, 0, 0, 0) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
     let egress = cmd
         .spawn()
         .map_err(io(format!("starting {}", egress_bin.display())))?;

@@ -161,6 +161,22 @@ else
   echo "FAIL: two runs: $(cat "$work/b.out"); left: $(ls -A "$w2")"; fail=1
 fi
 
+echo "== a launcher killed with SIGTERM takes its proxy and its command with it"
+cp "$work/policy.policy" "$work/killed.policy"
+mkdir -p "$work/killed"
+(cd "$work/killed" && exec "$run" "$work/killed.policy" --allow-weaker -- sleep 300) 2>/dev/null &
+launcher=$!
+for _ in $(seq 100); do pgrep -f "gatehouse-egress --policy $work/killed.policy" >/dev/null && pgrep -f "^sleep 300$" >/dev/null && break; sleep 0.1; done
+pgrep -f "gatehouse-egress --policy $work/killed.policy" >/dev/null || { echo "FAIL: the proxy never started"; fail=1; }
+kill -TERM "$launcher"
+for _ in $(seq 50); do pgrep -f "gatehouse-egress --policy $work/killed.policy" >/dev/null || pgrep -f "^sleep 300$" >/dev/null || break; sleep 0.1; done
+if pgrep -f "gatehouse-egress --policy $work/killed.policy" >/dev/null || pgrep -f "^sleep 300$" >/dev/null; then
+  echo "FAIL: left running: $(pgrep -af "gatehouse-egress --policy $work/killed.policy|^sleep 300$")"; fail=1
+  pkill -f "gatehouse-egress --policy $work/killed.policy"; pkill -f "^sleep 300$"
+else
+  echo "ok: the proxy and the command ended with the launcher"
+fi
+
 echo "== unprivileged: a user namespace of its own (as nobody)"
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
   nb=$work/nobody && mkdir -p "$nb/ws/src" && chmod -R 777 "$nb" && chmod 755 "$work" && chmod 644 "$work/policy.policy"
