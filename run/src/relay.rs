@@ -6,6 +6,8 @@ use std::net::TcpStream;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::process::Child;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 /// Copies both ways between two streams, each way on a thread of its own.
@@ -48,6 +50,58 @@ impl TryClone for UnixStream {
     fn shutdown_write(&self) {
         let _ = self.shutdown(std::net::Shutdown::Write);
     }
+}
+
+/// What a signal to the launcher left: the namespace's process to kill,
+/// and the signal that came (0: none).
+pub(crate) struct Signals {
+    pub(crate) child: Arc<AtomicI32>,
+    pub(crate) got: Arc<AtomicI32>,
+}
+
+/// SIGINT, SIGTERM and SIGHUP to the launcher end the run as the command's
+/// own end does: the namespace's process is killed (its PID 1 and the
+/// command go with it), and the launcher goes on to stop the proxy and
+/// remove its placeholders — a launcher that died of the signal would leave
+/// them (an empty `/tmp/.git` makes `/tmp` look like a repository). Blocks
+/// the three in this thread (threads made after inherit the block; a child
+/// starts with none blocked, as std resets the mask) and waits for them on
+/// a thread of its own.
+#[allow(unsafe_code)]
+pub(crate) fn catch_signals() -> Signals {
+    let out = Signals {
+        child: Arc::new(AtomicI32::new(0)),
+        got: Arc::new(AtomicI32::new(0)),
+    };
+    // SAFETY: a zeroed sigset_t is filled by sigemptyset before use; the
+    // calls take the set by pointer for their duration only.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            libc::sigaddset(&mut set, sig);
+        }
+        if libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
+            return out; // signals keep their default: the run ends uncleaned
+        }
+        let (child, got) = (out.child.clone(), out.got.clone());
+        std::thread::spawn(move || {
+            loop {
+                let mut sig = 0;
+                if libc::sigwait(&set, &mut sig) != 0 {
+                    return;
+                }
+                got.store(sig, Ordering::SeqCst);
+                let pid = child.load(Ordering::SeqCst);
+                if pid > 0 {
+                    // SAFETY: kill takes integers; the pid is our own
+                    // child's, not yet waited for.
+                    libc::kill(pid, libc::SIGKILL);
+                }
+            }
+        });
+    }
+    out
 }
 
 /// Stops gatehouse-egress however the run ends.

@@ -21,6 +21,7 @@ use std::os::unix::net::UnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use gatehouse::{PolicySet, Workspace};
@@ -33,7 +34,7 @@ use crate::Args;
 use crate::init::{hide_sockets, namespace_setup, pid_one};
 use crate::placeholder::{adopt_live_placeholders, hold_placeholder, remove_placeholder};
 use crate::plan::{Grant, Mount, MountKind, Plan, Rights, Sockets};
-use crate::relay::{Reaper, recv_fd, send_fd, splice};
+use crate::relay::{Reaper, catch_signals, recv_fd, send_fd, splice};
 
 /// The proxy's address inside the namespace.
 const PROXY_PORT: u16 = 3128;
@@ -142,6 +143,7 @@ fn weaker(plan: &Plan, abi: ABI) -> Vec<String> {
 }
 
 fn outer(args: &Args, plan: &Plan, abi: ABI) -> Result<u8, RunError> {
+    let signals = catch_signals();
     let weak = weaker(plan, abi);
     for w in &weak {
         eprintln!("gatehouse-run: weaker: {w}");
@@ -253,6 +255,13 @@ fn outer(args: &Args, plan: &Plan, abi: ABI) -> Result<u8, RunError> {
         "starting the namespace (user, network, mount and PID namespaces)",
     ))?;
     drop(child_end);
+    if let Ok(pid) = i32::try_from(child.id()) {
+        signals.child.store(pid, Ordering::SeqCst);
+        if signals.got.load(Ordering::SeqCst) != 0 {
+            // A signal came before the run started: it ends now.
+            let _ = child.kill();
+        }
+    }
     let mut ctl = ctl;
     // A failure here is the inner process's to report (it has ended).
     let _ = send_plan(&mut ctl, plan);
@@ -274,7 +283,11 @@ fn outer(args: &Args, plan: &Plan, abi: ABI) -> Result<u8, RunError> {
     for p in plan.placeholders() {
         remove_placeholder(p);
     }
-    Ok(exit_code(status))
+    // Ended by a signal to the launcher: 128+N, as the shell reports it.
+    match u8::try_from(signals.got.load(Ordering::SeqCst)) {
+        Ok(sig) if sig != 0 => Ok(128u8.saturating_add(sig)),
+        _ => Ok(exit_code(status)),
+    }
 }
 
 fn inner(args: &Args, fd: i32, dir: &Path, abi: ABI) -> Result<u8, RunError> {
