@@ -337,7 +337,7 @@ fn handle(fd: RawFd, req: &libc::seccomp_notif, guard: &Guard) -> Outcome {
         let (call, args) = normalise(nr, a, cwd)?;
         // The request still stands (its thread did not go and its id was
         // not reused) after its memory and directories were read.
-        let valid = |_: &Target| -> io::Result<()> {
+        let valid = || -> io::Result<()> {
             let mut id = req.id;
             // SAFETY: the ioctl reads the id.
             if unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_ID_VALID, &mut id) } != 0 {
@@ -349,7 +349,7 @@ fn handle(fd: RawFd, req: &libc::seccomp_notif, guard: &Guard) -> Outcome {
             Call::MkdirAt | Call::MknodAt => {
                 let path = t.path(args[1])?;
                 let dir = t.dir(args[0], &path)?;
-                valid(&t)?;
+                valid()?;
                 let place = guard.place(&dir, &path);
                 if let Place::Refused = place {
                     return Ok(Outcome::Errno(libc::EACCES));
@@ -370,7 +370,7 @@ fn handle(fd: RawFd, req: &libc::seccomp_notif, guard: &Guard) -> Outcome {
                 let target = t.string(args[0])?;
                 let path = t.path(args[2])?;
                 let dir = t.dir(args[1], &path)?;
-                valid(&t)?;
+                valid()?;
                 let place = guard.place(&dir, &path);
                 if let Place::Refused = place {
                     return Ok(Outcome::Errno(libc::EACCES));
@@ -385,7 +385,7 @@ fn handle(fd: RawFd, req: &libc::seccomp_notif, guard: &Guard) -> Outcome {
                 let new = t.path(args[3])?;
                 let odir = t.dir(args[0], &old)?;
                 let ndir = t.dir(args[2], &new)?;
-                valid(&t)?;
+                valid()?;
                 let place = guard.place(&ndir, &new);
                 if let Place::Refused = place {
                     return Ok(Outcome::Errno(libc::EACCES));

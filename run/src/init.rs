@@ -80,8 +80,9 @@ fn write_proc(path: &std::ffi::CStr, data: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
-/// Forks PID 1 of the run's PID namespace, which calls `confine` (Landlock
-/// and seccomp, on itself) and runs `cmd`; returns the command's exit
+/// Forks PID 1 of the run's PID namespace, which calls `confine` (Landlock,
+/// on itself), installs `filter` (with the names guard's thread when
+/// `guard` is given) and runs `cmd`; returns the command's exit
 /// status as PID 1 passed it on. Called with one thread only (the inner
 /// process starts none), so the child may go on as an ordinary process.
 #[allow(unsafe_code)]
