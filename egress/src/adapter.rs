@@ -65,7 +65,7 @@ pub fn start(source: &Source, serves: bool) -> Result<Arc<Policies>, crate::Star
         .name("gatehouse-reload".into())
         .spawn(move || {
             runtime.block_on(async move {
-                crate::policy::watch(watched);
+                crate::watch::watch(watched);
                 if telemetry.is_on() {
                     stopped().await;
                     let flushed = std::thread::spawn(move || {
@@ -131,5 +131,5 @@ pub fn same_destination(a: &str, b: &str) -> bool {
             .unwrap_or(h)
             .to_string()
     };
-    crate::authority::same_host(&bare(a), &bare(b))
+    gatehouse_wire::authority::same_host(&bare(a), &bare(b))
 }

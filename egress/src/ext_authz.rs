@@ -39,6 +39,7 @@ use envoy_types::pb::google::rpc;
 use gatehouse::query::Via;
 
 use crate::adapter::same_destination;
+use crate::outcome::{Outcome as Record, Refusal};
 use crate::policy::Policies;
 
 /// The gRPC service name Envoy calls.
@@ -87,8 +88,11 @@ impl Service {
             .and_then(|a| a.request.as_ref())
             .and_then(|q| q.http.as_ref());
         let Some(http) = http.filter(|h| !h.host.is_empty()) else {
-            r.finish(&"ext_authz (no authority)", "refused (bad_request)");
-            return (Outcome::Deny("bad_request"), revision);
+            r.finish(
+                &"ext_authz (no authority)",
+                Record::Refused(Refusal::BadRequest),
+            );
+            return (Outcome::Deny(Refusal::BadRequest.as_str()), revision);
         };
         let sni = attrs
             .and_then(|a| a.tls_session.as_ref())
@@ -97,8 +101,10 @@ impl Service {
         let https = sni.is_some() || http.scheme.eq_ignore_ascii_case("https");
         let default_port = if https { 443 } else { 80 };
         let what = format!("ext_authz {} {}", http.method, http.host);
-        let Some((host, port)) = crate::authority::split_authority(&http.host, default_port) else {
-            r.finish(&what, "refused (invalid_host)");
+        let Some((host, port)) =
+            gatehouse_wire::authority::split_authority(&http.host, default_port)
+        else {
+            r.finish(&what, Record::Refused(Refusal::InvalidHost));
             return (Outcome::Deny("invalid_host"), revision);
         };
         let host = host
@@ -109,18 +115,18 @@ impl Service {
         if let Some(sni) = sni
             && !same_destination(sni, &host)
         {
-            r.finish(&what, "refused (sni_mismatch)");
+            r.finish(&what, Record::Refused(Refusal::SniMismatch));
             return (Outcome::Deny("sni_mismatch"), revision);
         }
         let via = if https { Via::Https } else { Via::Http };
         if let Err(refusal) = crate::gate::admit(&mut r, &host, port, via) {
             let reason = refusal.as_str();
-            r.finish(&what, &format!("refused ({reason})"));
+            r.finish(&what, Record::Refused(refusal));
             return (Outcome::Deny(reason), revision);
         }
         if self.check_destination {
             let Some(dst) = destination(req) else {
-                r.finish(&what, "refused (no_destination)");
+                r.finish(&what, Record::Refused(Refusal::NoDestination));
                 return (Outcome::Deny("no_destination"), revision);
             };
             let ok = if let Ok(ip) = host.parse::<IpAddr>() {
@@ -132,17 +138,17 @@ impl Service {
                     crate::gate::admit_resolved(&mut r, &host, &[dst.ip()], dst.port())
                 {
                     let reason = refusal.as_str();
-                    r.finish(&what, &format!("refused ({reason})"));
+                    r.finish(&what, Record::Refused(refusal));
                     return (Outcome::Deny(reason), revision);
                 }
                 dst.port() == port
             };
             if !ok {
-                r.finish(&what, "refused (destination_mismatch)");
+                r.finish(&what, Record::Refused(Refusal::DestinationMismatch));
                 return (Outcome::Deny("destination_mismatch"), revision);
             }
         }
-        r.finish(&what, "allowed");
+        r.finish(&what, Record::Allowed);
         (Outcome::Allow, revision)
     }
 }

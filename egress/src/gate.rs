@@ -22,174 +22,17 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use gatehouse::Reason;
 use gatehouse::query::{QueryRef, Via};
 use tokio::net::TcpStream;
 
-use crate::dns::Upstream;
-use crate::http::conn::Conn;
-use crate::http::head;
+use crate::conn::Conn;
 use crate::metrics::Metrics;
+use crate::outcome::Outcome;
 use crate::policy::{Policies, Request};
+use crate::resolve::Upstream;
+use gatehouse_wire::http as head;
 
-/// Why a request or connection was not carried.
-#[derive(Clone, Copy, Debug, Eq, PartialEq, Hash)]
-#[non_exhaustive]
-pub enum Refusal {
-    /// The policy decided against it (`connect`, `resolved`, `upstream`):
-    /// the engine's own reason.
-    Denied(Reason),
-    /// A request the proxy cannot read (malformed, too large, too slow).
-    BadRequest,
-    /// A plain HTTP request whose target is not `http://HOST[:PORT]/...`.
-    AbsoluteFormRequired,
-    /// A target whose host part is empty, holds userinfo, or does not parse.
-    InvalidHost,
-    /// The `Host` header names another host or port than the target.
-    HostMismatch,
-    /// A tunnel's TLS server name is another host than the tunnel's.
-    SniMismatch,
-    /// A TLS tunnel to a name sent no server name.
-    SniMissing,
-    /// A TLS tunnel to a name used Encrypted Client Hello (its outer name
-    /// proves nothing).
-    EncryptedClientHello,
-    /// A tunnel's first bytes are neither TLS nor HTTP.
-    UnrecognisedProtocol,
-    /// A request inside a plain HTTP tunnel targets another host or port.
-    TargetOutsideTunnel,
-    /// A tunnel's first bytes did not arrive in time.
-    FirstBytesTimeout,
-    /// The name did not resolve, or to no address.
-    LookupFailed,
-    /// No vetted address answered.
-    ConnectFailed,
-    /// The server's response was missing or malformed.
-    BadGateway,
-    /// The upstream proxy could not be reached.
-    UpstreamProxyUnreachable,
-    /// The upstream proxy refused the tunnel.
-    UpstreamProxyRefused,
-    /// Host mode: a connection or question from an address of no sandbox.
-    UnknownSource,
-    /// Host mode: a connection to the transparent listener that the kernel
-    /// did not redirect (it has no other destination).
-    NotRedirected,
-}
-
-impl Refusal {
-    /// Every refusal that is the proxy's own (not the policy's), in the
-    /// order of the `gatehouse_egress_proxy_refusals_total` metric.
-    pub const ALL: &'static [Refusal] = &[
-        Refusal::BadRequest,
-        Refusal::AbsoluteFormRequired,
-        Refusal::InvalidHost,
-        Refusal::HostMismatch,
-        Refusal::SniMismatch,
-        Refusal::SniMissing,
-        Refusal::EncryptedClientHello,
-        Refusal::UnrecognisedProtocol,
-        Refusal::TargetOutsideTunnel,
-        Refusal::FirstBytesTimeout,
-        Refusal::LookupFailed,
-        Refusal::ConnectFailed,
-        Refusal::BadGateway,
-        Refusal::UpstreamProxyUnreachable,
-        Refusal::UpstreamProxyRefused,
-        Refusal::UnknownSource,
-        Refusal::NotRedirected,
-    ];
-
-    /// The reason as the client reads it (`X-Gatehouse-Reason`) and as the
-    /// access record and the metric label write it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Refusal::Denied(r) => r.as_str(),
-            Refusal::BadRequest => "bad_request",
-            Refusal::AbsoluteFormRequired => "absolute_form_required",
-            Refusal::InvalidHost => "invalid_host",
-            Refusal::HostMismatch => "host_mismatch",
-            Refusal::SniMismatch => "sni_mismatch",
-            Refusal::SniMissing => "sni_missing",
-            Refusal::EncryptedClientHello => "encrypted_client_hello",
-            Refusal::UnrecognisedProtocol => "unrecognised_protocol",
-            Refusal::TargetOutsideTunnel => "target_outside_tunnel",
-            Refusal::FirstBytesTimeout => "first_bytes_timeout",
-            Refusal::LookupFailed => "lookup_failed",
-            Refusal::ConnectFailed => "connect_failed",
-            Refusal::BadGateway => "bad_gateway",
-            Refusal::UpstreamProxyUnreachable => "upstream_proxy_unreachable",
-            Refusal::UpstreamProxyRefused => "upstream_proxy_refused",
-            Refusal::UnknownSource => "unknown_source",
-            Refusal::NotRedirected => "not_redirected",
-        }
-    }
-
-    /// The proxy refusal of the same name as a policy denial, where there
-    /// is one (the engine's `lookup_failed` for a name without addresses,
-    /// `invalid_host`): answered, counted and replied to alike, whoever
-    /// found it.
-    fn same(self) -> Refusal {
-        match self {
-            Refusal::Denied(r) => Refusal::ALL
-                .iter()
-                .copied()
-                .find(|own| own.as_str() == r.as_str())
-                .unwrap_or(self),
-            own => own,
-        }
-    }
-
-    /// The HTTP status: 502 when the way out failed, 400 for a request
-    /// the proxy cannot read or that leaves its tunnel, 403 otherwise.
-    pub fn status(self) -> u16 {
-        match self.same() {
-            Refusal::LookupFailed
-            | Refusal::ConnectFailed
-            | Refusal::BadGateway
-            | Refusal::UpstreamProxyUnreachable
-            | Refusal::UpstreamProxyRefused => 502,
-            Refusal::BadRequest | Refusal::TargetOutsideTunnel => 400,
-            _ => 403,
-        }
-    }
-
-    /// The status line for [`Refusal::status`].
-    pub fn status_line(self) -> &'static str {
-        match self.status() {
-            502 => "502 Bad Gateway",
-            400 => "400 Bad Request",
-            _ => "403 Forbidden",
-        }
-    }
-
-    /// The SOCKS5 reply code (RFC 1928 §6): 4 (host unreachable) when the
-    /// name did not resolve or nothing answered, 1 (general failure) when
-    /// the upstream proxy failed, 2 (not allowed by the ruleset) otherwise.
-    pub fn socks_reply(self) -> u8 {
-        match self.same() {
-            Refusal::LookupFailed | Refusal::ConnectFailed => 4,
-            Refusal::UpstreamProxyUnreachable
-            | Refusal::UpstreamProxyRefused
-            | Refusal::BadGateway => 1,
-            _ => 2,
-        }
-    }
-
-    /// The index of this refusal in [`Refusal::ALL`] (its metric); `None`
-    /// for the policy's own denials, which the decision counters count
-    /// (but for the two that share a proxy refusal's name).
-    pub fn metric(self) -> Option<usize> {
-        let own = self.same();
-        Refusal::ALL.iter().position(|r| *r == own)
-    }
-}
-
-impl std::fmt::Display for Refusal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use crate::outcome::Refusal;
 
 /// Where to send traffic when the policy allows an upstream proxy.
 #[derive(Clone, Debug)]
@@ -223,7 +66,7 @@ pub struct Ctx {
     /// Idle and connect timeouts.
     pub timeouts: crate::relay::Timeouts,
     /// Pooled upstream connections.
-    pub pool: crate::http::pool::Pool,
+    pub pool: crate::pool::Pool,
     /// The daemon's counters.
     pub metrics: Arc<Metrics>,
     /// Client connections open at once, per listener.
@@ -345,7 +188,7 @@ pub async fn via_upstream(
         up.write_all(line.as_bytes())
             .await
             .map_err(|_| Refusal::UpstreamProxyUnreachable)?;
-        let answer = tokio::time::timeout(ctx.timeouts.first_bytes, head::read_raw(&mut up)).await;
+        let answer = tokio::time::timeout(ctx.timeouts.first_bytes, up.read_head()).await;
         let ok = matches!(&answer, Ok(Ok(Some(raw)))
             if head::parse_response(raw.clone()).is_some_and(|r| (200..300).contains(&r.code)));
         // Bytes after the 2xx would be the server's, unasked for.
@@ -443,7 +286,7 @@ pub async fn revoked(ctx: &Ctx, what: &(dyn std::fmt::Display + Sync), a: &Allow
                     .map_or(Ok(()), |n| admit(&mut req, n, a.port, a.via))
             })
             .and_then(|()| match a.dialled {
-                Some(ip) if !crate::authority::is_literal(a.host) => {
+                Some(ip) if !gatehouse_wire::authority::is_literal(a.host) => {
                     admit_resolved(&mut req, a.host, &[ip], a.port)
                 }
                 _ => Ok(()),
@@ -464,13 +307,11 @@ pub fn record(
     refusal: Refusal,
 ) {
     ctx.metrics.refusal(refusal);
-    req.finish(what, &format!("refused: {refusal}"));
+    req.finish(what, Outcome::Refused(refusal));
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     /// The front doors (and the adapters) reach the policy, the resolver
     /// and the network only through the gate: no decision, lookup or dial
     /// of their own.
@@ -482,14 +323,18 @@ mod tests {
             ("srt_decider.rs", include_str!("srt_decider.rs")),
             ("http/mod.rs", include_str!("http/mod.rs")),
             ("http/connect.rs", include_str!("http/connect.rs")),
-            ("http/conn.rs", include_str!("http/conn.rs")),
-            ("http/head.rs", include_str!("http/head.rs")),
-            ("http/pool.rs", include_str!("http/pool.rs")),
+            ("tunnel.rs", include_str!("tunnel.rs")),
+            ("exchange/mod.rs", include_str!("exchange/mod.rs")),
+            ("reply.rs", include_str!("reply.rs")),
+            ("conn.rs", include_str!("conn.rs")),
+            ("pool.rs", include_str!("pool.rs")),
             ("socks.rs", include_str!("socks.rs")),
             ("host/transparent.rs", include_str!("host/transparent.rs")),
         ] {
             let code = text.split("#[cfg(test)]").next().unwrap_or(text);
-            let door = file.starts_with("http") || file == "socks.rs" || file.starts_with("host");
+            let door = file.starts_with("http")
+                || ["socks.rs", "tunnel.rs", "exchange/mod.rs", "reply.rs"].contains(&file)
+                || file.starts_with("host");
             for needle in [
                 "QueryRef",
                 "Query::",
@@ -511,30 +356,5 @@ mod tests {
                 );
             }
         }
-    }
-
-    #[test]
-    fn every_refusal_has_one_name_status_and_metric() {
-        let mut names: Vec<&str> = Refusal::ALL.iter().map(|r| r.as_str()).collect();
-        names.sort_unstable();
-        names.dedup();
-        assert_eq!(names.len(), Refusal::ALL.len());
-        for (i, r) in Refusal::ALL.iter().enumerate() {
-            assert_eq!(r.metric(), Some(i));
-            assert!(matches!(r.status(), 400 | 403 | 502), "{r}");
-            assert!(r.status_line().starts_with(&r.status().to_string()));
-        }
-        let denied = Refusal::Denied(Reason::DeniedByRule);
-        assert_eq!(
-            (denied.as_str(), denied.status(), denied.metric()),
-            ("denied_by_rule", 403, None)
-        );
-        assert_eq!(denied.socks_reply(), 2);
-        // The engine's `lookup_failed` (a name with no address) is a 502
-        // and a host-unreachable reply, as the proxy's own is.
-        let none = Refusal::Denied(Reason::LookupFailed);
-        assert_eq!((none.status(), none.socks_reply()), (502, 4));
-        assert_eq!(none.metric(), Refusal::LookupFailed.metric());
-        assert_eq!(Refusal::LookupFailed.socks_reply(), 4);
     }
 }

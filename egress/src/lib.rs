@@ -16,8 +16,9 @@
 #![deny(missing_docs)]
 
 pub mod adapter;
-pub mod authority;
+pub mod conn;
 pub mod dns;
+pub mod exchange;
 pub mod ext_authz;
 pub mod fleet;
 pub mod gate;
@@ -25,14 +26,19 @@ pub mod host;
 pub mod http;
 pub mod listener;
 pub mod metrics;
+pub mod metrics_server;
+pub mod outcome;
 pub mod policy;
+pub mod pool;
 pub mod relay;
+pub mod reply;
+pub mod resolve;
 pub mod socks;
 pub mod squid;
 pub mod srt_decider;
 #[doc(hidden)]
 pub mod testing;
-pub mod tls;
+pub mod tunnel;
 mod watch;
 
 use std::net::SocketAddr;
@@ -185,7 +191,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         gate::MAX_CONNECTIONS,
         config.socks.is_some(),
         config.dns.map(|_| dns::MAX_TCP_CONNECTIONS),
-        http::pool::MAX_IDLE,
+        pool::MAX_IDLE,
     )?;
     let metrics = Arc::new(metrics::Metrics::default());
     let keys = config
@@ -219,7 +225,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         }
     }
     let resolver = Arc::new(
-        dns::Upstream::new(config.upstream_dns, metrics.clone())
+        resolve::Upstream::new(config.upstream_dns, metrics.clone())
             .await
             .map_err(|source| StartError::UpstreamDns {
                 addr: config.upstream_dns,
@@ -234,7 +240,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
             .clone()
             .map(|addr| gate::UpstreamProxy { addr }),
         timeouts: config.timeouts,
-        pool: http::pool::Pool::new(metrics.clone(), max_connections),
+        pool: pool::Pool::new(metrics.clone(), max_connections),
         metrics: metrics.clone(),
         max_connections,
     });
@@ -293,12 +299,12 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
                 .await
                 .map_err(|e| bind_err("metrics", a, e))?;
             let bound = l.local_addr().map_err(|e| bind_err("metrics", a, e))?;
-            metrics::serve(metrics.clone(), l);
+            metrics_server::serve(metrics.clone(), l);
             Some(bound)
         }
         None => None,
     };
-    policy::watch(policies.clone());
+    watch::watch(policies.clone());
     config
         .fleet
         .start_polling(&config.policy, config.policy_name.clone(), keys);

@@ -7,13 +7,16 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 
 use gatehouse::query::Via;
+use gatehouse_wire::socks;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 
-use crate::gate::{self, Ctx, Refusal};
-use crate::http::conn::Conn;
-use crate::http::connect::{Opening, first_bytes, http_tunnel, raw};
+use crate::conn::Conn;
+use crate::gate::{self, Ctx};
+use crate::outcome::{Outcome, Refusal};
 use crate::policy::Request;
+use crate::reply::refuse;
+use crate::tunnel::{Opening, first_bytes, http_tunnel, raw};
 
 /// Serves SOCKS5 on `listener` until the runtime stops.
 pub fn serve(ctx: Arc<Ctx>, listener: TcpListener) {
@@ -27,46 +30,32 @@ pub fn serve(ctx: Arc<Ctx>, listener: TcpListener) {
 }
 
 async fn reply(s: &mut TcpStream, code: u8, bound: SocketAddr) -> std::io::Result<()> {
-    let mut out = vec![5, code, 0];
-    match bound.ip() {
-        IpAddr::V4(a) => {
-            out.push(1);
-            out.extend(a.octets());
-        }
-        IpAddr::V6(a) => {
-            out.push(4);
-            out.extend(a.octets());
-        }
-    }
-    out.extend(bound.port().to_be_bytes());
-    s.write_all(&out).await
+    s.write_all(&socks::reply(code, bound)).await
 }
 
-/// Reads ATYP + address + port; the host as text (IPv6 bracketed).
-async fn read_addr(s: &mut TcpStream) -> std::io::Result<(String, u16)> {
-    let atyp = s.read_u8().await?;
-    let host = match atyp {
-        1 => {
-            let mut b = [0u8; 4];
-            s.read_exact(&mut b).await?;
-            Ipv4Addr::from(b).to_string()
+/// Reads exactly one message that `parse` accepts (never a byte past it);
+/// `None` when the bytes are not that message.
+async fn read_one<T>(
+    s: &mut TcpStream,
+    parse: impl Fn(&[u8]) -> socks::Read<T>,
+) -> std::io::Result<Option<T>> {
+    let mut buf = Vec::new();
+    loop {
+        match parse(&buf) {
+            socks::Read::Done(v, _) => return Ok(Some(v)),
+            socks::Read::Invalid => return Ok(None),
+            socks::Read::More(need) => {
+                let start = buf.len();
+                if need <= start {
+                    return Ok(None); // a reader that asks for nothing more never ends
+                }
+                buf.resize(need, 0);
+                if let Some(fresh) = buf.get_mut(start..) {
+                    s.read_exact(fresh).await?;
+                }
+            }
         }
-        3 => {
-            let n = s.read_u8().await?;
-            let mut b = vec![0u8; usize::from(n)];
-            s.read_exact(&mut b).await?;
-            // Not UTF-8: kept lossy, so that validation denies it.
-            String::from_utf8_lossy(&b).into_owned()
-        }
-        4 => {
-            let mut b = [0u8; 16];
-            s.read_exact(&mut b).await?;
-            format!("[{}]", Ipv6Addr::from(b))
-        }
-        _ => return Err(std::io::ErrorKind::InvalidData.into()),
-    };
-    let port = s.read_u16().await?;
-    Ok((host, port))
+    }
 }
 
 const UNSPECIFIED: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0);
@@ -74,51 +63,45 @@ const UNSPECIFIED: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED
 async fn handle(ctx: &Ctx, mut s: TcpStream, peer: SocketAddr) -> std::io::Result<()> {
     // The greeting and the request within 10 s.
     let request = tokio::time::timeout(std::time::Duration::from_secs(10), handshake(&mut s)).await;
-    let Ok(Ok(Some((cmd, host, port)))) = request else {
+    let Ok(Ok(Some(r))) = request else {
         return Ok(());
     };
-    dispatch(ctx, s, peer, cmd, host, port).await
+    dispatch(ctx, s, peer, r).await
 }
 
-/// The greeting and the request: (command, host, port), or `None` when the
-/// client offers no acceptable method.
-async fn handshake(s: &mut TcpStream) -> std::io::Result<Option<(u8, String, u16)>> {
+/// The greeting and the request, or `None` when the client offers no
+/// acceptable method or sends something else.
+async fn handshake(s: &mut TcpStream) -> std::io::Result<Option<socks::Request>> {
     // Greeting: only "no authentication".
-    if s.read_u8().await? != 5 {
+    let Some(no_auth) = read_one(s, socks::greeting).await? else {
+        return Ok(None);
+    };
+    s.write_all(&socks::choice(no_auth)).await?;
+    if !no_auth {
         return Ok(None);
     }
-    let n = s.read_u8().await?;
-    let mut methods = vec![0u8; usize::from(n)];
-    s.read_exact(&mut methods).await?;
-    if !methods.contains(&0) {
-        s.write_all(&[5, 0xff]).await?;
-        return Ok(None);
-    }
-    s.write_all(&[5, 0]).await?;
-    // Request.
-    let mut h = [0u8; 3];
-    s.read_exact(&mut h).await?;
-    let (host, port) = read_addr(s).await?;
-    Ok(Some((h[1], host, port)))
+    read_one(s, socks::request).await
 }
 
 async fn dispatch(
     ctx: &Ctx,
     mut s: TcpStream,
     peer: SocketAddr,
-    cmd: u8,
-    host: String,
-    port: u16,
+    socks::Request {
+        command,
+        host,
+        port,
+    }: socks::Request,
 ) -> std::io::Result<()> {
     ctx.metrics.socks_requests.inc();
     let mut req = ctx.request();
-    match cmd {
-        1 => {
+    match command {
+        socks::CONNECT => {
             let what = format!("socks5 CONNECT {host}:{port}");
             match gate::tunnel(ctx, &mut req, &host, port, Via::Socks5).await {
                 Ok(up) => {
                     let bound = up.stream.local_addr().unwrap_or(UNSPECIFIED);
-                    reply(&mut s, 0, bound).await?;
+                    reply(&mut s, socks::SUCCEEDED, bound).await?;
                     tunnel(ctx, &mut req, s, up, (&host, port), &what).await;
                     Ok(())
                 }
@@ -128,8 +111,8 @@ async fn dispatch(
                 }
             }
         }
-        3 => associate(ctx, s, peer).await,
-        _ => reply(&mut s, 7, UNSPECIFIED).await,
+        socks::UDP_ASSOCIATE => associate(ctx, s, peer).await,
+        _ => reply(&mut s, socks::COMMAND_NOT_SUPPORTED, UNSPECIFIED).await,
     }
 }
 
@@ -156,7 +139,7 @@ async fn tunnel(
         // Closing both streams ends the tunnel; nothing of it was sent.
         Err(r) => gate::record(ctx, req, what, r),
         Ok(Opening::Raw(claimed)) => {
-            req.finish(what, "tunnel");
+            req.finish(what, Outcome::Tunnel);
             let mut up = Conn::new(up, ctx.timeouts.tunnel_idle);
             let first = client.take_buffered();
             if up.write_all(&first).await.is_err() {
@@ -173,10 +156,13 @@ async fn tunnel(
             raw(ctx, &mut client.io, &mut up.io, what, &allowed).await;
         }
         Ok(Opening::Http(head, named)) => {
-            req.finish(what, "tunnel");
+            req.finish(what, Outcome::Tunnel);
             let up = Conn::new(up, ctx.timeouts.tunnel_idle);
             let target = (named.as_str(), port, Via::Socks5);
-            http_tunnel(ctx, req, client, up, head, target, what).await;
+            if let Err(stop) = http_tunnel(ctx, &mut client, up, head, target).await {
+                let by = stop.decided_by.as_ref().unwrap_or(req);
+                refuse(ctx, by, &mut client.io, what, stop.refusal).await;
+            }
         }
     }
 }
@@ -200,7 +186,12 @@ async fn associate(ctx: &Ctx, mut control: TcpStream, peer: SocketAddr) -> std::
     let client_side = UdpSocket::bind(SocketAddr::new(local.ip(), 0)).await?;
     let targets = UdpSocket::bind(SocketAddr::new(any, 0)).await?;
     let port = client_side.local_addr()?.port();
-    reply(&mut control, 0, SocketAddr::new(local.ip(), port)).await?;
+    reply(
+        &mut control,
+        socks::SUCCEEDED,
+        SocketAddr::new(local.ip(), port),
+    )
+    .await?;
     let mut client: Option<SocketAddr> = None;
     let mut peers: std::collections::HashSet<SocketAddr> = Default::default();
     let mut buf = vec![0u8; 65_536];
@@ -230,13 +221,7 @@ async fn associate(ctx: &Ctx, mut control: TcpStream, peer: SocketAddr) -> std::
                 let data = back.get(..n).unwrap_or_default();
                 // A reply, from a peer the client sent to: wrap it for the client.
                 if let (Some(c), true) = (client, peers.contains(&canonical(from))) {
-                    let mut out = vec![0, 0, 0];
-                    match canonical(from).ip() {
-                        IpAddr::V4(a) => { out.push(1); out.extend(a.octets()); }
-                        IpAddr::V6(a) => { out.push(4); out.extend(a.octets()); }
-                    }
-                    out.extend(from.port().to_be_bytes());
-                    out.extend_from_slice(data);
+                    let out = socks::datagram_from(canonical(from), data);
                     let _ = client_side.send_to(&out, c).await;
                 }
             }
@@ -252,46 +237,22 @@ fn canonical(a: SocketAddr) -> SocketAddr {
 /// One datagram from the client: decided, resolved, checked, sent; where
 /// it went.
 async fn outbound(ctx: &Ctx, relay: &UdpSocket, d: &[u8]) -> Option<SocketAddr> {
-    let (&frag, rest) = d.get(2..)?.split_first()?;
-    if frag != 0 {
-        return None; // fragments are not supported: dropped
-    }
-    let (&atyp, rest) = rest.split_first()?;
-    let (host, rest) = match atyp {
-        1 => (
-            Ipv4Addr::from(<[u8; 4]>::try_from(rest.get(..4)?).ok()?).to_string(),
-            rest.get(4..)?,
-        ),
-        3 => {
-            let (&n, rest) = rest.split_first()?;
-            let n = usize::from(n);
-            (
-                String::from_utf8_lossy(rest.get(..n)?).into_owned(),
-                rest.get(n..)?,
-            )
-        }
-        4 => (
-            format!(
-                "[{}]",
-                Ipv6Addr::from(<[u8; 16]>::try_from(rest.get(..16)?).ok()?)
-            ),
-            rest.get(16..)?,
-        ),
-        _ => return None,
-    };
-    let port = u16::from_be_bytes(<[u8; 2]>::try_from(rest.get(..2)?).ok()?);
-    let payload = rest.get(2..)?;
+    let socks::Datagram {
+        host,
+        port,
+        payload,
+    } = socks::datagram(d)?;
     let mut req = ctx.request();
     let what = format!("socks5 UDP {host}:{port}");
     let addrs = match gate::vet(ctx, &mut req, &host, port, Via::Socks5Udp).await {
         Ok(a) => a,
         Err(reason) => {
-            req.finish(&what, &format!("dropped: {reason}"));
+            req.finish(&what, Outcome::Dropped(reason));
             return None;
         }
     };
     let to = SocketAddr::new(*addrs.first()?, port);
-    req.finish(&what, "relayed");
+    req.finish(&what, Outcome::Relayed);
     relay.send_to(payload, to).await.ok()?;
     Some(to)
 }

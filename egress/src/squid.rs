@@ -28,6 +28,7 @@ use std::io::{BufRead, Write};
 
 use gatehouse::query::Via;
 
+use crate::outcome::Outcome;
 use crate::policy::Policies;
 
 /// The longest line read; squid's own limit is far below it.
@@ -99,12 +100,12 @@ pub fn answer(policies: &Policies, line: &str) -> String {
     );
     match admitted {
         Ok(()) => {
-            req.finish(&what, "allowed");
+            req.finish(&what, Outcome::Allowed);
             format!("{prefix}OK")
         }
         Err(refusal) => {
             let reason = refusal.as_str();
-            req.finish(&what, &format!("refused ({reason})"));
+            req.finish(&what, Outcome::Refused(refusal));
             err(reason)
         }
     }

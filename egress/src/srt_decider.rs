@@ -43,6 +43,7 @@ use serde::Deserialize;
 use gatehouse::query::Via;
 
 use crate::adapter::same_destination;
+use crate::outcome::{Outcome, Refusal};
 use crate::policy::Policies;
 
 /// The protocol version spoken.
@@ -212,7 +213,7 @@ fn decide(policies: &Policies, r: &Req) -> Answer {
     if let Some(sni) = &r.sni
         && !same_destination(sni, &r.host)
     {
-        req.finish(&what, "refused (sni_mismatch)");
+        req.finish(&what, Outcome::Refused(Refusal::SniMismatch));
         return Answer::Deny {
             status: 421,
             reason: "sni_mismatch",
@@ -222,10 +223,10 @@ fn decide(policies: &Policies, r: &Req) -> Answer {
     // tunnel's port, as in the gatehouse proxy; in plain HTTP it means 80.
     let default_port = if r.sni.is_some() { r.port } else { 80 };
     if let Some(h) = &r.host_header {
-        let agrees = crate::authority::split_authority(h, default_port)
+        let agrees = gatehouse_wire::authority::split_authority(h, default_port)
             .is_some_and(|(hh, hp)| same_destination(&hh, &r.host) && hp == r.port);
         if !agrees {
-            req.finish(&what, "refused (host_mismatch)");
+            req.finish(&what, Outcome::Refused(Refusal::HostMismatch));
             return Answer::Deny {
                 status: 421,
                 reason: "host_mismatch",
@@ -239,12 +240,12 @@ fn decide(policies: &Policies, r: &Req) -> Answer {
     };
     match crate::gate::admit(&mut req, &r.host, r.port, via) {
         Ok(()) => {
-            req.finish(&what, "allowed");
+            req.finish(&what, Outcome::Allowed);
             Answer::Allow
         }
         Err(refusal) => {
             let reason = refusal.as_str();
-            req.finish(&what, &format!("refused ({reason})"));
+            req.finish(&what, Outcome::Refused(refusal));
             Answer::Deny {
                 status: 403,
                 reason,

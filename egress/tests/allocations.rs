@@ -189,7 +189,7 @@ fn host_mode_memory_per_sandbox_beyond_its_policy() {
         .unwrap();
     let metrics = Arc::new(gatehouse_egress::metrics::Metrics::default());
     let resolver = rt
-        .block_on(gatehouse_egress::dns::Upstream::new(
+        .block_on(gatehouse_egress::resolve::Upstream::new(
             "127.0.0.1:9".parse().unwrap(),
             metrics.clone(),
         ))

@@ -1,7 +1,8 @@
 //! The daemon's tests, one binary: end to end on loopback by front door
 //! (`e2e/`), allocations per request, the ext-authz server, fleets of
-//! signed bundles, and host mode against the real kernel (`host.rs`, in
-//! network namespaces the test makes).
+//! signed bundles, host mode against the real kernel (`host.rs`, in
+//! network namespaces the test makes), and the layers of `egress/src`
+//! (`layers.rs`).
 
 #![allow(
     clippy::unwrap_used,
@@ -14,6 +15,7 @@ mod allocations;
 mod ext_authz;
 mod fleet;
 mod host;
+mod layers;
 
 /// End to end, on loopback only: real `curl`, `dig` and `openssl s_server`
 /// against the proxy and the resolver.

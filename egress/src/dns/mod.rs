@@ -1,5 +1,6 @@
-//! The filtering DNS resolver (UDP and TCP), the upstream client it and the
-//! proxy share ([`client`]), and the table of vetted answers ([`cache`]).
+//! The filtering DNS resolver (UDP and TCP): a front door beside the
+//! proxy's, asking upstream through [`crate::resolve`], which the proxy
+//! shares.
 //!
 //! A question is answered only when the policy allows the name (`dns`), and
 //! only with addresses the policy accepts for it (`resolved`): a denied name
@@ -10,21 +11,19 @@
 //! the same check — it never resolves again between the check and the
 //! connection.
 
-pub mod cache;
-pub mod client;
-
 use std::sync::Arc;
 use std::time::Duration;
 
 use gatehouse::query::QueryRef;
-use hickory_proto::op::{Message, MessageType, OpCode, ResponseCode};
-use hickory_proto::rr::{DNSClass, RecordType};
+use hickory_proto::op::{Message, ResponseCode};
+use hickory_proto::rr::RecordType;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, UdpSocket};
 
-pub use client::Upstream;
+use crate::resolve::{Upstream, cache};
 
 use crate::metrics::Metrics;
+use crate::outcome::{Outcome, Refusal};
 use crate::policy::Policies;
 
 /// DNS-over-TCP connections open at once; more wait in the accept queue.
@@ -36,21 +35,7 @@ pub const TCP_IDLE: Duration = Duration::from_secs(10);
 /// again).
 pub const MAX_UDP_INFLIGHT: usize = 2048;
 
-/// A response to `q` with its question and no answers.
-fn reply_to(q: &Message, code: ResponseCode) -> Message {
-    let mut r = Message::new(q.metadata.id, MessageType::Response, q.metadata.op_code);
-    r.metadata.recursion_desired = q.metadata.recursion_desired;
-    r.metadata.recursion_available = true;
-    r.metadata.response_code = code;
-    for query in &q.queries {
-        r.add_query(query.clone());
-    }
-    r
-}
-
-fn refuse(q: &Message, code: ResponseCode) -> Vec<u8> {
-    reply_to(q, code).to_vec().unwrap_or_default()
-}
+use gatehouse_wire::dns::{self as wire, refusal as refuse, reply as reply_to};
 
 /// How a DNS message came: over UDP a response must fit the size the
 /// client can take (512 bytes, or its EDNS payload size), over TCP any size.
@@ -106,40 +91,27 @@ async fn answer_for(
     bytes: &[u8],
     transport: Transport,
 ) -> Option<(Vec<u8>, Option<Given>)> {
-    let q = Message::from_vec(bytes).ok()?;
-    if q.metadata.message_type != MessageType::Query {
-        return None;
-    }
+    let q = wire::query(bytes)?;
     policies.metrics.dns_questions.inc();
-    // Only standard queries: NOTIFY, UPDATE and the rest are not questions
-    // a resolver answers (RFC 1035 §4.1.1: NOTIMP).
-    if q.metadata.op_code != OpCode::Query {
-        return Some((refuse(&q, ResponseCode::NotImp), None));
-    }
-    let [question] = q.queries.as_slice() else {
-        return Some((refuse(&q, ResponseCode::FormErr), None));
+    let question = match wire::question(&q) {
+        Ok(question) => question,
+        Err(code) => return Some((refuse(&q, code), None)),
     };
     let kind = question.query_type();
     let name = question.name().to_ascii();
     let mut req = policies.request();
     let what = format!("dns {name} {kind}");
-    // Only class IN: a CHAOS or ANY question would otherwise be answered
-    // from an IN lookup, as if it had asked that.
-    if question.query_class() != DNSClass::IN {
-        req.finish(&what, "refused: only class IN is answered");
-        return Some((refuse(&q, ResponseCode::Refused), None));
-    }
-    // Only A and AAAA are answered, and only for allowed names.
-    if !matches!(kind, RecordType::A | RecordType::AAAA) {
-        req.finish(&what, "refused: only A and AAAA are answered");
+    // Only class IN, and only A and AAAA, and only for allowed names.
+    if let Err(why) = wire::answerable(question) {
+        req.finish(&what, Outcome::Unanswered(why));
         return Some((refuse(&q, ResponseCode::Refused), None));
     }
     let d = req.decide(QueryRef::Dns { name: &name });
     if !d.is_allow() {
-        req.finish(&what, &format!("refused: {}", d.reason.as_str()));
+        req.finish(&what, Outcome::Refused(Refusal::Denied(d.reason)));
         return Some((refuse(&q, ResponseCode::Refused), None));
     }
-    if client::is_loopback_name(&name) {
+    if wire::is_loopback_name(&name) {
         return Some(loopback(&q, &mut req, &what, &name, kind));
     }
     let asked = match client {
@@ -147,11 +119,11 @@ async fn answer_for(
         None => upstream.ask(question.name(), kind).await,
     };
     let Ok(r) = asked else {
-        req.finish(&what, "servfail: upstream");
+        req.finish(&what, Outcome::UpstreamFailed);
         return Some((refuse(&q, ResponseCode::ServFail), None));
     };
-    let Some(chain) = client::follow(question.name(), kind, &r.answers) else {
-        req.finish(&what, "servfail: a broken CNAME chain");
+    let Some(chain) = wire::follow(question.name(), kind, &r.answers) else {
+        req.finish(&what, Outcome::BrokenChain);
         return Some((refuse(&q, ResponseCode::ServFail), None));
     };
     // Every name the chain leads through is a name the client resolves.
@@ -160,7 +132,10 @@ async fn answer_for(
         if !d.is_allow() {
             req.finish(
                 &what,
-                &format!("refused: {} (CNAME to {alias})", d.reason.as_str()),
+                Outcome::RefusedAlias {
+                    reason: d.reason,
+                    alias,
+                },
             );
             return Some((refuse(&q, ResponseCode::Refused), None));
         }
@@ -172,7 +147,7 @@ async fn answer_for(
             port: None,
         });
         if !d.is_allow() {
-            req.finish(&what, &format!("refused: {}", d.reason.as_str()));
+            req.finish(&what, Outcome::Refused(Refusal::Denied(d.reason)));
             return Some((refuse(&q, ResponseCode::Refused), None));
         }
     }
@@ -195,20 +170,14 @@ async fn answer_for(
     // with TC set, and the client asks again over TCP (RFC 1035 §4.2.1,
     // RFC 6891 §6.2.3), never cut at a record boundary the client cannot
     // see.
-    let room = q
-        .edns
-        .as_ref()
-        .map_or(512, |e| usize::from(e.max_payload().max(512)));
+    let room = wire::udp_room(&q);
     if transport == Transport::Udp && bytes.len() > room {
         let mut tc = reply_to(&q, r.metadata.response_code);
         tc.metadata.truncation = true;
-        req.finish(
-            &what,
-            &format!("truncated: {} addresses over UDP", chain.addrs.len()),
-        );
+        req.finish(&what, Outcome::Truncated(chain.addrs.len()));
         return tc.to_vec().ok().map(|b| (b, None));
     }
-    req.finish(&what, &format!("answered {} addresses", chain.addrs.len()));
+    req.finish(&what, Outcome::Answered(chain.addrs.len()));
     let given = (r.metadata.response_code == ResponseCode::NoError && !chain.addrs.is_empty())
         .then(|| Given {
             name: cache::key(&name),
@@ -257,7 +226,10 @@ fn loopback(
         // no address of this kind (the other kind may be answered).
         req.finish(
             &what,
-            &format!("answered 0 addresses ({} for {ip})", d.reason.as_str()),
+            Outcome::Withheld {
+                reason: d.reason,
+                ip,
+            },
         );
         return (out.to_vec().unwrap_or_default(), None);
     }
@@ -266,7 +238,7 @@ fn loopback(
         LOOPBACK_TTL,
         data,
     ));
-    req.finish(&what, "answered 1 address (loopback)");
+    req.finish(&what, Outcome::AnsweredLoopback);
     let given = Given {
         name: cache::key(name),
         addrs: vec![ip],
@@ -310,9 +282,7 @@ async fn routed<R: Route>(
     transport: Transport,
 ) -> Option<Vec<u8>> {
     let Some(policies) = route.policies(from) else {
-        let q = Message::from_vec(bytes).ok()?;
-        return (q.metadata.message_type == MessageType::Query)
-            .then(|| refuse(&q, ResponseCode::Refused));
+        return wire::query(bytes).map(|q| refuse(&q, ResponseCode::Refused));
     };
     let client = Some(route.client(from));
     let (out, given) = answer_for(&policies, upstream, client, bytes, transport).await?;

@@ -30,9 +30,9 @@ impl Answered {
         };
         let now = Instant::now();
         let until = now + ttl.min(MAX_TTL);
-        let name = crate::dns::cache::key(name);
+        let name = crate::resolve::cache::key(name);
         for ip in addrs {
-            let ip = super::canonical(*ip);
+            let ip = super::addr::canonical(*ip);
             if m.len() >= MAX_ADDRESSES && !m.contains_key(&ip) {
                 m.retain(|_, names| {
                     names.retain(|(_, u)| *u > now);
@@ -65,7 +65,7 @@ impl Answered {
         };
         let now = Instant::now();
         let mut live: Vec<&(String, Instant)> = m
-            .get(&super::canonical(ip))
+            .get(&super::addr::canonical(ip))
             .map(|n| n.iter().filter(|(_, u)| *u > now).collect())
             .unwrap_or_default();
         live.sort_by_key(|(_, u)| std::cmp::Reverse(*u));

@@ -17,7 +17,7 @@ use nftables::schema::{
 use nftables::stmt::{Match, Operator, Statement};
 use nftables::types::NfFamily;
 
-use super::nft::{Contents, Ports, field, is, l4proto, prefix, rule, set_of, sources_sets};
+use super::expr::{Contents, Ports, field, is, l4proto, prefix, rule, set_of, sources_sets};
 
 /// The bridge table's name (family `bridge`).
 pub const BRIDGE_TABLE: &str = "gatehouse_host_br";

@@ -246,7 +246,7 @@ fn zoo_call(endpoint: &str) -> &'static str {
     }
 }
 
-fn table_of(host: &Arc<Mutex<Host>>) -> Option<Arc<arc_swap::ArcSwap<super::SandboxTable>>> {
+fn table_of(host: &Arc<Mutex<Host>>) -> Option<Arc<arc_swap::ArcSwap<super::table::SandboxTable>>> {
     host.lock().ok().map(|h| h.table.clone())
 }
 

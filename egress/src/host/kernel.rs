@@ -25,79 +25,20 @@ use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::time::Duration;
 
 use gatehouse::Policy;
-use gatehouse::query::{QueryRef, Via};
 
 use arc_swap::ArcSwap;
 
-use super::SandboxTable;
 use super::nft::{LayerRule, Pass};
 use super::passes::{Grant, Registry};
+pub use super::ports::{MAX_PORTS, ports_for};
+use super::table::SandboxTable;
 use crate::policy::stderr_line;
 
-/// The most ports passed in the kernel for one name.
-pub const MAX_PORTS: usize = 64;
 /// The longest an element lives, whatever the TTL.
 pub const MAX_TTL: Duration = Duration::from_secs(3600);
 /// Batches waiting for the writer; more are dropped (the transparent
 /// listener decides those connections instead).
 const QUEUE: usize = 1024;
-
-/// The ports of `policy` passed in the kernel for `name` answered with
-/// `addrs`: see the module's documentation.
-pub fn ports_for(policy: &Policy, name: &str, addrs: &[IpAddr]) -> Vec<u16> {
-    let network = policy.network();
-    // The allow rules with a port list: only they pass anything.
-    let listed: Vec<_> = network
-        .rules
-        .iter()
-        .filter(|r| r.allow && r.ports.is_some())
-        .collect();
-    let mut candidates: Vec<u16> = Vec::new();
-    'rules: for r in &listed {
-        for span in r.ports.iter().flatten() {
-            for port in span.lo..=span.hi {
-                if candidates.len() >= MAX_PORTS * 4 {
-                    break 'rules;
-                }
-                if port != 80 && port != 443 && !candidates.contains(&port) {
-                    candidates.push(port);
-                }
-            }
-        }
-    }
-    candidates.sort_unstable();
-    candidates
-        .into_iter()
-        .filter(|&port| {
-            let d = policy.decide_ref(QueryRef::Connect {
-                host: name,
-                port,
-                via: Via::Https,
-            });
-            // Allowed, with an allow rule whose port list holds the port
-            // naming the name — whichever rule decided, so that the order
-            // of the rules does not matter (`allow domain x` before
-            // `allow domain x port 22` passes 22 as the reverse order does)
-            // — and the answer accepted for the port.
-            d.is_allow()
-                && listed.iter().any(|r| {
-                    r.target.matches_name(name)
-                        && r.ports
-                            .iter()
-                            .flatten()
-                            .any(|s| s.lo <= port && port <= s.hi)
-                })
-                && policy
-                    .decide_ref(QueryRef::Resolved {
-                        host: name,
-                        addrs,
-                        port: Some(port),
-                    })
-                    .is_allow()
-        })
-        .take(MAX_PORTS)
-        .collect()
-}
 
 /// A rule's inclusive port ranges; none: every port.
 type Spans = Option<Vec<(u16, u16)>>;
@@ -306,7 +247,7 @@ pub fn passes(sources: &[IpAddr], addrs: &[IpAddr], ports: &[u16], ttl: Duration
     let mut out = Vec::new();
     for &source in sources {
         for &addr in addrs {
-            let addr = super::canonical(addr);
+            let addr = super::table::canonical(addr);
             if source.is_ipv4() != addr.is_ipv4() {
                 continue;
             }

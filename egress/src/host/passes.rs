@@ -40,12 +40,11 @@ use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 
-use super::SandboxTable;
 use super::nft::{self, Pass};
+use super::table::SandboxTable;
 use crate::policy::stderr_line;
 
-/// The conntrack mark of a flow a DNS-fed pass admitted.
-pub const PASS_MARK: u32 = 0x6768_0001;
+pub use super::nft::PASS_MARK;
 /// The most passes one sandbox holds in the kernel's sets.
 pub const MAX_PER_SANDBOX: usize = 4096;
 /// How long a pass is remembered after its answer expired, so that a flow
@@ -188,7 +187,7 @@ fn allowed(table: &SandboxTable, id: &str, name: &str, key: Key) -> bool {
     let Ok(policy) = set.select(s.policies().name.as_deref()) else {
         return false;
     };
-    super::kernel::ports_for(policy, name, &[key.1]).contains(&key.2)
+    super::ports::ports_for(policy, name, &[key.1]).contains(&key.2)
 }
 
 impl Registry {

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 
-use super::SandboxTable;
 use super::kernel::{self, Kernel};
+use super::table::SandboxTable;
 use crate::dns::{Given, Route};
 use crate::policy::Policies;
 
@@ -30,7 +30,7 @@ impl Route for HostRoute {
     }
 
     fn client(&self, from: IpAddr) -> crate::listener::Client {
-        super::client_of(&self.table.load(), from)
+        super::table::client_of(&self.table.load(), from)
     }
 
     fn given(&self, from: IpAddr, given: &Given) {

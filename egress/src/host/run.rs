@@ -14,10 +14,11 @@ use super::kernel::Kernel;
 use super::nft::{NftError, Ports};
 use super::resolver::HostRoute;
 use super::state::{Host, install};
-use super::{HostError, SandboxTable, Shared};
-use crate::dns::{self, Upstream};
+use super::table::{HostError, SandboxTable, Shared};
+use crate::dns;
 use crate::metrics::Metrics;
 use crate::policy::{PolicyOptions, stderr_line};
+use crate::resolve::Upstream;
 use crate::watch::POLL;
 use crate::{StartError, gate, listener};
 
@@ -96,8 +97,8 @@ pub enum HostStartError {
     #[error(transparent)]
     Start(#[from] StartError),
     /// The table names no sandbox interfaces, and nftables is on: host mode
-    /// could not hold what arrives on them ([`super::NO_INTERFACES`]).
-    #[error("{}", super::NO_INTERFACES)]
+    /// could not hold what arrives on them ([`super::table::NO_INTERFACES`]).
+    #[error("{}", super::table::NO_INTERFACES)]
     NoInterfaces,
 }
 
@@ -316,7 +317,7 @@ pub async fn start(config: HostConfig) -> Result<HostRunning, HostStartError> {
                 addr: a,
                 source,
             })?;
-            crate::metrics::serve(metrics.clone(), l);
+            crate::metrics_server::serve(metrics.clone(), l);
             Some(bound)
         }
         None => None,

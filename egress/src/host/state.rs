@@ -11,7 +11,7 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 
 use super::nft::{self, NftError, Ports};
-use super::{Entry, File, HostError, SandboxTable, Shared, valid_id};
+use super::table::{Entry, File, HostError, SandboxTable, Shared, valid_id};
 use crate::policy::{PolicyError, stderr_line};
 use crate::watch::{FileWatch, give_back_free_memory, stat_key};
 
@@ -261,7 +261,7 @@ impl Host {
         let table = SandboxTable::load(&self.path, &self.shared, Some(&old))?;
         if self.nftables {
             if table.interfaces().is_empty() {
-                return Err(ChangeError::Invalid(super::NO_INTERFACES.into()));
+                return Err(ChangeError::Invalid(super::table::NO_INTERFACES.into()));
             }
             refresh(&table, self.ports)?;
         }
@@ -358,7 +358,7 @@ impl Host {
         if !valid_id(id) {
             return Err(ChangeError::Invalid(format!(
                 "`{id}`: an id is 1 to {} letters, digits, `-` and `_`",
-                super::MAX_ID
+                super::table::MAX_ID
             )));
         }
         let mut file = File::read(&self.path)?;

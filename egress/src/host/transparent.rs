@@ -35,16 +35,18 @@ use arc_swap::ArcSwap;
 use gatehouse::query::Via;
 use tokio::net::{TcpListener, TcpStream};
 
-use super::{Sandbox, SandboxTable, canonical};
-use crate::authority::{is_literal, split_authority};
-use crate::gate::{self, Ctx, Refusal};
-use crate::http::conn::Conn;
-use crate::http::connect::{Plain, http_tunnel, plain, raw, tunnel_target_ok};
-use crate::http::head::{self, Head};
-use crate::http::{host_agrees, refuse};
+use super::table::{Sandbox, SandboxTable, canonical};
+use crate::conn::Conn;
+use crate::exchange::host_agrees;
+use crate::gate::{self, Ctx};
 use crate::metrics::Metrics;
+use crate::outcome::{Outcome, Refusal};
 use crate::policy::Request;
-use crate::tls::{Hello, client_hello};
+use crate::reply::refuse;
+use crate::tunnel::{Plain, http_tunnel, plain, raw, tunnel_target_ok};
+use gatehouse_wire::authority::{is_literal, split_authority};
+use gatehouse_wire::http::{self as head, Head};
+use gatehouse_wire::tls::{Hello, client_hello};
 
 /// How long a client on a port other than 80 and 443 may stay silent
 /// before its connection is decided by address (a server that speaks
@@ -64,7 +66,7 @@ pub(crate) fn serve(
 ) {
     let m = metrics.clone();
     let t = table.clone();
-    let client = move |ip| super::client_of(&t.load(), ip);
+    let client = move |ip| super::table::client_of(&t.load(), ip);
     crate::listener::accept_loop_by(listener, cap, metrics, clients, client, move |s, peer| {
         let (table, m) = (table.clone(), m.clone());
         async move {
@@ -128,7 +130,7 @@ async fn opening(client: &mut Conn<TcpStream>, reads: bool) -> Result<Opening, R
                     Plain::Other => return Ok(Opening::Other),
                     Plain::Http { blank } => {
                         client.consume(blank);
-                        return match head::read_raw(client).await {
+                        return match client.read_head().await {
                             Ok(Some(raw)) => head::parse_request(raw)
                                 .map(Opening::Http)
                                 .ok_or(Refusal::BadRequest),
@@ -238,11 +240,15 @@ async fn handle(sandbox: &Sandbox, s: TcpStream) {
             sandbox.id
         )
     };
-    req.finish(&what, "tunnel");
+    req.finish(&what, Outcome::Tunnel);
     let mut up = Conn::new(d.stream, ctx.timeouts.tunnel_idle);
     if let Some(h) = http {
         let target = (d.host.as_str(), port, Via::Http);
-        return http_tunnel(ctx, &mut req, client, up, h, target, &what).await;
+        if let Err(stop) = http_tunnel(ctx, &mut client, up, h, target).await {
+            let by = stop.decided_by.as_ref().unwrap_or(&req);
+            refuse(ctx, by, &mut client.io, &what, stop.refusal).await;
+        }
+        return;
     }
     let first = client.take_buffered();
     if up.write_all(&first).await.is_err() {

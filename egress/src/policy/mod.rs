@@ -11,7 +11,6 @@ use gatehouse::log::{DecisionEvent, DecisionSink};
 use gatehouse::store::PolicyStore;
 use gatehouse::{Policy, PolicySet};
 
-pub use crate::watch::watch;
 pub use request::{Request, Verdict};
 
 mod request;

@@ -8,6 +8,7 @@ use gatehouse::query::QueryRef;
 use gatehouse::{Decision, PolicySet};
 
 use super::{Policies, pick, refusal_line};
+use crate::outcome::Outcome;
 
 impl Policies {
     /// One request's view: the set loaded once, so that every decision of
@@ -125,8 +126,8 @@ impl Request<'_> {
     /// revisions its decisions came from. It goes to the decision log
     /// (`--log`, as `{"access": ...}` lines beside the decisions), and for
     /// refusals to stderr, at most [`STDERR_REFUSALS_PER_SECOND`](super::STDERR_REFUSALS_PER_SECOND) a second.
-    pub fn finish(&self, what: &(dyn std::fmt::Display + Sync), outcome: &str) {
-        let refused = outcome.starts_with("refused") || outcome.starts_with("dropped");
+    pub fn finish(&self, what: &(dyn std::fmt::Display + Sync), outcome: Outcome<'_>) {
+        let refused = outcome.is_refusal();
         let p = self.policies;
         if let (Some((t, sandbox)), Some(start), Some(ids)) = (&p.spans, self.started, &self.ids)
             && t.span_wanted()
@@ -136,8 +137,9 @@ impl Request<'_> {
             // with the command-line setting.
             let revision = self.set.revision();
             let request = t.log_commands().then(|| what.to_string());
+            let outcome = outcome.to_string();
             let mut attrs: [(&'static str, &str); 4] = [
-                ("gatehouse.outcome", outcome),
+                ("gatehouse.outcome", &outcome),
                 ("gatehouse.policy.revision", revision),
                 ("", ""),
                 ("", ""),
@@ -167,7 +169,7 @@ impl Request<'_> {
             "time": gatehouse::log::now_rfc3339(),
             "request": self.id,
             "what": what.to_string(),
-            "outcome": outcome,
+            "outcome": outcome.to_string(),
             "revisions": vec![self.set.revision(); self.decisions],
         });
         if p.access_log {

@@ -59,7 +59,7 @@ async fn https_through_connect_with_sni_checks() {
     let mut buf = [0u8; 256];
     let n = s.read(&mut buf).await.unwrap();
     assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
-    s.write_all(&gatehouse_egress::tls::build_client_hello(Some(
+    s.write_all(&gatehouse_wire::tls::build_client_hello(Some(
         "evil.example",
     )))
     .await
@@ -176,7 +176,7 @@ async fn slow_heads_and_held_tunnels_are_cut() {
     // A ClientHello dripped a byte every 200 ms: cut at the overall deadline,
     // though no single read waits long.
     let mut s = connect_tunnel(d.http, server.port()).await;
-    let hello = gatehouse_egress::tls::build_client_hello(Some("allowed.test"));
+    let hello = gatehouse_wire::tls::build_client_hello(Some("allowed.test"));
     let t = Instant::now();
     tokio::select! {
         _ = drip(&mut s, &hello) => {}
@@ -281,7 +281,7 @@ async fn a_reload_ends_the_raw_tunnels_it_no_longer_allows() {
         }
     });
     let d = daemon(&dir, POLICY, dns.addr, None).await;
-    let hello = |name: &str| gatehouse_egress::tls::build_client_hello(Some(name));
+    let hello = |name: &str| gatehouse_wire::tls::build_client_hello(Some(name));
     // Each tunnel echoes its first bytes while it is allowed.
     let alive = |mut s: TcpStream, first: Vec<u8>| async move {
         s.write_all(&first).await.unwrap();

@@ -539,7 +539,7 @@ async fn idle_sockets_cannot_hold_the_metrics_endpoint_down() {
     let dns = fake_dns(&[("allowed.test", "127.0.0.1")]).await;
     let d = daemon(&dir, POLICY, dns.addr, None).await;
     let at = d.metrics.unwrap();
-    let cap = gatehouse_egress::metrics::METRICS_CONNECTIONS;
+    let cap = gatehouse_egress::metrics_server::METRICS_CONNECTIONS;
     let share = gatehouse_egress::listener::share(cap);
     let mut idle = Vec::new();
     for client in 1..=cap / share {

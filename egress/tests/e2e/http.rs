@@ -137,7 +137,7 @@ async fn literals_dial_what_was_decided_http10_and_ech() {
 
     // A ClientHello with Encrypted Client Hello whose outer name agrees.
     let mut s = connect_tunnel(d.http, port).await;
-    s.write_all(&gatehouse_egress::tls::build_client_hello_with(
+    s.write_all(&gatehouse_wire::tls::build_client_hello_with(
         Some("allowed.test"),
         true,
     ))

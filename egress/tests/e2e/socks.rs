@@ -283,7 +283,7 @@ async fn socks5_tunnels_are_held_to_their_host() {
     let got = through(socks, "127.0.0.1", port, &[get("denied.test").as_bytes()]).await;
     assert!(!got.contains(hello), "{got}");
     // A ClientHello naming another host, to a name and to an address.
-    let sni = |name: &str| gatehouse_egress::tls::build_client_hello(Some(name));
+    let sni = |name: &str| gatehouse_wire::tls::build_client_hello(Some(name));
     for (target, name) in [
         ("allowed.test", "denied.test"),
         ("allowed.test", "other.test"),

@@ -7,9 +7,6 @@
 
 use std::ops::Range;
 
-use crate::http::conn::{Conn, ReadError};
-use tokio::io::AsyncRead;
-
 /// The largest head read, request or response.
 pub const MAX_HEAD: usize = 64 * 1024;
 /// The most header fields in one head.
@@ -178,7 +175,7 @@ impl Response {
 }
 
 /// A header name's characters (RFC 9110 `tchar`).
-pub(crate) fn is_tchar(c: u8) -> bool {
+pub fn is_tchar(c: u8) -> bool {
     c.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&c)
 }
 
@@ -231,7 +228,7 @@ fn checked_text(mut raw: Vec<u8>) -> Option<String> {
     String::from_utf8(raw).ok()
 }
 
-/// A request head from `raw` (a head as [`read_raw`] returns it, ending in
+/// A request head from `raw` (a head up to [`head_end`], ending in
 /// its blank line; one without is given one), or `None` when it breaks a
 /// rule.
 pub fn parse_request(raw: Vec<u8>) -> Option<Head> {
@@ -356,54 +353,44 @@ fn semantic(headers: &Fields, request: bool) -> Option<()> {
     Some(())
 }
 
-/// Reads a head up to and with its blank line; `Ok(None)` when the peer
-/// closed before sending a byte of it.
-pub async fn read_raw<S: AsyncRead + Unpin>(
-    conn: &mut Conn<S>,
-) -> Result<Option<Vec<u8>>, ReadError> {
-    let mut searched: usize = 0;
-    loop {
-        let buf = conn.buffered();
-        if let Some(end) = buf
-            .get(searched.saturating_sub(3)..)
-            .and_then(|b| b.windows(4).position(|w| w == b"\r\n\r\n"))
-        {
-            let end = end + searched.saturating_sub(3) + 4;
-            // The limit holds at the byte, wherever the reads happened to
-            // end (issue 35, finding 12).
-            if end > MAX_HEAD {
-                return Err(ReadError::TooLarge);
-            }
-            let head = buf.get(..end).unwrap_or_default().to_vec();
-            conn.consume(end);
-            return Ok(Some(head));
-        }
-        searched = buf.len();
-        // No blank line in the first MAX_HEAD bytes: whatever follows, the
-        // head is longer than the limit.
-        if searched >= MAX_HEAD {
-            return Err(ReadError::TooLarge);
-        }
-        if conn.fill().await? == 0 {
-            return if conn.buffered().is_empty() {
-                Ok(None)
-            } else {
-                Err(ReadError::Eof)
-            };
-        }
+/// A head longer than [`MAX_HEAD`] bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TooLarge;
+
+/// Where the head in `buf` ends (just after its blank line), when it is
+/// all there; `searched` is how much of `buf` an earlier call already
+/// searched (0 the first time), so that a head arriving in many reads is
+/// searched once. The limit holds at the byte, wherever the reads happened
+/// to end (issue 35, finding 12): a head longer than [`MAX_HEAD`], or no
+/// blank line in the first `MAX_HEAD` bytes, is [`TooLarge`].
+pub fn head_end(buf: &[u8], searched: usize) -> Result<Option<usize>, TooLarge> {
+    let from = searched.saturating_sub(3);
+    if let Some(end) = buf
+        .get(from..)
+        .and_then(|b| b.windows(4).position(|w| w == b"\r\n\r\n"))
+    {
+        let end = end + from + 4;
+        return if end > MAX_HEAD {
+            Err(TooLarge)
+        } else {
+            Ok(Some(end))
+        };
     }
+    if buf.len() >= MAX_HEAD {
+        return Err(TooLarge);
+    }
+    Ok(None)
 }
 
 #[cfg(test)]
-#[allow(clippy::expect_used)]
+#[allow(clippy::expect_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
 
-    /// A head of exactly MAX_HEAD bytes (its blank line included) is read;
-    /// one byte more is too large, whatever the read sizes (the limit was
-    /// 80 KiB in practice, checked only after a failed search).
-    #[tokio::test]
-    async fn the_head_limit_holds_at_the_byte() {
+    /// A head of exactly MAX_HEAD bytes (its blank line included) is
+    /// found; one byte more is too large, whatever the read sizes.
+    #[test]
+    fn the_head_limit_holds_at_the_byte() {
         let head = |len: usize| {
             let start = "GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\nX-Pad: ";
             let pad = len - start.len() - 4;
@@ -411,15 +398,19 @@ mod tests {
         };
         for (len, ok) in [(MAX_HEAD, true), (MAX_HEAD + 1, false), (70 * 1024, false)] {
             let bytes = head(len);
-            assert_eq!(bytes.len(), len);
-            let mut c = crate::http::conn::Conn::new(&bytes[..], std::time::Duration::from_secs(1));
-            let got = read_raw(&mut c).await;
-            assert_eq!(
-                got.is_ok(),
-                ok,
-                "{len}: {:?}",
-                got.as_ref().map(|h| h.as_ref().map(Vec::len))
-            );
+            for step in [1, 7, 4096, len] {
+                let (mut searched, mut got) = (0, Ok(None));
+                let mut upto = 0;
+                while upto < len && matches!(got, Ok(None)) {
+                    upto = (upto + step).min(len);
+                    got = head_end(&bytes[..upto], searched);
+                    searched = upto;
+                }
+                assert_eq!(got.is_ok(), ok, "{len} in steps of {step}: {got:?}");
+                if ok {
+                    assert_eq!(got, Ok(Some(len)));
+                }
+            }
         }
     }
 

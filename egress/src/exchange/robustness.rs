@@ -5,9 +5,9 @@
 //! back as the same request — and whatever the decoder accepts must stop
 //! exactly at the end of the body.
 
-use super::conn::Conn;
-use super::head::{Framing, parse_request};
 use super::rebuild_request;
+use crate::conn::Conn;
+use gatehouse_wire::http::{Framing, parse_request};
 
 /// xorshift64*: deterministic, no dependency.
 struct Rng(u64);
@@ -65,7 +65,7 @@ fn accepted_heads_are_unambiguous_and_read_back_the_same() {
         accepted += 1;
         for (k, v) in h.headers.iter() {
             assert!(
-                !k.is_empty() && k.bytes().all(super::head::is_tchar),
+                !k.is_empty() && k.bytes().all(gatehouse_wire::http::is_tchar),
                 "{k:?}"
             );
             assert!(

@@ -1,13 +1,12 @@
-//! The egress daemon's wire parsers on hostile bytes: request and response
-//! heads, the TLS ClientHello the first-bytes judge reads, and authorities.
+//! gatehouse-wire's HTTP parsers on hostile bytes: request and response
+//! heads, where a head ends, and authorities.
 //! Never a panic, and what a parser accepts holds the properties the proxy
 //! forwards and decides on: no line break, NUL or blank where a smuggled
 //! request could hide one, one framing, and a head that reads back the same
 //! when written out again.
 #![no_main]
-use gatehouse_egress::http::head::{Framing, parse_request, parse_response};
-use gatehouse_egress::http::split_authority;
-use gatehouse_egress::tls::{Hello, client_hello};
+use gatehouse_wire::authority::split_authority;
+use gatehouse_wire::http::{Framing, MAX_HEAD, head_end, parse_request, parse_response};
 use libfuzzer_sys::fuzz_target;
 
 fn tchar(c: u8) -> bool {
@@ -54,8 +53,21 @@ fuzz_target!(|data: &[u8]| {
             assert!(field_ok(n, v), "{n:?}: {v:?}");
         }
     }
-    if let Hello::Sni(name) = client_hello(data) {
-        assert_eq!(name, name.to_ascii_lowercase());
+    // The end of a head is found the same however its bytes arrive: at
+    // once, or in two reads split anywhere.
+    let whole = head_end(data, 0);
+    if let Ok(Some(end)) = whole {
+        assert!(end <= MAX_HEAD && end <= data.len());
+        assert_eq!(data.get(end - 4..end), Some(&b"\r\n\r\n"[..]));
+    }
+    if let Some(&cut) = data.first() {
+        let cut = usize::from(cut).min(data.len());
+        let first = head_end(&data[..cut], 0);
+        let again = match first {
+            Ok(None) => head_end(data, cut),
+            done => done,
+        };
+        assert_eq!(again, whole, "split at {cut}");
     }
     if let Ok(text) = std::str::from_utf8(data) {
         if let Some((host, port)) = split_authority(text, 80) {

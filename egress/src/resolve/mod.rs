@@ -1,4 +1,5 @@
-//! The upstream DNS client that the resolver and the proxy share.
+//! Resolution: the upstream DNS client that the resolver and the proxy
+//! share, and the table of vetted answers ([`cache`]).
 //!
 //! One UDP socket carries every question; answers are matched to questions
 //! by a random id *and* the question they repeat, and only the configured
@@ -7,25 +8,26 @@
 //! that never answers costs a table entry for three seconds, not a
 //! descriptor.
 
+pub mod cache;
+
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use gatehouse_wire::dns::{follow, is_loopback_name};
 use hickory_proto::op::{Message, MessageType, OpCode};
-use hickory_proto::rr::{Name, RData, Record, RecordType};
+use hickory_proto::rr::{Name, RecordType};
 use tokio::net::UdpSocket;
 use tokio::sync::{Semaphore, oneshot};
 
-use crate::dns::cache::Vetted;
 use crate::metrics::Metrics;
+use crate::resolve::cache::Vetted;
 
 /// How long a question waits for its answer.
 pub const TIMEOUT: Duration = Duration::from_secs(3);
 /// Questions waiting upstream at once; more are answered SERVFAIL.
 pub const MAX_INFLIGHT: usize = 1024;
-/// The longest CNAME chain followed.
-pub const MAX_CHAIN: usize = 8;
 
 struct Waiter {
     name: Name,
@@ -93,80 +95,6 @@ pub struct Resolution {
     /// apart (the policy may allow one and not the other).
     pub loopback: bool,
     fresh: Vec<(RecordType, Vec<IpAddr>, Duration)>,
-}
-
-/// Whether `name` is `localhost` or a name under it (any case, trailing
-/// dot or not): a loopback name, which no resolver is asked about.
-pub fn is_loopback_name(name: &str) -> bool {
-    let lower = crate::dns::cache::key(name);
-    lower == "localhost" || lower.ends_with(".localhost")
-}
-
-/// An answer's CNAME chain from the asked name, and the records kept.
-pub struct Chain {
-    /// The asked name, then each CNAME target, as text without the dot.
-    pub names: Vec<String>,
-    /// The addresses of the asked type owned by the chain's last name, in
-    /// DNS order.
-    pub addrs: Vec<IpAddr>,
-    /// The smallest TTL of the kept records.
-    pub ttl: u32,
-    /// The chain's CNAME records and those addresses' records; every other
-    /// record of the answer is dropped.
-    pub records: Vec<Record>,
-}
-
-/// Follows the CNAME chain from `qname` through `answers`, keeping only the
-/// records on it. `None`: a loop, two CNAMEs for one name, or a chain
-/// longer than [`MAX_CHAIN`].
-pub fn follow(qname: &Name, kind: RecordType, answers: &[Record]) -> Option<Chain> {
-    let mut current = qname.clone();
-    let mut names = vec![text(qname)];
-    let mut records = Vec::new();
-    let mut ttl = u32::MAX;
-    loop {
-        let mut cnames = answers
-            .iter()
-            .filter(|r| r.record_type() == RecordType::CNAME && r.name == current);
-        let Some(c) = cnames.next() else { break };
-        if cnames.next().is_some() {
-            return None;
-        }
-        let RData::CNAME(target) = &c.data else {
-            return None;
-        };
-        let next = target.0.clone();
-        let t = text(&next);
-        if names.contains(&t) || names.len() > MAX_CHAIN {
-            return None;
-        }
-        names.push(t);
-        records.push(c.clone());
-        ttl = ttl.min(c.ttl);
-        current = next;
-    }
-    let mut addrs = Vec::new();
-    for r in answers.iter().filter(|r| r.name == current) {
-        let ip = match (&r.data, kind) {
-            (RData::A(a), RecordType::A) => IpAddr::V4(a.0),
-            (RData::AAAA(a), RecordType::AAAA) => IpAddr::V6(a.0),
-            _ => continue,
-        };
-        addrs.push(ip);
-        records.push(r.clone());
-        ttl = ttl.min(r.ttl);
-    }
-    Some(Chain {
-        names,
-        addrs,
-        ttl,
-        records,
-    })
-}
-
-/// A name as text: ASCII, lowercase, no trailing dot.
-fn text(n: &Name) -> String {
-    n.to_ascii().trim_end_matches('.').to_ascii_lowercase()
 }
 
 fn rand_id() -> u16 {
@@ -360,7 +288,6 @@ impl Upstream {
 #[allow(clippy::expect_used)]
 mod tests {
     use super::*;
-    use hickory_proto::rr::rdata::{A, CNAME};
 
     fn name(s: &str) -> Name {
         Name::from_ascii(s).unwrap_or_default()
@@ -416,47 +343,5 @@ mod tests {
                 f.abort();
             }
         });
-    }
-
-    fn a(owner: &str, ip: [u8; 4]) -> Record {
-        Record::from_rdata(
-            name(owner),
-            60,
-            RData::A(A::from(std::net::Ipv4Addr::from(ip))),
-        )
-    }
-
-    fn cname(owner: &str, target: &str) -> Record {
-        Record::from_rdata(name(owner), 30, RData::CNAME(CNAME(name(target))))
-    }
-
-    #[test]
-    fn chains_are_followed_and_foreign_records_dropped() {
-        let answers = [
-            cname("www.allowed.test.", "edge.cdn.test."),
-            a("denied.test.", [10, 0, 0, 1]),
-            a("EDGE.cdn.test.", [192, 0, 2, 1]),
-            a("www.allowed.test.", [10, 0, 0, 2]),
-        ];
-        let c = follow(&name("WWW.allowed.test."), RecordType::A, &answers).expect("a chain");
-        assert_eq!(c.names, ["www.allowed.test", "edge.cdn.test"]);
-        assert_eq!(c.addrs, [IpAddr::from([192, 0, 2, 1])]);
-        assert_eq!(c.ttl, 30);
-        assert_eq!(c.records.len(), 2);
-        let c = follow(
-            &name("x.test."),
-            RecordType::A,
-            &[a("y.test.", [10, 0, 0, 1])],
-        )
-        .expect("no chain");
-        assert!(c.addrs.is_empty() && c.records.is_empty());
-        let looped = [cname("a.test.", "b.test."), cname("b.test.", "a.test.")];
-        assert!(follow(&name("a.test."), RecordType::A, &looped).is_none());
-        let forked = [cname("a.test.", "b.test."), cname("a.test.", "c.test.")];
-        assert!(follow(&name("a.test."), RecordType::A, &forked).is_none());
-        let long: Vec<Record> = (0..20)
-            .map(|i| cname(&format!("n{i}.test."), &format!("n{}.test.", i + 1)))
-            .collect();
-        assert!(follow(&name("n0.test."), RecordType::A, &long).is_none());
     }
 }

@@ -52,9 +52,7 @@ fn live(a: &Answers, now: Instant) -> usize {
 }
 
 /// The cache key of a name: ASCII lowercase, no trailing dot.
-pub fn key(name: &str) -> String {
-    name.trim_end_matches('.').to_ascii_lowercase()
-}
+pub use gatehouse_wire::dns::key;
 
 impl Vetted {
     /// An empty cache.
