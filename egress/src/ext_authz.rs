@@ -90,7 +90,7 @@ impl Service {
         let Some(http) = http.filter(|h| !h.host.is_empty()) else {
             r.finish(
                 &"ext_authz (no authority)",
-                Record::Refused(Refusal::BadRequest),
+                Record::Deny(Refusal::BadRequest),
             );
             return (Outcome::Deny(Refusal::BadRequest.as_str()), revision);
         };
@@ -104,7 +104,7 @@ impl Service {
         let Some((host, port)) =
             gatehouse_wire::authority::split_authority(&http.host, default_port)
         else {
-            r.finish(&what, Record::Refused(Refusal::InvalidHost));
+            r.finish(&what, Record::Deny(Refusal::InvalidHost));
             return (Outcome::Deny("invalid_host"), revision);
         };
         let host = host
@@ -115,18 +115,18 @@ impl Service {
         if let Some(sni) = sni
             && !same_destination(sni, &host)
         {
-            r.finish(&what, Record::Refused(Refusal::SniMismatch));
+            r.finish(&what, Record::Deny(Refusal::SniMismatch));
             return (Outcome::Deny("sni_mismatch"), revision);
         }
         let via = if https { Via::Https } else { Via::Http };
         if let Err(refusal) = crate::gate::admit(&mut r, &host, port, via) {
             let reason = refusal.as_str();
-            r.finish(&what, Record::Refused(refusal));
+            r.finish(&what, Record::Deny(refusal));
             return (Outcome::Deny(reason), revision);
         }
         if self.check_destination {
             let Some(dst) = destination(req) else {
-                r.finish(&what, Record::Refused(Refusal::NoDestination));
+                r.finish(&what, Record::Deny(Refusal::NoDestination));
                 return (Outcome::Deny("no_destination"), revision);
             };
             let ok = if let Ok(ip) = host.parse::<IpAddr>() {
@@ -138,13 +138,13 @@ impl Service {
                     crate::gate::admit_resolved(&mut r, &host, &[dst.ip()], dst.port())
                 {
                     let reason = refusal.as_str();
-                    r.finish(&what, Record::Refused(refusal));
+                    r.finish(&what, Record::Deny(refusal));
                     return (Outcome::Deny(reason), revision);
                 }
                 dst.port() == port
             };
             if !ok {
-                r.finish(&what, Record::Refused(Refusal::DestinationMismatch));
+                r.finish(&what, Record::Deny(Refusal::DestinationMismatch));
                 return (Outcome::Deny("destination_mismatch"), revision);
             }
         }

@@ -271,9 +271,10 @@ pub struct Allowed<'a> {
 /// Resolves when a reload puts in force a policy that no longer allows the
 /// tunnel (issue 35, finding 8): its `connect`, the name its first bytes
 /// gave, and the address it reached (`resolved`) are decided again after
-/// every swap, and the first refusal is returned (recorded as the
-/// tunnel's). Pending for as long as the tunnel stays allowed.
-pub async fn revoked(ctx: &Ctx, what: &(dyn std::fmt::Display + Sync), a: &Allowed<'_>) {
+/// every swap, and the first refusal is returned with the request that
+/// decided it (the front door records it as the tunnel's). Pending for as
+/// long as the tunnel stays allowed.
+pub async fn revoked<'c>(ctx: &'c Ctx, a: &Allowed<'_>) -> (Refusal, Request<'c>) {
     let mut swaps = ctx.policies.swaps();
     loop {
         if swaps.changed().await.is_err() {
@@ -292,8 +293,7 @@ pub async fn revoked(ctx: &Ctx, what: &(dyn std::fmt::Display + Sync), a: &Allow
                 _ => Ok(()),
             });
         if let Err(r) = still {
-            record(ctx, &req, what, r);
-            return;
+            return (r, req);
         }
     }
 }

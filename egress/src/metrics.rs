@@ -388,7 +388,7 @@ pub fn with_telemetry(
     telemetry: &gatehouse_otel::Telemetry,
     metrics: &Arc<Metrics>,
 ) -> Option<Arc<dyn gatehouse::log::DecisionSink>> {
-    use gatehouse_otel::KeyValue;
+    let kv = |k: &'static str, v: &str| -> gatehouse_otel::Attribute { (k, v.to_string()) };
     if !telemetry.is_on() {
         return sink;
     }
@@ -407,7 +407,7 @@ pub fn with_telemetry(
                 ("transparent", &m.transparent_connections),
             ]
             .iter()
-            .map(|(k, c)| (c.get(), vec![KeyValue::new("gatehouse.request.kind", *k)]))
+            .map(|(k, c)| (c.get(), vec![kv("gatehouse.request.kind", k)]))
             .collect()
         },
     );
@@ -422,7 +422,7 @@ pub fn with_telemetry(
                 .filter_map(|r| {
                     let i = r.metric()?;
                     let c = m.refusals.get(i)?;
-                    Some((c.get(), vec![KeyValue::new("error.type", r.as_str())]))
+                    Some((c.get(), vec![kv("error.type", r.as_str())]))
                 })
                 .collect()
         },
@@ -436,11 +436,11 @@ pub fn with_telemetry(
             vec![
                 (
                     m.tunnel_bytes_up.get(),
-                    vec![KeyValue::new("network.io.direction", "transmit")],
+                    vec![kv("network.io.direction", "transmit")],
                 ),
                 (
                     m.tunnel_bytes_down.get(),
-                    vec![KeyValue::new("network.io.direction", "receive")],
+                    vec![kv("network.io.direction", "receive")],
                 ),
             ]
         },
@@ -452,13 +452,10 @@ pub fn with_telemetry(
         "{reload}",
         move || {
             vec![
-                (
-                    m.reloads.get(),
-                    vec![KeyValue::new("gatehouse.reload.result", "ok")],
-                ),
+                (m.reloads.get(), vec![kv("gatehouse.reload.result", "ok")]),
                 (
                     m.reload_failures.get(),
-                    vec![KeyValue::new("gatehouse.reload.result", "refused")],
+                    vec![kv("gatehouse.reload.result", "refused")],
                 ),
             ]
         },

@@ -186,6 +186,10 @@ pub enum Outcome<'a> {
     Tunnel,
     /// An adapter's check answered "allowed" (squid, `ext_authz`, srt).
     Allowed,
+    /// An adapter's check answered "deny" (squid, `ext_authz`, srt): the
+    /// proxy that asked refuses its client. Written `refused (REASON)`, as
+    /// the adapters' records always read.
+    Deny(Refusal),
     /// A SOCKS5 datagram relayed.
     Relayed,
     /// Refused (the client was told, in its own protocol).
@@ -230,6 +234,7 @@ impl Outcome<'_> {
         matches!(
             self,
             Outcome::Refused(_)
+                | Outcome::Deny(_)
                 | Outcome::Dropped(_)
                 | Outcome::RefusedAlias { .. }
                 | Outcome::Unanswered(_)
@@ -245,6 +250,7 @@ impl std::fmt::Display for Outcome<'_> {
             Outcome::Allowed => f.write_str("allowed"),
             Outcome::Relayed => f.write_str("relayed"),
             Outcome::Refused(r) => write!(f, "refused: {r}"),
+            Outcome::Deny(r) => write!(f, "refused ({r})"),
             Outcome::Dropped(r) => write!(f, "dropped: {r}"),
             Outcome::CutShort => f.write_str("failed: cut short"),
             Outcome::Answered(n) => write!(f, "answered {n} addresses"),
@@ -307,6 +313,11 @@ mod tests {
         let ip = IpAddr::from([127, 0, 0, 1]);
         for (o, text, refused) in [
             (Outcome::Forwarded, "forwarded", false),
+            (
+                Outcome::Deny(Refusal::HostMismatch),
+                "refused (host_mismatch)",
+                true,
+            ),
             (
                 Outcome::Refused(Refusal::SniMismatch),
                 "refused: sni_mismatch",

@@ -105,7 +105,7 @@ pub fn answer(policies: &Policies, line: &str) -> String {
         }
         Err(refusal) => {
             let reason = refusal.as_str();
-            req.finish(&what, Outcome::Refused(refusal));
+            req.finish(&what, Outcome::Deny(refusal));
             err(reason)
         }
     }

@@ -213,7 +213,7 @@ fn decide(policies: &Policies, r: &Req) -> Answer {
     if let Some(sni) = &r.sni
         && !same_destination(sni, &r.host)
     {
-        req.finish(&what, Outcome::Refused(Refusal::SniMismatch));
+        req.finish(&what, Outcome::Deny(Refusal::SniMismatch));
         return Answer::Deny {
             status: 421,
             reason: "sni_mismatch",
@@ -226,7 +226,7 @@ fn decide(policies: &Policies, r: &Req) -> Answer {
         let agrees = gatehouse_wire::authority::split_authority(h, default_port)
             .is_some_and(|(hh, hp)| same_destination(&hh, &r.host) && hp == r.port);
         if !agrees {
-            req.finish(&what, Outcome::Refused(Refusal::HostMismatch));
+            req.finish(&what, Outcome::Deny(Refusal::HostMismatch));
             return Answer::Deny {
                 status: 421,
                 reason: "host_mismatch",
@@ -245,7 +245,7 @@ fn decide(policies: &Policies, r: &Req) -> Answer {
         }
         Err(refusal) => {
             let reason = refusal.as_str();
-            req.finish(&what, Outcome::Refused(refusal));
+            req.finish(&what, Outcome::Deny(refusal));
             Answer::Deny {
                 status: 403,
                 reason,

@@ -27,21 +27,25 @@ use gatehouse_wire::http::{self as head, Head, is_tchar};
 use gatehouse_wire::tls::{Hello, client_hello};
 
 /// Relays a raw tunnel (TLS, or a SOCKS5 protocol that names no host)
-/// until either side ends, the timeouts end it, or a reload denies what it
-/// was allowed for (issue 35, finding 8): then both sides are closed.
-pub(crate) async fn raw(
-    ctx: &Ctx,
+/// until either side ends or the timeouts end it (`Ok`), or a reload
+/// denies what it was allowed for (issue 35, finding 8): then it stops with
+/// that refusal, for the front door to record, and both sides are closed.
+pub(crate) async fn raw<'c>(
+    ctx: &'c Ctx,
     client: &mut TcpStream,
     up: &mut TcpStream,
-    what: &(dyn std::fmt::Display + Sync),
     allowed: &gate::Allowed<'_>,
-) {
+) -> Result<(), Stop<'c>> {
     tokio::select! {
         (_, upb, downb) = crate::relay::relay(client, up, ctx.timeouts) => {
             ctx.metrics.tunnel_bytes_up.add(upb);
             ctx.metrics.tunnel_bytes_down.add(downb);
+            Ok(())
         }
-        () = gate::revoked(ctx, what, allowed) => {}
+        (refusal, req) = gate::revoked(ctx, allowed) => Err(Stop {
+            refusal,
+            decided_by: Some(req),
+        }),
     }
 }
 

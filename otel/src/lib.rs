@@ -41,7 +41,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use gatehouse::log::{DecisionEvent, DecisionSink};
-pub use opentelemetry::KeyValue;
+use opentelemetry::KeyValue;
 use opentelemetry::metrics::MeterProvider as _;
 use opentelemetry_otlp::{WithExportConfig as _, WithHttpConfig as _, WithTonicConfig as _};
 use opentelemetry_sdk::Resource;
@@ -134,6 +134,18 @@ impl Drop for Live {
             rt.shutdown_background();
         }
     }
+}
+
+/// One attribute of an observed metric value: its key and its value.
+/// gatehouse-otel's own type, so that no OpenTelemetry type is part of its
+/// public API (the SDK's can change without a change here).
+pub type Attribute = (&'static str, String);
+
+fn key_values(attrs: Vec<Attribute>) -> Vec<KeyValue> {
+    attrs
+        .into_iter()
+        .map(|(k, v)| KeyValue::new(k, v))
+        .collect()
 }
 
 /// The telemetry of one program; cheap to clone.
@@ -401,7 +413,7 @@ impl Telemetry {
         name: &'static str,
         description: &'static str,
         unit: &'static str,
-        read: impl Fn() -> Vec<(u64, Vec<KeyValue>)> + Send + Sync + 'static,
+        read: impl Fn() -> Vec<(u64, Vec<Attribute>)> + Send + Sync + 'static,
     ) {
         if let Some(l) = &self.live {
             let _ = l
@@ -412,7 +424,7 @@ impl Telemetry {
                 .with_unit(unit)
                 .with_callback(move |o| {
                     for (v, attrs) in read() {
-                        o.observe(v, &attrs);
+                        o.observe(v, &key_values(attrs));
                     }
                 })
                 .build();
@@ -425,7 +437,7 @@ impl Telemetry {
         name: &'static str,
         description: &'static str,
         unit: &'static str,
-        read: impl Fn() -> Vec<(i64, Vec<KeyValue>)> + Send + Sync + 'static,
+        read: impl Fn() -> Vec<(i64, Vec<Attribute>)> + Send + Sync + 'static,
     ) {
         if let Some(l) = &self.live {
             let _ = l
@@ -436,7 +448,7 @@ impl Telemetry {
                 .with_unit(unit)
                 .with_callback(move |o| {
                     for (v, attrs) in read() {
-                        o.observe(v, &attrs);
+                        o.observe(v, &key_values(attrs));
                     }
                 })
                 .build();

@@ -262,7 +262,12 @@ async fn handle(sandbox: &Sandbox, s: TcpStream) {
         claimed: None,
         dialled: Some(d.at),
     };
-    raw(ctx, &mut client.io, &mut up.io, &what, &allowed).await;
+    // A tunnel a reload no longer allows is closed, and its refusal
+    // recorded here (nothing more can be said inside raw bytes).
+    if let Err(stop) = raw(ctx, &mut client.io, &mut up.io, &allowed).await {
+        let by = stop.decided_by.as_ref().unwrap_or(&req);
+        gate::record(ctx, by, &what, stop.refusal);
+    }
 }
 
 /// A connection that named `name` (a server name or a `Host`): decided
