@@ -34,6 +34,8 @@ import re
 import shutil
 import signal
 import subprocess
+import contextlib
+import threading
 import sys
 import tempfile
 import time
@@ -347,6 +349,9 @@ def run_gatehouse(settings, paths, script, policy):
                           cwd=paths["ws"], env=env, capture_output=True, text=True, timeout=300)
 
 
+HOST_SOCKETS = threading.Lock()
+
+
 def compare_file(settings):
     """One settings file under srt and under gatehouse: the lines to print,
     the unexplained differences, the probes, and the differences explained
@@ -378,64 +383,69 @@ def compare_file(settings):
         with open(used, "w") as fh:
             json.dump(filled, fh)
         results, why_blocked = {}, {}
-        for who in ("srt", "gatehouse"):
-            # Not under /tmp: a settings file that makes /tmp writable would
-            # make the whole fixture writable.
-            root = tempfile.mkdtemp(prefix=f"gh-cmp-{who}-", dir=WORK)
-            server, made_sockets = None, []
-            paths = {"tmp": f"/tmp/{os.path.basename(root)}-tmp"}
-            try:
-                files, dirs, system, sockets, hosts = named(s, None)
-                paths, files, dirs = fixture(root, files, dirs)
-                system = [(p, readable_file(p)) for p in system]
-                system = [(p, r) for p, r in system if r]
-                socks = []
-                for label in SOCKETS + sockets:
-                    path = label.format(**paths)
-                    if len(path.encode()) >= 104:
-                        # Longer than a socket address holds (the fixture's
-                        # folder makes `~/Library/Group Containers/…` too
-                        # long): no socket can be there, under either.
-                        continue
-                    if label.startswith("{"):
-                        os.makedirs(os.path.dirname(path), exist_ok=True)
-                    elif os.path.lexists(path) or not os.path.isdir(os.path.dirname(path)):
-                        continue
+        # A socket at a path of the machine (`/var/run/docker.sock`) is made
+        # and served by the file that names it: two files naming one path
+        # take their turns.
+        shared = any(not label.startswith("{") for label in named(s, None)[3])
+        with HOST_SOCKETS if shared else contextlib.nullcontext():
+            for who in ("srt", "gatehouse"):
+                # Not under /tmp: a settings file that makes /tmp writable would
+                # make the whole fixture writable.
+                root = tempfile.mkdtemp(prefix=f"gh-cmp-{who}-", dir=WORK)
+                server, made_sockets = None, []
+                paths = {"tmp": f"/tmp/{os.path.basename(root)}-tmp"}
+                try:
+                    files, dirs, system, sockets, hosts = named(s, None)
+                    paths, files, dirs = fixture(root, files, dirs)
+                    system = [(p, readable_file(p)) for p in system]
+                    system = [(p, r) for p, r in system if r]
+                    socks = []
+                    for label in SOCKETS + sockets:
+                        path = label.format(**paths)
+                        if len(path.encode()) >= 104:
+                            # Longer than a socket address holds (the fixture's
+                            # folder makes `~/Library/Group Containers/…` too
+                            # long): no socket can be there, under either.
+                            continue
+                        if label.startswith("{"):
+                            os.makedirs(os.path.dirname(path), exist_ok=True)
+                        elif os.path.lexists(path) or not os.path.isdir(os.path.dirname(path)):
+                            continue
+                        else:
+                            made_sockets.append(path)
+                        socks.append(label)
+                    server = subprocess.Popen([sys.executable, "-c", SERVE] + [l.format(**paths) for l in socks])
+                    for _ in range(100):
+                        if all(os.path.exists(l.format(**paths)) for l in socks):
+                            break
+                        time.sleep(0.05)
+                    mark = f"written-by-{who}"
+                    script = os.path.join(root, "probe.sh")
+                    with open(script, "w") as fh:
+                        fh.write(probe_script(paths, mark, files, dirs, system, socks, hosts))
+                    if who == "srt":
+                        r = run_srt(used, paths, script)
                     else:
-                        made_sockets.append(path)
-                    socks.append(label)
-                server = subprocess.Popen([sys.executable, "-c", SERVE] + [l.format(**paths) for l in socks])
-                for _ in range(100):
-                    if all(os.path.exists(l.format(**paths)) for l in socks):
+                        r = run_gatehouse(used, paths, script, os.path.join(root, "p.policy"))
+                    if "reach github.com" not in r.stdout:
+                        print(f"FAIL  {name}: {who} did not run the probe (exit {r.returncode}):\n{r.stderr[-2000:]}")
+                        failures += 1
                         break
-                    time.sleep(0.05)
-                mark = f"written-by-{who}"
-                script = os.path.join(root, "probe.sh")
-                with open(script, "w") as fh:
-                    fh.write(probe_script(paths, mark, files, dirs, system, socks, hosts))
-                if who == "srt":
-                    r = run_srt(used, paths, script)
-                else:
-                    r = run_gatehouse(used, paths, script, os.path.join(root, "p.policy"))
-                if "reach github.com" not in r.stdout:
-                    print(f"FAIL  {name}: {who} did not run the probe (exit {r.returncode}):\n{r.stderr[-2000:]}")
-                    failures += 1
-                    break
-                targets = files + [d + "/f.txt" for d in dirs] + [d + "/new-probe.txt" for d in dirs] + NEW
-                results[who], reasons = observe(paths, mark, r.stdout, targets)
-                if who == "gatehouse":
-                    why_blocked = reasons
-            finally:
-                if server:
-                    server.kill()
-                    server.wait()
-                for p in made_sockets:
-                    try:
-                        os.unlink(p)
-                    except OSError:
-                        pass
-                shutil.rmtree(root, ignore_errors=True)
-                shutil.rmtree(paths["tmp"], ignore_errors=True)
+                    targets = files + [d + "/f.txt" for d in dirs] + [d + "/new-probe.txt" for d in dirs] + NEW
+                    results[who], reasons = observe(paths, mark, r.stdout, targets)
+                    if who == "gatehouse":
+                        why_blocked = reasons
+                finally:
+                    if server:
+                        server.kill()
+                        server.wait()
+                    for p in made_sockets:
+                        try:
+                            os.unlink(p)
+                        except OSError:
+                            pass
+                    shutil.rmtree(root, ignore_errors=True)
+                    shutil.rmtree(paths["tmp"], ignore_errors=True)
         if len(results) != 2:
             return out, failures, probes, explained
         same = 0
