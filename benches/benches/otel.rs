@@ -1,6 +1,7 @@
 //! What a decision costs when it is exported over OTLP (`gatehouse-otel`):
 //! on the deciding thread, its compact form; then, on the export's, its
-//! `LogRecord` — over a stream of 4 096 distinct decisions of a
+//! `LogRecord`, or the SDK's, as opentelemetry-otlp's exporters would
+//! send it — over a stream of 4 096 distinct decisions of a
 //! proxy — `connect` by name and the `resolved` check of its answers, hosts
 //! of realistic lengths, ports, rules and outcomes varied:
 //! `cargo bench -p gatehouse-benches --bench otel`.
@@ -107,6 +108,22 @@ fn bench(c: &mut Criterion) {
             black_box(bytes)
         })
     });
+    // What the export does with them, one request of 4 096 records: its
+    // own encoding, against handing them to opentelemetry-otlp's log
+    // exporter as the SDK's records (built, grouped, converted, encoded).
+    let captured = gatehouse_otel::capture_for_bench(&events);
+    g.bench_function("export encodes a request (4096 records)", |b| {
+        b.iter(|| {
+            black_box(gatehouse_otel::export_for_bench(
+                black_box(&captured),
+                false,
+            ))
+        })
+    });
+    g.bench_function(
+        "export as the SDK's records through opentelemetry-proto (4096 records)",
+        |b| b.iter(|| black_box(gatehouse_otel::export_for_bench(black_box(&captured), true))),
+    );
     g.finish();
 }
 

@@ -48,7 +48,9 @@ use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
 
 #[doc(hidden)]
-pub use record::encode_decision_for_bench;
+pub use record::{
+    CapturedForBench, capture_for_bench, encode_decision_for_bench, export_for_bench,
+};
 pub use settings::{Encoding, Exporter, Settings, SettingsError};
 pub use trace::{Sampler, SpanIds, TraceParent, in_span};
 
@@ -644,7 +646,7 @@ fn metadata(
 /// runtime, whichever thread asks (the SDK's metric reader asks from a
 /// thread of its own, with no runtime).
 #[derive(Clone, Debug)]
-struct OnRuntime {
+pub(crate) struct OnRuntime {
     client: reqwest::Client,
     handle: tokio::runtime::Handle,
 }

@@ -518,6 +518,129 @@ pub fn encode_decision_for_bench(e: &DecisionEvent<'_>, and_expand: bool) -> usi
     })
 }
 
+/// Decisions in their compact form, as the deciding threads leave them
+/// (for `benches/benches/otel.rs`). Not part of the API.
+#[doc(hidden)]
+pub struct CapturedForBench {
+    compact: Vec<Vec<u8>>,
+}
+
+/// The compact forms of `events` (for `benches/benches/otel.rs`). Not
+/// part of the API.
+#[doc(hidden)]
+pub fn capture_for_bench(events: &[DecisionEvent<'_>]) -> CapturedForBench {
+    with_scratch(|s| CapturedForBench {
+        compact: events
+            .iter()
+            .filter_map(|e| {
+                capture(s, e, false, &[]);
+                s.record().map(<[u8]>::to_vec)
+            })
+            .collect(),
+    })
+}
+
+/// What the export does with `captured`, as one `ExportLogsServiceRequest`
+/// (its length): this crate's way ([`expand`] each record, then the
+/// request around them), or, with `sdk`, the way of handing them to
+/// `opentelemetry-otlp`'s log exporter — each record built as the SDK's
+/// `SdkLogRecord`, then grouped and converted by `opentelemetry-proto`
+/// and encoded by prost, as the exporter's gRPC and HTTP clients do
+/// before they send (BENCHMARKS.md, "OpenTelemetry export"). Not part of
+/// the API.
+#[doc(hidden)]
+pub fn export_for_bench(captured: &CapturedForBench, sdk: bool) -> usize {
+    if sdk {
+        return sdk_request(captured).unwrap_or(0);
+    }
+    let (mut records, mut one) = (Vec::new(), Vec::new());
+    for c in &captured.compact {
+        let n = encode(&mut one, |r| {
+            let _ = expand(c, r);
+        });
+        if let Some(record) = n.and_then(|n| one.get(..n)) {
+            crate::wire::bytes_field(&mut records, 2, record);
+        }
+    }
+    let resource = opentelemetry_sdk::Resource::builder()
+        .with_service_name("bench")
+        .build();
+    let mut out = bytes::BytesMut::new();
+    crate::wire::Frame::new(&crate::wire::Resource::from_sdk(&resource))
+        .request(&records, &mut out, false);
+    out.len()
+}
+
+/// The SDK's way for [`export_for_bench`].
+fn sdk_request(captured: &CapturedForBench) -> Option<usize> {
+    use opentelemetry::logs::{
+        AnyValue, LogRecord as _, Logger as _, LoggerProvider as _, Severity,
+    };
+    use opentelemetry::trace::{SpanId, TraceId};
+    use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
+    use opentelemetry_proto::transform::common::tonic::ResourceAttributesWithSchema;
+    use opentelemetry_proto::transform::logs::tonic::group_logs_by_resource_and_scope;
+    use prost::Message as _;
+    let provider = opentelemetry_sdk::logs::SdkLoggerProvider::builder().build();
+    let logger = provider.logger("gatehouse");
+    let scope = opentelemetry::InstrumentationScope::builder("gatehouse")
+        .with_version(env!("CARGO_PKG_VERSION"))
+        .build();
+    let text = |b: &[u8]| AnyValue::String(String::from_utf8_lossy(b).into_owned().into());
+    let mut records = Vec::with_capacity(captured.compact.len());
+    for compact in &captured.compact {
+        let mut rd = Reader(compact);
+        let now = rd.u64()?;
+        let ids = match rd.byte()? {
+            0 => None,
+            _ => Some((rd.take(16)?, rd.take(8)?)),
+        };
+        let mut r = logger.create_log_record();
+        let t = SystemTime::UNIX_EPOCH + std::time::Duration::from_nanos(now);
+        r.set_timestamp(t);
+        r.set_observed_timestamp(t);
+        r.set_severity_number(Severity::Info);
+        r.set_severity_text("INFO");
+        r.set_event_name("gatehouse.decision");
+        r.set_body(text(rd.bytes()?));
+        while !rd.0.is_empty() {
+            let id = rd.byte()?;
+            let key = if id == NAMED {
+                opentelemetry::Key::new(String::from_utf8_lossy(rd.bytes()?).into_owned())
+            } else {
+                opentelemetry::Key::from_static_str(KEYS.get(usize::from(id))?)
+            };
+            let value = match rd.byte()? {
+                S => text(rd.bytes()?),
+                I => AnyValue::Int(i64::from_le_bytes(rd.take(8)?.try_into().ok()?)),
+                B => AnyValue::Boolean(rd.byte()? != 0),
+                _ => return None,
+            };
+            r.add_attribute(key, value);
+        }
+        if let Some((trace, span)) = ids {
+            r.set_trace_context(
+                TraceId::from_bytes(trace.try_into().ok()?),
+                SpanId::from_bytes(span.try_into().ok()?),
+                None,
+            );
+        }
+        records.push(r);
+    }
+    let pairs: Vec<_> = records.iter().map(|r| (r, &scope)).collect();
+    let batch = opentelemetry_sdk::logs::LogBatch::new(&pairs);
+    let resource = opentelemetry_sdk::Resource::builder()
+        .with_service_name("bench")
+        .build();
+    let request = ExportLogsServiceRequest {
+        resource_logs: group_logs_by_resource_and_scope(
+            &batch,
+            &ResourceAttributesWithSchema::from(&resource),
+        ),
+    };
+    Some(request.encode_to_vec().len())
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

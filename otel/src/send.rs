@@ -1,15 +1,20 @@
 //! Sends an encoded `ExportLogsServiceRequest` or
-//! `ExportTraceServiceRequest` ([`crate::wire`]): OTLP/HTTP with the
-//! exporters' HTTP client — protobuf as it is, or JSON (the bytes read with
-//! `opentelemetry-proto`'s types and written as OTLP/JSON, as the SDK's
-//! own JSON exporter writes them) — or OTLP/gRPC over tonic's channel
-//! (the bytes, framed once, are the request body).
+//! `ExportTraceServiceRequest` ([`crate::wire`]): OTLP/HTTP through the
+//! exporters' HTTP client ([`opentelemetry_http::HttpClient`], the one the
+//! metric exporter is given) — protobuf as it is, or JSON (the bytes read
+//! with `opentelemetry-proto`'s types and written as OTLP/JSON, as the
+//! SDK's own JSON exporter writes them) — or OTLP/gRPC over tonic's channel
+//! (the bytes, framed once, are the request body). Why not tonic's client
+//! for gRPC, nor the exporters themselves for either: BENCHMARKS.md,
+//! "OpenTelemetry export".
 
 use std::time::Duration;
 
 use bytes::Bytes;
 
 use crate::settings::{Exporter, Settings};
+use opentelemetry_http::HttpClient as _;
+
 use crate::{OnRuntime, OtelError};
 
 /// Which OTLP service.
@@ -22,7 +27,7 @@ pub(crate) enum Signal {
 /// Where and how the logs and spans go.
 pub(crate) enum Sender {
     Http {
-        client: reqwest::Client,
+        client: OnRuntime,
         url: String,
         traces_url: String,
         headers: Vec<(String, String)>,
@@ -117,7 +122,7 @@ impl Sender {
                         .unwrap_or_else(|| format!("http://localhost:4318/v1/{signal}"))
                 };
                 Ok(Sender::Http {
-                    client: client.client.clone(),
+                    client: client.clone(),
                     url: url_of("logs", "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"),
                     traces_url: url_of("traces", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
                     headers,
@@ -158,15 +163,16 @@ impl Sender {
                 } else {
                     (body, "application/x-protobuf")
                 };
-                let mut req = client
-                    .post(url)
-                    .timeout(timeout)
-                    .header("content-type", content_type)
-                    .body(body);
+                let mut req = http::Request::post(url.as_str())
+                    .header(http::header::CONTENT_TYPE, content_type);
                 for (k, v) in headers {
-                    req = req.header(k, v);
+                    req = req.header(k.as_str(), v.as_str());
                 }
-                let resp = req.send().await.map_err(|e| e.to_string())?;
+                let req = req.body(body).map_err(|e| e.to_string())?;
+                let resp = tokio::time::timeout(timeout, client.send_bytes(req))
+                    .await
+                    .map_err(|_| format!("no answer within {timeout:?}"))?
+                    .map_err(|e| e.to_string())?;
                 if resp.status().is_success() {
                     Ok(())
                 } else {
