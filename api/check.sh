@@ -24,29 +24,31 @@ fi
 # -Zpublic-dependency, with those three marked `public = true` in a copy
 # of the manifest made for this check only (stable cargo warns about the
 # key on every build, so Cargo.toml does not carry it).
+root=$PWD
 if [ "${1:-}" != "--bless" ]; then
-  mkdir -p target
-  cp Cargo.toml target/Cargo.toml.api-check
-  trap 'cp target/Cargo.toml.api-check Cargo.toml' EXIT
-  sed -i -E 's/^(serde|serde_json|ipnet) = \{ (.*) \}$/\1 = { \2, public = true }/; s/^serde_json = "1"$/serde_json = { version = "1", public = true }/' Cargo.toml
-  grep -c 'public = true' Cargo.toml | grep -qx 3 || { echo "api/check.sh: could not mark the public dependencies" >&2; exit 1; }
+  # On a copy of the sources (target/api-tree), with its own target
+  # directory: nothing here edits the checkout, so CI runs this beside its
+  # other builds (.ci/lane), and an interrupted run leaves no marked manifest.
+  tree=$root/target/api-tree
+  rm -rf "$tree"
+  mkdir -p "$tree"
+  git ls-files -z --cached --others --exclude-standard \
+    | tar --null --ignore-failed-read -T - -cf - 2>/dev/null | tar -xf - -C "$tree"
+  sed -i -E 's/^(serde|serde_json|ipnet) = \{ (.*) \}$/\1 = { \2, public = true }/; s/^serde_json = "1"$/serde_json = { version = "1", public = true }/' "$tree/Cargo.toml"
+  grep -c 'public = true' "$tree/Cargo.toml" | grep -qx 3 || { echo "api/check.sh: could not mark the public dependencies" >&2; exit 1; }
   # gatehouse-otel: no third-party type at all in its public API (an
   # OpenTelemetry type there would tie its users to the SDK's version);
   # only the engine's own types (issue 55).
-  cp otel/Cargo.toml target/otel-Cargo.toml.api-check
-  trap 'cp target/Cargo.toml.api-check Cargo.toml; cp target/otel-Cargo.toml.api-check otel/Cargo.toml' EXIT
-  sed -i -E 's/^gatehouse = \{ path = "\.\." \}$/gatehouse = { path = "..", public = true }/' otel/Cargo.toml
-  grep -q 'public = true' otel/Cargo.toml || { echo "api/check.sh: could not mark gatehouse public for gatehouse-otel" >&2; exit 1; }
-  RUSTFLAGS="-D exported_private_dependencies" \
-    cargo +nightly check --quiet -Zpublic-dependency -p gatehouse -p gatehouse-otel --target-dir target/public-dependency
-  cp target/Cargo.toml.api-check Cargo.toml
-  cp target/otel-Cargo.toml.api-check otel/Cargo.toml
-  trap - EXIT
+  sed -i -E 's/^gatehouse = \{ path = "\.\." \}$/gatehouse = { path = "..", public = true }/' "$tree/otel/Cargo.toml"
+  grep -q 'public = true' "$tree/otel/Cargo.toml" || { echo "api/check.sh: could not mark gatehouse public for gatehouse-otel" >&2; exit 1; }
+  (cd "$tree" && RUSTFLAGS="-D exported_private_dependencies" \
+    cargo +nightly check --quiet -Zpublic-dependency -p gatehouse -p gatehouse-otel --target-dir "$root/target/public-dependency")
   echo "no private dependency in the public API of gatehouse and gatehouse-otel"
 fi
 now=$(mktemp)
 trap 'rm -f "$now"' EXIT
-cargo public-api -p gatehouse --features import,bundle -ss 2>/dev/null > "$now"
+# Its own target directory too (rustdoc JSON, nightly).
+CARGO_TARGET_DIR="$root/target/public-api" cargo public-api -p gatehouse --features import,bundle -ss 2>/dev/null > "$now"
 if [ "${1:-}" = "--bless" ]; then
   cp "$now" api/gatehouse.txt
   echo "api/gatehouse.txt: $(wc -l < api/gatehouse.txt) lines"

@@ -175,7 +175,12 @@ pub async fn http_server_with(
 /// temporary directory (`tag` keeps tests apart); `None` when it does not
 /// load.
 pub fn policies(tag: &str, text: &str) -> Option<crate::policy::Policies> {
-    let dir = std::env::temp_dir().join(format!("gatehouse-{tag}-{}", std::process::id()));
+    // A folder of its own for every call: tests running side by side with
+    // the same tag (and the same text) must not read each other's file
+    // while it is being written.
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("gatehouse-{tag}-{}-{call}", std::process::id()));
     std::fs::create_dir_all(&dir).ok()?;
     let path = dir.join("p.policy");
     std::fs::write(&path, text).ok()?;
