@@ -164,9 +164,12 @@ fi
 echo "== a launcher sent SIGTERM ends the run: command, proxy and placeholders gone, exit 143"
 cp "$work/policy.policy" "$work/killed.policy"
 mkdir -p "$work/killed"
-(cd "$work/killed" && exec "$run" "$work/killed.policy" --allow-weaker -- sleep 300) 2>/dev/null &
+# A command no other process on the machine runs (pgrep looks at every
+# process: a plain `sleep 300` elsewhere once failed this check).
+long="300.$$"
+(cd "$work/killed" && exec "$run" "$work/killed.policy" --allow-weaker -- sleep "$long") 2>/dev/null &
 launcher=$!
-for _ in $(seq 100); do pgrep -f "gatehouse-egress --policy $work/killed.policy" >/dev/null && pgrep -f "^sleep 300$" >/dev/null && break; sleep 0.1; done
+for _ in $(seq 100); do pgrep -f "gatehouse-egress --policy $work/killed.policy" >/dev/null && pgrep -f "^sleep $long\$" >/dev/null && break; sleep 0.1; done
 pgrep -f "gatehouse-egress --policy $work/killed.policy" >/dev/null || { echo "FAIL: the proxy never started"; fail=1; }
 [ -e "$work/killed/.agents" ] || { echo "FAIL: the run made no placeholder for .agents"; fail=1; }
 kill -TERM "$launcher"
@@ -177,10 +180,10 @@ set -e
 [ "$code" = 143 ] && echo "ok: the launcher ended with 143 (SIGTERM)" || { echo "FAIL: the launcher ended with $code"; fail=1; }
 [ ! -e "$work/killed/.agents" ] && [ ! -e "$work/killed/.zerocode" ] \
   && echo "ok: its placeholders are gone" || { echo "FAIL: placeholders left: $(ls -A "$work/killed")"; fail=1; }
-for _ in $(seq 50); do pgrep -f "gatehouse-egress --policy $work/killed.policy" >/dev/null || pgrep -f "^sleep 300$" >/dev/null || break; sleep 0.1; done
-if pgrep -f "gatehouse-egress --policy $work/killed.policy" >/dev/null || pgrep -f "^sleep 300$" >/dev/null; then
-  echo "FAIL: left running: $(pgrep -af "gatehouse-egress --policy $work/killed.policy|^sleep 300$")"; fail=1
-  pkill -f "gatehouse-egress --policy $work/killed.policy"; pkill -f "^sleep 300$"
+for _ in $(seq 50); do pgrep -f "gatehouse-egress --policy $work/killed.policy" >/dev/null || pgrep -f "^sleep $long\$" >/dev/null || break; sleep 0.1; done
+if pgrep -f "gatehouse-egress --policy $work/killed.policy" >/dev/null || pgrep -f "^sleep $long\$" >/dev/null; then
+  echo "FAIL: left running: $(pgrep -af "gatehouse-egress --policy $work/killed.policy|^sleep $long\$")"; fail=1
+  pkill -f "gatehouse-egress --policy $work/killed.policy"; pkill -f "^sleep $long\$"
 else
   echo "ok: the proxy and the command ended with the launcher"
 fi
