@@ -154,6 +154,21 @@ Examples:
         #[arg(value_enum)]
         shell: Shell,
     },
+    /// Answer one permission hook of an agent harness (Codex, Claude Code)
+    #[command(after_help = "\
+Examples:
+  policyc hook claude-code /etc/gatehouse/agent.policy < event.json
+  policyc hook codex --log ~/.codex/gatehouse.jsonl ~/agent.policy
+
+Reads one hook event (PreToolUse or PermissionRequest) as JSON on standard
+input, decides its tool call with the policy, and answers on standard
+output in the form that harness enforces (docs/agents.md). It never fails
+open: unreadable input, an unknown tool, a policy that does not load, any
+internal error, or no decision within --deadline-ms is a deny with its
+reason. `policyc init --agent` installs it.
+
+Exit codes: 0 answered (the answer is on standard output), 2 usage.")]
+    Hook(HookArgs),
     /// Run the language server (LSP over standard input and output)
     #[command(after_help = "\
 Examples:
@@ -444,4 +459,43 @@ pub struct InitArgs {
     /// Overwrite the file if it exists
     #[arg(long)]
     pub force: bool,
+}
+
+/// The agent harnesses `policyc hook` answers.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Harness {
+    /// OpenAI's Codex CLI (hooks.json: PreToolUse, PermissionRequest)
+    Codex,
+    /// Anthropic's Claude Code (settings.json hooks: PreToolUse,
+    /// PermissionRequest)
+    ClaudeCode,
+}
+
+/// `policyc hook`'s arguments.
+#[derive(Args, Clone, Debug)]
+pub struct HookArgs {
+    /// The harness whose event this is, and whose answer form to use
+    #[arg(value_name = "HARNESS")]
+    pub harness: Harness,
+    /// The policy to ask (may be left out when the set holds one)
+    #[arg(long, value_name = "NAME")]
+    pub policy: Option<String>,
+    /// Append each decision as a JSON line to FILE (session and tool-use
+    /// ids, the tool, the decision and its reason)
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<String>,
+    /// Answer a deny when no decision is made within this many
+    /// milliseconds (well under the harness's own hook timeout)
+    #[arg(long = "deadline-ms", value_name = "MS", default_value_t = 2000)]
+    pub deadline_ms: u64,
+    /// Load a compiled artifact or bundle instead of policy files
+    #[arg(long, value_name = "FILE", conflicts_with = "paths")]
+    pub artifact: Option<String>,
+    /// With --artifact: accept only a bundle signed by this public key
+    /// (repeatable)
+    #[arg(long = "trusted-key", value_name = "FILE", requires = "artifact")]
+    pub trusted_key: Vec<String>,
+    /// Policy files or directories (read recursively for *.policy)
+    #[arg(value_name = "POLICY", required_unless_present = "artifact")]
+    pub paths: Vec<String>,
 }

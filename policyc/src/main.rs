@@ -31,6 +31,7 @@ mod eval;
 mod exclude;
 mod export;
 mod fmt;
+mod hook;
 mod import;
 mod init;
 mod keys;
@@ -88,6 +89,7 @@ fn main() -> ExitCode {
         Command::Import(a) => ("import", import::run(&a)),
         Command::Export(a) => ("export", export::run(&a)),
         Command::Completions { shell } => ("completions", completions(shell)),
+        Command::Hook(a) => ("hook", hook::run(&a)),
         Command::Lsp => ("lsp", lsp::run()),
     };
     match result {

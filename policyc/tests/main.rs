@@ -19,5 +19,6 @@ mod cli_init;
 mod corpus;
 mod export;
 mod fail_closed;
+mod hook;
 mod import;
 mod limits;

@@ -1,0 +1,438 @@
+//! Each harness's tools as gatehouse queries (docs/agents.md has the table).
+//! A tool this table does not name is refused by name; a tool that touches
+//! nothing outside the harness (its plan, its to-do list) asks nothing.
+
+use gatehouse::query::{Annotations, Query, Via};
+
+use super::Harness;
+
+/// What a tool call is, for the policy.
+#[derive(Debug, PartialEq)]
+pub enum Mapped {
+    /// The queries the call is decided by (every one must allow it).
+    Ask(Vec<Query>),
+    /// A tool of the harness's own bookkeeping: the policy has nothing to
+    /// say, and the harness decides as it would without the hook.
+    Nothing,
+}
+
+/// Why a call cannot be mapped: always a deny, with this reason.
+#[derive(Debug, PartialEq)]
+pub struct Unmapped(pub String);
+
+/// Claude Code's tools that touch nothing outside the harness: its plan,
+/// its to-do list, questions to the user, its own background shells
+/// (what those run was decided as a `Bash` call) and subagents (whose tool
+/// calls come through this hook one by one).
+const CLAUDE_OWN: [&str; 13] = [
+    "TodoWrite",
+    "ExitPlanMode",
+    "EnterPlanMode",
+    "AskUserQuestion",
+    "Task",
+    "Agent",
+    "TaskOutput",
+    "TaskStop",
+    "BashOutput",
+    "KillShell",
+    "KillBash",
+    "SlashCommand",
+    "Skill",
+];
+
+/// Codex's tools that touch nothing outside the harness.
+const CODEX_OWN: [&str; 1] = ["update_plan"];
+
+/// The queries of one tool call. `cwd` is the session's folder (relative
+/// paths are taken from it); `input` is the tool's input as the harness
+/// sent it.
+pub fn queries(
+    harness: Harness,
+    tool: &str,
+    input: &serde_json::Value,
+    cwd: &str,
+) -> Result<Mapped, Unmapped> {
+    if let Some(rest) = tool.strip_prefix("mcp__") {
+        return mcp(rest).map(|q| Mapped::Ask(vec![q]));
+    }
+    let one = |q: Query| Ok(Mapped::Ask(vec![q]));
+    match (harness, tool) {
+        (_, "Bash") => one(exec(text(input, "command", tool)?)),
+        // Codex's shell tools under their own names, as older versions and
+        // some models call them: the command as a list of words.
+        (Harness::Codex, "shell" | "local_shell" | "exec_command" | "container.exec") => {
+            one(exec_words(input, tool)?)
+        }
+        (Harness::Codex, "apply_patch") => {
+            let patch = text(input, "command", tool).or_else(|_| text(input, "input", tool))?;
+            let paths = super::patch::paths(patch).map_err(|why| {
+                Unmapped(format!("the patch of `apply_patch` cannot be read: {why}"))
+            })?;
+            Ok(Mapped::Ask(
+                paths.into_iter().map(|p| write(&p, cwd)).collect(),
+            ))
+        }
+        (Harness::ClaudeCode, "Write" | "Edit" | "MultiEdit") => {
+            one(write(text(input, "file_path", tool)?, cwd))
+        }
+        (Harness::ClaudeCode, "NotebookEdit") => {
+            let path =
+                text(input, "notebook_path", tool).or_else(|_| text(input, "file_path", tool))?;
+            one(write(path, cwd))
+        }
+        (Harness::ClaudeCode, "Read") => one(read(text(input, "file_path", tool)?, cwd)),
+        (Harness::ClaudeCode, "NotebookRead") => {
+            let path =
+                text(input, "notebook_path", tool).or_else(|_| text(input, "file_path", tool))?;
+            one(read(path, cwd))
+        }
+        // Searches read under their folder, the session's by default.
+        (Harness::ClaudeCode, "Glob" | "Grep" | "LS") => {
+            let path = match input.get("path") {
+                None | Some(serde_json::Value::Null) => cwd,
+                Some(serde_json::Value::String(p)) if !p.is_empty() => p.as_str(),
+                Some(_) => return Err(Unmapped(format!("`{tool}`: `path` is not a path"))),
+            };
+            one(read(path, cwd))
+        }
+        (Harness::Codex, "view_image") => one(read(text(input, "path", tool)?, cwd)),
+        (Harness::ClaudeCode, "WebFetch") => one(fetch(text(input, "url", tool)?)?),
+        (Harness::ClaudeCode, "WebSearch") | (Harness::Codex, "web_search") => {
+            one(Query::WebSearch)
+        }
+        (Harness::ClaudeCode, t) if CLAUDE_OWN.contains(&t) => Ok(Mapped::Nothing),
+        (Harness::Codex, t) if CODEX_OWN.contains(&t) => Ok(Mapped::Nothing),
+        _ => Err(Unmapped(format!(
+            "the tool `{tool}` is not in gatehouse's table for {} (docs/agents.md): refused until the table names it",
+            harness.name()
+        ))),
+    }
+}
+
+/// A string field of the input, non-empty.
+fn text<'a>(input: &'a serde_json::Value, field: &str, tool: &str) -> Result<&'a str, Unmapped> {
+    match input.get(field) {
+        Some(serde_json::Value::String(s)) if !s.is_empty() => Ok(s),
+        Some(_) => Err(Unmapped(format!(
+            "`{tool}`: `{field}` is not a non-empty string"
+        ))),
+        None => Err(Unmapped(format!("`{tool}`: no `{field}` in its input"))),
+    }
+}
+
+/// A shell command line: judged as `bash -c COMMAND` by gatehouse's shell
+/// reader, never split on spaces.
+fn exec(command: &str) -> Query {
+    Query::Exec {
+        argv: vec!["bash".into(), "-c".into(), command.into()],
+        escalate: false,
+    }
+}
+
+/// `{"command": ["bash", "-lc", "..."]}` or a command line as a string.
+fn exec_words(input: &serde_json::Value, tool: &str) -> Result<Query, Unmapped> {
+    match input.get("command").or_else(|| input.get("cmd")) {
+        Some(serde_json::Value::String(s)) if !s.is_empty() => Ok(exec(s)),
+        Some(serde_json::Value::Array(words)) if !words.is_empty() => {
+            let argv = words
+                .iter()
+                .map(|w| w.as_str().map(str::to_string))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| {
+                    Unmapped(format!("`{tool}`: a word of `command` is not a string"))
+                })?;
+            Ok(Query::Exec {
+                argv,
+                escalate: false,
+            })
+        }
+        _ => Err(Unmapped(format!("`{tool}`: no command in its input"))),
+    }
+}
+
+/// A write of `path`, relative paths from `cwd`.
+fn write(path: &str, cwd: &str) -> Query {
+    Query::Write {
+        path: absolute(path, cwd),
+        workspace: Some(cwd.to_string()),
+        home: std::env::var("HOME").ok().filter(|h| !h.is_empty()),
+    }
+}
+
+/// A read of `path`, relative paths from `cwd`.
+fn read(path: &str, cwd: &str) -> Query {
+    Query::Read {
+        path: absolute(path, cwd),
+        workspace: Some(cwd.to_string()),
+        home: std::env::var("HOME").ok().filter(|h| !h.is_empty()),
+    }
+}
+
+/// `path` as the harness will open it: absolute as given, else under
+/// `cwd`. `..` and `.` are left for the engine's path normaliser, which
+/// reads them as the kernel would (docs/language.md).
+fn absolute(path: &str, cwd: &str) -> String {
+    if path.starts_with('/') {
+        path.to_string()
+    } else {
+        format!("{}/{path}", cwd.trim_end_matches('/'))
+    }
+}
+
+/// `mcp__SERVER__TOOL`: the harness tells the hook nothing of the tool's
+/// annotations, so the policy decides as for a tool that declares none
+/// (an `auto` server prompts; docs/language.md §9).
+fn mcp(rest: &str) -> Result<Query, Unmapped> {
+    match rest.split_once("__") {
+        Some((server, tool)) if !server.is_empty() && !tool.is_empty() => Ok(Query::Mcp {
+            server: server.to_string(),
+            tool: tool.to_string(),
+            annotations: Annotations::default(),
+        }),
+        _ => Err(Unmapped(format!(
+            "`mcp__{rest}` does not name a server and a tool (`mcp__SERVER__TOOL`)"
+        ))),
+    }
+}
+
+/// `WebFetch`'s URL as a connection: `http` or `https` only, the host as
+/// written (the engine normalises case, trailing dots, IDN and numeric
+/// spellings), the port given or the scheme's. A URL with user
+/// information, a backslash or anything else unusual in its authority is
+/// refused rather than guessed at.
+fn fetch(url: &str) -> Result<Query, Unmapped> {
+    let bad = |why: &str| Unmapped(format!("`WebFetch` of `{url}`: {why}"));
+    let (scheme, rest) = url
+        .split_once("://")
+        .ok_or_else(|| bad("not an absolute URL"))?;
+    let (via, default_port) = match scheme.to_ascii_lowercase().as_str() {
+        "https" => (Via::Https, 443),
+        "http" => (Via::Http, 80),
+        _ => return Err(bad("only http and https URLs are fetched")),
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = rest.get(..end).unwrap_or_default();
+    if authority.contains('@') {
+        return Err(bad("a URL with user information is refused"));
+    }
+    if authority.is_empty()
+        || authority
+            .bytes()
+            .any(|b| b <= b' ' || b == b'\\' || b == 0x7f || b == b'%')
+    {
+        return Err(bad("its host cannot be read"));
+    }
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        let (inside, after) = v6.split_once(']').ok_or_else(|| bad("an unclosed `[`"))?;
+        match after {
+            "" => (inside, None),
+            a => (
+                inside,
+                Some(
+                    a.strip_prefix(':')
+                        .ok_or_else(|| bad("its port cannot be read"))?,
+                ),
+            ),
+        }
+    } else {
+        match authority.split_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (authority, None),
+        }
+    };
+    let port = match port {
+        None => default_port,
+        Some(digits) if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) => digits
+            .parse::<u16>()
+            .map_err(|_| bad("its port is out of range"))?,
+        Some(_) => return Err(bad("its port cannot be read")),
+    };
+    if host.is_empty() {
+        return Err(bad("it names no host"));
+    }
+    Ok(Query::Connect {
+        host: host.to_string(),
+        port: i64::from(port),
+        via,
+    })
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+mod tests {
+    use super::*;
+
+    fn connect(url: &str) -> Result<(String, i64, Via), String> {
+        match fetch(url) {
+            Ok(Query::Connect { host, port, via }) => Ok((host, port, via)),
+            Ok(q) => Err(format!("{q:?}")),
+            Err(Unmapped(why)) => Err(why),
+        }
+    }
+
+    #[test]
+    fn urls_become_connections_and_odd_ones_are_refused() {
+        assert_eq!(
+            connect("https://api.github.com/repos").unwrap(),
+            ("api.github.com".into(), 443, Via::Https)
+        );
+        assert_eq!(
+            connect("HTTP://Example.COM.:8080?q").unwrap(),
+            ("Example.COM.".into(), 8080, Via::Http)
+        );
+        assert_eq!(
+            connect("https://[::1]:8443/x").unwrap(),
+            ("::1".into(), 8443, Via::Https)
+        );
+        assert_eq!(
+            connect("https://[::ffff:10.0.0.1]/").unwrap(),
+            ("::ffff:10.0.0.1".into(), 443, Via::Https)
+        );
+        assert_eq!(
+            connect("http://2130706433/").unwrap(),
+            ("2130706433".into(), 80, Via::Http)
+        );
+        for bad in [
+            "https://user:pw@github.com/",
+            "https://github.com@evil.example/",
+            "https://evil.example\\@github.com/",
+            "ftp://github.com/",
+            "github.com/x",
+            "https:///x",
+            "https://github.com:99999/",
+            "https://github.com:/",
+            "https://github.com:443x/",
+            "https://gith%75b.com/",
+            "https://[::1/",
+            "https://a b/",
+        ] {
+            assert!(connect(bad).is_err(), "{bad}: {:?}", connect(bad));
+        }
+    }
+
+    #[test]
+    fn shell_commands_go_to_the_shell_reader_whole() {
+        let input =
+            serde_json::json!({"command": "cd x && git push origin main", "description": "push"});
+        let q = queries(Harness::ClaudeCode, "Bash", &input, "/w").unwrap();
+        assert_eq!(
+            q,
+            Mapped::Ask(vec![Query::Exec {
+                argv: vec![
+                    "bash".into(),
+                    "-c".into(),
+                    "cd x && git push origin main".into()
+                ],
+                escalate: false
+            }])
+        );
+        let words = serde_json::json!({"command": ["git", "push"]});
+        assert!(matches!(
+            queries(Harness::Codex, "shell", &words, "/w").unwrap(),
+            Mapped::Ask(q) if q == vec![Query::Exec { argv: vec!["git".into(), "push".into()], escalate: false }]
+        ));
+    }
+
+    #[test]
+    fn unknown_tools_and_malformed_inputs_are_refused_by_name() {
+        let e = queries(
+            Harness::ClaudeCode,
+            "Teleport",
+            &serde_json::json!({}),
+            "/w",
+        )
+        .unwrap_err();
+        assert!(
+            e.0.contains("`Teleport`") && e.0.contains("claude-code"),
+            "{}",
+            e.0
+        );
+        // A Codex-only tool is unknown to Claude Code, and the reverse.
+        assert!(
+            queries(
+                Harness::ClaudeCode,
+                "apply_patch",
+                &serde_json::json!({"command": "x"}),
+                "/w"
+            )
+            .is_err()
+        );
+        assert!(
+            queries(
+                Harness::Codex,
+                "Write",
+                &serde_json::json!({"file_path": "/w/x"}),
+                "/w"
+            )
+            .is_err()
+        );
+        for input in [
+            serde_json::json!({}),
+            serde_json::json!({"command": ""}),
+            serde_json::json!({"command": 7}),
+        ] {
+            assert!(
+                queries(Harness::ClaudeCode, "Bash", &input, "/w").is_err(),
+                "{input}"
+            );
+        }
+        assert!(
+            queries(
+                Harness::ClaudeCode,
+                "mcp__github",
+                &serde_json::json!({}),
+                "/w"
+            )
+            .is_err()
+        );
+        assert!(
+            queries(
+                Harness::ClaudeCode,
+                "mcp____x",
+                &serde_json::json!({}),
+                "/w"
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn paths_are_taken_from_the_session_folder() {
+        let q = queries(
+            Harness::ClaudeCode,
+            "Edit",
+            &serde_json::json!({"file_path": "src/a.rs"}),
+            "/w/",
+        )
+        .unwrap();
+        let Mapped::Ask(q) = q else { panic!() };
+        assert!(
+            matches!(&q[..], [Query::Write { path, workspace: Some(w), .. }] if path == "/w/src/a.rs" && w == "/w/")
+        );
+        let q = queries(
+            Harness::ClaudeCode,
+            "Grep",
+            &serde_json::json!({"pattern": "x"}),
+            "/w",
+        )
+        .unwrap();
+        assert!(
+            matches!(q, Mapped::Ask(q) if matches!(&q[..], [Query::Read { path, .. }] if path == "/w"))
+        );
+        assert_eq!(
+            queries(
+                Harness::ClaudeCode,
+                "TodoWrite",
+                &serde_json::json!({}),
+                "/w"
+            )
+            .unwrap(),
+            Mapped::Nothing
+        );
+    }
+}
