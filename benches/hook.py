@@ -7,7 +7,10 @@ with one PreToolUse event on standard input (a stream of distinct Bash
 commands, edits and fetches), and prints the wall time per call — start to
 exit, as the harness waits for it — at p50, p90, p99 and max.
 
-    python3 benches/hook.py target/release/policyc [RULES] [RUNS]
+    python3 benches/hook.py target/release/policyc [RULES] [RUNS] [artifact]
+
+With `artifact`, the policy is compiled once (`policyc compile`) and the
+hook loads the artifact (`--artifact`) instead of the source.
 """
 
 import json
@@ -54,10 +57,15 @@ def main() -> None:
         check = subprocess.run([binary, "check", path], capture_output=True, text=True)
         if check.returncode != 0:
             sys.exit(f"the generated policy does not check:\n{check.stderr}")
+        source = [path]
+        if len(sys.argv) > 4 and sys.argv[4] == "artifact":
+            art = os.path.join(d, "agent.ghc")
+            subprocess.run([binary, "compile", "-o", art, path], check=True, capture_output=True)
+            source = ["--artifact", art]
         times, answers = [], {}
         for ev in events(d, runs):
             t = time.perf_counter()
-            p = subprocess.run([binary, "hook", "claude-code", path], input=ev, capture_output=True)
+            p = subprocess.run([binary, "hook", "claude-code", *source], input=ev, capture_output=True)
             times.append((time.perf_counter() - t) * 1000)
             if p.returncode != 0 or not p.stdout:
                 sys.exit(f"no answer: exit {p.returncode}: {p.stderr.decode()}")
@@ -65,7 +73,7 @@ def main() -> None:
             answers[d_] = answers.get(d_, 0) + 1
         times.sort()
         q = lambda p: times[min(len(times) - 1, int(p * len(times)))]
-        print(f"policyc hook, {rules} rules, {runs} calls ({answers}):"
+        print(f"policyc hook ({' '.join(source[:1]) if len(source) > 1 else 'source'}), {rules} rules, {runs} calls ({answers}):"
               f" p50 {q(0.50):.2f} ms, p90 {q(0.90):.2f} ms, p99 {q(0.99):.2f} ms, max {times[-1]:.2f} ms")
 
 
