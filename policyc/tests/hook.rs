@@ -165,6 +165,24 @@ fn claude_code_tool_calls_are_decided_by_the_policy() {
         .as_deref(),
         Some("allow")
     );
+    // `~` is the home folder, not a folder named `~` in the workspace.
+    assert_ne!(
+        d(
+            "Write",
+            serde_json::json!({"file_path": "~/.bashrc", "content": "x"})
+        )
+        .as_deref(),
+        Some("allow")
+    );
+    // A glob reaching outside the workspace is judged by where it reaches.
+    assert_ne!(
+        d(
+            "Glob",
+            serde_json::json!({"pattern": format!("{ws}/secrets/*")})
+        )
+        .as_deref(),
+        Some("allow")
+    );
     // A `none` path under `approvals on-request`: a person may approve.
     assert_eq!(
         d(

@@ -69,33 +69,47 @@ pub fn queries(
                 Unmapped(format!("the patch of `apply_patch` cannot be read: {why}"))
             })?;
             Ok(Mapped::Ask(
-                paths.into_iter().map(|p| write(&p, cwd)).collect(),
+                paths
+                    .iter()
+                    .map(|p| write(p, cwd))
+                    .collect::<Result<_, _>>()?,
             ))
         }
         (Harness::ClaudeCode, "Write" | "Edit" | "MultiEdit") => {
-            one(write(text(input, "file_path", tool)?, cwd))
+            one(write(text(input, "file_path", tool)?, cwd)?)
         }
         (Harness::ClaudeCode, "NotebookEdit") => {
             let path =
                 text(input, "notebook_path", tool).or_else(|_| text(input, "file_path", tool))?;
-            one(write(path, cwd))
+            one(write(path, cwd)?)
         }
-        (Harness::ClaudeCode, "Read") => one(read(text(input, "file_path", tool)?, cwd)),
+        (Harness::ClaudeCode, "Read") => one(read(text(input, "file_path", tool)?, cwd)?),
         (Harness::ClaudeCode, "NotebookRead") => {
             let path =
                 text(input, "notebook_path", tool).or_else(|_| text(input, "file_path", tool))?;
-            one(read(path, cwd))
+            one(read(path, cwd)?)
         }
-        // Searches read under their folder, the session's by default.
+        // Searches read under their folder, the session's by default; a
+        // glob pattern also reads the folder its literal part reaches.
         (Harness::ClaudeCode, "Glob" | "Grep" | "LS") => {
             let path = match input.get("path") {
                 None | Some(serde_json::Value::Null) => cwd,
                 Some(serde_json::Value::String(p)) if !p.is_empty() => p.as_str(),
                 Some(_) => return Err(Unmapped(format!("`{tool}`: `path` is not a path"))),
             };
-            one(read(path, cwd))
+            let mut q = vec![read(path, cwd)?];
+            let pattern = match (tool, input.get("pattern"), input.get("glob")) {
+                ("Glob", Some(serde_json::Value::String(p)), _)
+                | ("Grep", _, Some(serde_json::Value::String(p))) => Some(p.as_str()),
+                _ => None,
+            };
+            if let Some(p) = pattern {
+                let base = absolute(path, cwd)?;
+                q.push(read(&glob_root(&base, p), cwd)?);
+            }
+            Ok(Mapped::Ask(q))
         }
-        (Harness::Codex, "view_image") => one(read(text(input, "path", tool)?, cwd)),
+        (Harness::Codex, "view_image") => one(read(text(input, "path", tool)?, cwd)?),
         (Harness::ClaudeCode, "WebFetch") => one(fetch(text(input, "url", tool)?)?),
         (Harness::ClaudeCode, "WebSearch") | (Harness::Codex, "web_search") => {
             one(Query::WebSearch)
@@ -151,31 +165,80 @@ fn exec_words(input: &serde_json::Value, tool: &str) -> Result<Query, Unmapped> 
 }
 
 /// A write of `path`, relative paths from `cwd`.
-fn write(path: &str, cwd: &str) -> Query {
-    Query::Write {
-        path: absolute(path, cwd),
+fn write(path: &str, cwd: &str) -> Result<Query, Unmapped> {
+    Ok(Query::Write {
+        path: absolute(path, cwd)?,
         workspace: Some(cwd.to_string()),
-        home: std::env::var("HOME").ok().filter(|h| !h.is_empty()),
-    }
+        home: home(),
+    })
 }
 
 /// A read of `path`, relative paths from `cwd`.
-fn read(path: &str, cwd: &str) -> Query {
-    Query::Read {
-        path: absolute(path, cwd),
+fn read(path: &str, cwd: &str) -> Result<Query, Unmapped> {
+    Ok(Query::Read {
+        path: absolute(path, cwd)?,
         workspace: Some(cwd.to_string()),
-        home: std::env::var("HOME").ok().filter(|h| !h.is_empty()),
-    }
+        home: home(),
+    })
 }
 
-/// `path` as the harness will open it: absolute as given, else under
-/// `cwd`. `..` and `.` are left for the engine's path normaliser, which
-/// reads them as the kernel would (docs/language.md).
-fn absolute(path: &str, cwd: &str) -> String {
+fn home() -> Option<String> {
+    std::env::var("HOME").ok().filter(|h| h.starts_with('/'))
+}
+
+/// `path` as the harness may open it: absolute as given; `~` and `~/...`
+/// under the home folder (a harness or its shell may expand them: judging
+/// them as a folder named `~` in the workspace would let a write to the
+/// home folder through); anything else under `cwd`. `..` and `.` are left
+/// for the engine's path normaliser, which reads them as the kernel would
+/// (docs/language.md). `~user` is refused: whose home it is cannot be told
+/// here.
+fn absolute(path: &str, cwd: &str) -> Result<String, Unmapped> {
     if path.starts_with('/') {
-        path.to_string()
+        return Ok(path.to_string());
+    }
+    if let Some(rest) = path.strip_prefix('~') {
+        if !(rest.is_empty() || rest.starts_with('/')) {
+            return Err(Unmapped(format!(
+                "`{path}`: another user's home folder is refused"
+            )));
+        }
+        let home = home().ok_or_else(|| {
+            Unmapped(format!(
+                "`{path}`: the home folder is not known (no absolute $HOME)"
+            ))
+        })?;
+        return Ok(format!("{}{rest}", home.trim_end_matches('/')));
+    }
+    Ok(format!("{}/{path}", cwd.trim_end_matches('/')))
+}
+
+/// The folder a glob pattern can reach: `base` joined with the pattern's
+/// literal folders, up to the first wildcard (`/etc/*` reaches `/etc`,
+/// `../../*` reaches two folders up).
+fn glob_root(base: &str, pattern: &str) -> String {
+    let literal = pattern
+        .find(['*', '?', '[', '{'])
+        .map_or(pattern, |i| pattern.get(..i).unwrap_or_default());
+    let dir = literal
+        .rfind('/')
+        .map_or("", |i| literal.get(..i).unwrap_or_default());
+    if pattern.starts_with('/') {
+        if dir.is_empty() {
+            "/".to_string()
+        } else {
+            dir.to_string()
+        }
+    } else if pattern.starts_with('~') {
+        if dir.is_empty() {
+            "~".to_string()
+        } else {
+            dir.to_string()
+        }
+    } else if dir.is_empty() {
+        base.to_string()
     } else {
-        format!("{}/{path}", cwd.trim_end_matches('/'))
+        format!("{}/{dir}", base.trim_end_matches('/'))
     }
 }
 
@@ -398,6 +461,39 @@ mod tests {
                 "/w"
             )
             .is_err()
+        );
+    }
+
+    #[test]
+    fn a_home_path_is_judged_where_it_lands_and_globs_by_the_folder_they_reach() {
+        let home = std::env::var("HOME").unwrap_or_default();
+        if home.starts_with('/') {
+            let h = home.trim_end_matches('/');
+            assert_eq!(
+                absolute("~/.ssh/authorized_keys", "/w").unwrap(),
+                format!("{h}/.ssh/authorized_keys")
+            );
+            assert_eq!(absolute("~", "/w").unwrap(), h);
+        }
+        assert!(absolute("~root/.ssh/x", "/w").is_err());
+        assert_eq!(absolute("src/../x", "/w/").unwrap(), "/w/src/../x");
+        assert_eq!(glob_root("/w", "**/*.rs"), "/w");
+        assert_eq!(glob_root("/w", "src/**/*.rs"), "/w/src");
+        assert_eq!(glob_root("/w", "../../etc/*"), "/w/../../etc");
+        assert_eq!(glob_root("/w", "/etc/ssh/*"), "/etc/ssh");
+        assert_eq!(glob_root("/w", "/*"), "/");
+        assert_eq!(glob_root("/w", "~/.aws/*"), "~/.aws");
+        let q = queries(
+            Harness::ClaudeCode,
+            "Glob",
+            &serde_json::json!({"pattern": "/etc/ssh/*"}),
+            "/w",
+        )
+        .unwrap();
+        let Mapped::Ask(q) = q else { panic!() };
+        assert!(
+            matches!(&q[..], [Query::Read { path: a, .. }, Query::Read { path: b, .. }] if a == "/w" && b == "/etc/ssh"),
+            "{q:?}"
         );
     }
 
