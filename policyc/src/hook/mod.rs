@@ -228,9 +228,12 @@ fn decide(a: &HookArgs, read: &dyn Fn(Event)) -> (Event, Verdict, Ids) {
         map::Mapped::Nothing => return (kind, Verdict::Pass, ids),
         map::Mapped::Ask(q) => q,
     };
+    // The session's folder, bound once as `policyc eval` binds its
+    // workspace (its `.git` pointer read), with `$HOME` for `~` rules.
+    let mut ws = crate::load::Workspaces::new(Some(&cwd), std::env::var("HOME").ok());
     let verdict = match kind {
-        Event::PreToolUse => pre_tool_use(&set, policy, &queries),
-        Event::PermissionRequest => permission_request(&set, policy, &queries),
+        Event::PreToolUse => pre_tool_use(&set, policy, &queries, &mut ws),
+        Event::PermissionRequest => permission_request(&set, policy, &queries, &mut ws),
     };
     (kind, verdict, ids)
 }
@@ -256,25 +259,23 @@ fn load(a: &HookArgs) -> Result<PolicySet, String> {
         Exit::Usage(m) => m,
         _ => "the policy files cannot be read".into(),
     })?;
-    let b = gatehouse::build(sources);
-    match b.set.clone() {
-        Some(set) if !b.has_errors() => Ok(set),
-        _ => {
-            errln!("{}", b.render());
-            Err(format!(
-                "the policy does not load ({} errors, on standard error): every call is refused until it does",
-                b.diagnostics.iter().filter(|d| d.is_error()).count()
-            ))
-        }
-    }
+    // The diagnostics go to standard error, as `policyc check` prints them.
+    crate::load::compiled(sources).map(|(_, set)| set).map_err(|_| {
+        "the policy does not load (its errors are on standard error): every call is refused until it does".into()
+    })
 }
 
 /// Every query must allow the call: the first deny decides, else the first
 /// that needs a person, else allow.
-fn pre_tool_use(set: &PolicySet, policy: &Policy, queries: &[Query]) -> Verdict {
+fn pre_tool_use(
+    set: &PolicySet,
+    policy: &Policy,
+    queries: &[Query],
+    ws: &mut crate::load::Workspaces,
+) -> Verdict {
     let mut ask = None;
     for q in queries {
-        let d = policy.decide(q);
+        let d = policy.decide_in(q, Some(ws.for_query(q)));
         match d.outcome {
             Outcome::Allow | Outcome::Approved | Outcome::Live => {}
             Outcome::Ask | Outcome::Review => {
@@ -305,8 +306,13 @@ fn pre_tool_use(set: &PolicySet, policy: &Policy, queries: &[Query]) -> Verdict 
 /// allow (there is none), so that only a guardian that explicitly lets
 /// such actions through (`authorize high with unknown`) approves; never
 /// the spec's defaults for a missing assessment (low risk).
-fn permission_request(set: &PolicySet, policy: &Policy, queries: &[Query]) -> Verdict {
-    if let Verdict::Deny(why) = pre_tool_use(set, policy, queries) {
+fn permission_request(
+    set: &PolicySet,
+    policy: &Policy,
+    queries: &[Query],
+    ws: &mut crate::load::Workspaces,
+) -> Verdict {
+    if let Verdict::Deny(why) = pre_tool_use(set, policy, queries, ws) {
         return Verdict::Deny(why);
     }
     for q in queries {
@@ -320,7 +326,7 @@ fn permission_request(set: &PolicySet, policy: &Policy, queries: &[Query]) -> Ve
                 status: Some(ReviewStatus::Ok),
             },
         };
-        let d = policy.decide(&review);
+        let d = policy.decide_in(&review, Some(ws.for_query(q)));
         if d.outcome != Outcome::Approved {
             return Verdict::Deny(reason(
                 set,
