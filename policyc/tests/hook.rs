@@ -397,3 +397,44 @@ fn decisions_are_logged_and_a_log_that_cannot_be_written_changes_nothing() {
     denied(&o);
     assert!(String::from_utf8_lossy(&o.stderr).contains("cannot write the decision log"));
 }
+
+#[test]
+fn a_harness_that_never_finishes_the_event_gets_a_deny_at_the_deadline() {
+    use std::io::Read as _;
+    let f = Fixture::new("stalled", POLICY);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_policyc"))
+        .args(["hook", "codex", "--deadline-ms", "300"])
+        .arg(f.policy())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Half an event, and standard input left open.
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(br#"{"hook_event_name":"PreToolUse","tool_name":"Bash""#)
+        .unwrap();
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let status = child.wait().unwrap();
+    drop(stdin);
+    assert_eq!(status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(
+        v["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{out}"
+    );
+    assert!(
+        v["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .contains("within 300 ms"),
+        "{out}"
+    );
+}
