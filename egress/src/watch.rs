@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::policy::{Policies, PolicyError, read_policy, stderr_line};
+use crate::policy::{Policies, Seen, stderr_line};
 
 /// Watches the policy file and reloads when its content changes, or on
 /// SIGHUP, until the runtime ends.
@@ -58,28 +58,23 @@ pub(crate) struct FileWatch {
     changed_at: std::time::Instant,
 }
 
-fn digest(t: &Result<Vec<u8>, PolicyError>) -> String {
-    match t {
-        Ok(bytes) => gatehouse::artifact::sha256_hex(bytes),
-        Err(e) => format!("error: {e}"),
-    }
-}
-
 impl FileWatch {
-    /// Starts watching `p`'s file as it is now.
+    /// Starts watching `p`'s file from what `p` last read of it (never
+    /// from a read of its own: a change between `p`'s read and this one
+    /// would be taken as in force and never reloaded).
     pub(crate) fn new(p: &Policies) -> FileWatch {
+        let Seen { key, digest } = p.seen();
         FileWatch {
-            key: stat_key(&p.path),
-            last: digest(&read_policy(&p.path)),
+            key,
+            last: digest,
             changed_at: std::time::Instant::now(),
         }
     }
 
     /// Reads the file and reloads it, whatever its `stat` says (SIGHUP).
     pub(crate) fn force(&mut self, p: &Policies) {
-        let text = read_policy(&p.path);
-        self.last = digest(&text);
-        p.reload_text(text);
+        p.reload();
+        *self = FileWatch::new(p);
     }
 
     /// One poll: `stat`, and a read only when the file moved (or settles);
@@ -92,13 +87,13 @@ impl FileWatch {
         } else if self.changed_at.elapsed() > SETTLE {
             return false;
         }
-        let text = read_policy(&p.path);
-        let now = digest(&text);
-        if now == self.last {
+        let (seen, text) = Seen::read(&p.path);
+        if seen.digest == self.last {
             return false;
         }
-        self.last = now;
+        self.last = seen.digest.clone();
         self.changed_at = std::time::Instant::now();
+        p.set_seen(seen);
         p.reload_text(text);
         true
     }
@@ -162,4 +157,50 @@ pub(crate) fn stat_key(path: &Path) -> Option<[i128; 5]> {
         i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
         i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec()),
     ])
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    const ALLOW: &str =
+        "policy p {\n  network {\n    default deny\n    allow domain allowed.test\n  }\n}\n";
+
+    fn allows(p: &Policies) -> bool {
+        p.store.load().single().is_some_and(|s| {
+            s.connect("allowed.test", 443, gatehouse::Via::Https)
+                .is_allow()
+        })
+    }
+
+    /// A write that lands after the policy was opened but before the
+    /// watcher took its first look is still reloaded (the watcher starts
+    /// from what the open read, not from a read of its own). This was a
+    /// CI failure: under load the reload thread started after the test
+    /// had already rewritten the file, and the change was never seen.
+    #[test]
+    fn a_change_before_the_watcher_starts_is_reloaded() {
+        let p = crate::testing::policies("watch-race", ALLOW).unwrap();
+        assert!(allows(&p));
+        std::fs::write(&p.path, ALLOW.replace("allow domain", "deny domain")).unwrap();
+        let mut w = FileWatch::new(&p);
+        assert!(w.poll(&p), "the change was not reloaded");
+        assert!(!allows(&p));
+        // Nothing more to do once it is in force.
+        assert!(!w.poll(&p));
+    }
+
+    /// The same after a SIGHUP-style forced reload: the watcher keeps
+    /// what the forced read saw, and a later write is reloaded.
+    #[test]
+    fn a_forced_reload_then_a_change_is_reloaded() {
+        let p = crate::testing::policies("watch-force", ALLOW).unwrap();
+        let mut w = FileWatch::new(&p);
+        w.force(&p);
+        assert!(allows(&p));
+        std::fs::write(&p.path, ALLOW.replace("allow domain", "deny domain")).unwrap();
+        assert!(w.poll(&p));
+        assert!(!allows(&p));
+    }
 }

@@ -51,6 +51,34 @@ pub struct Policies {
     /// Bumped at every swap, so that long-lived tunnels can be decided
     /// again ([`Policies::swaps`]).
     swaps: tokio::sync::watch::Sender<u64>,
+    /// What the file was when this last read it: its `stat` key taken
+    /// before the read and the digest of what was read. The watcher starts
+    /// from it, never from a read of its own: a write landing between the
+    /// open and the watcher's first look would otherwise be taken as
+    /// already in force and never reloaded.
+    seen: std::sync::Mutex<Seen>,
+}
+
+/// A policy file as last read: its `stat` key (taken before the read) and
+/// the digest of the bytes (or of the error).
+#[derive(Clone, Default)]
+pub(crate) struct Seen {
+    pub(crate) key: Option<[i128; 5]>,
+    pub(crate) digest: String,
+}
+
+impl Seen {
+    /// `stat`s the path, then reads it: the key never claims a newer file
+    /// than the bytes.
+    pub(crate) fn read(path: &Path) -> (Seen, Result<Vec<u8>, PolicyError>) {
+        let key = crate::watch::stat_key(path);
+        let bytes = read_policy(path);
+        let digest = match &bytes {
+            Ok(b) => gatehouse::artifact::sha256_hex(b),
+            Err(e) => format!("error: {e}"),
+        };
+        (Seen { key, digest }, bytes)
+    }
 }
 
 /// Why a policy file could not be put in force. Every variant names the
@@ -246,7 +274,8 @@ impl Policies {
             telemetry,
             sandbox,
         } = options;
-        let bytes = read_policy(&path)?;
+        let (seen, bytes) = Seen::read(&path);
+        let bytes = bytes?;
         let newest = gatehouse::bundle::serial(&bytes).unwrap_or(0);
         let set = load_bytes(&path, bytes, name.as_deref(), &trusted)?;
         metrics.set_revision(set.revision());
@@ -273,7 +302,20 @@ impl Policies {
             newest: AtomicU64::new(newest),
             records: keep_records.then(Default::default),
             swaps: tokio::sync::watch::Sender::new(0),
+            seen: std::sync::Mutex::new(seen),
         })
+    }
+
+    /// What the file was when this last read it.
+    pub(crate) fn seen(&self) -> Seen {
+        self.seen.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// Records what the file was when read (by the watcher or a reload).
+    pub(crate) fn set_seen(&self, seen: Seen) {
+        if let Ok(mut s) = self.seen.lock() {
+            *s = seen;
+        }
     }
 
     /// The newest bundle serial put in force (0: no bundle yet).
@@ -289,7 +331,8 @@ impl Policies {
     /// Recompiles the file and swaps it in; a bad file is refused, logged,
     /// and the old policy stays. Blocking: call it off the runtime.
     pub fn reload(&self) -> bool {
-        let text = read_policy(&self.path);
+        let (seen, text) = Seen::read(&self.path);
+        self.set_seen(seen);
         self.reload_text(text)
     }
 
