@@ -103,10 +103,23 @@ denies the network by default, with the package registries commented in,
 and holds a test block; it passes `check`, `test` and `fmt --check` as
 written. An existing file is never overwritten without --force.
 
+With --agent codex|claude-code it also puts `policyc hook` in front of
+that harness (docs/agents.md): every tool call the agent makes is answered
+by the policy in DIR (an existing policy file is kept, a missing one is
+written as above). The harness's settings are edited in place, atomically,
+keeping every other setting; running it again changes nothing; --remove
+takes the hook out. Where: the user's settings (~/.codex/hooks.json or
+$CODEX_HOME/hooks.json; ~/.claude/settings.json), the project's (--project:
+DIR/.codex/hooks.json, DIR/.claude/settings.json), or the machine's
+(--managed: /etc/codex/hooks.json with `[features] hooks = true` pinned in
+/etc/codex/requirements.toml; /etc/claude-code/managed-settings.json).
+
 Examples:
   policyc init
   policyc init ~/src/my-repo --name my-agent
-  policyc check agent.policy && policyc test agent.policy")]
+  policyc check agent.policy && policyc test agent.policy
+  policyc init --agent claude-code --project ~/src/my-repo
+  sudo policyc init --agent codex --managed /etc/gatehouse")]
     Init(InitArgs),
     /// Make an Ed25519 key pair for signing bundles
     #[command(after_help = "\
@@ -459,6 +472,28 @@ pub struct InitArgs {
     /// Overwrite the file if it exists
     #[arg(long)]
     pub force: bool,
+    /// Install `policyc hook` in this harness's settings, answering every
+    /// tool call with the policy in DIR (written first when missing)
+    #[arg(long, value_name = "HARNESS")]
+    pub agent: Option<Harness>,
+    /// With --agent: the project's settings in DIR (.codex/hooks.json,
+    /// .claude/settings.json) instead of the user's
+    #[arg(long, requires = "agent", conflicts_with = "managed")]
+    pub project: bool,
+    /// With --agent: the machine's managed settings (/etc/codex,
+    /// /etc/claude-code), which no user setting switches off
+    #[arg(long, requires = "agent")]
+    pub managed: bool,
+    /// With --agent: take gatehouse's hook out of those settings again
+    /// (every other setting, and the policy file, stay)
+    #[arg(long, requires = "agent")]
+    pub remove: bool,
+    /// With --agent: the hook appends each decision to FILE
+    #[arg(long, value_name = "FILE", requires = "agent")]
+    pub log: Option<std::path::PathBuf>,
+    /// The folder that stands for `/` in --managed paths (tests)
+    #[arg(long, hide = true, value_name = "DIR", default_value = "/")]
+    pub managed_root: std::path::PathBuf,
 }
 
 /// The agent harnesses `policyc hook` answers.

@@ -21,16 +21,22 @@ pub enum Mapped {
 pub struct Unmapped(pub String);
 
 /// Claude Code's tools that touch nothing outside the harness: its plan,
-/// its to-do list, questions to the user, its own background shells
-/// (what those run was decided as a `Bash` call) and subagents (whose tool
-/// calls come through this hook one by one).
-const CLAUDE_OWN: [&str; 13] = [
+/// its to-do list and tasks, questions to the user, its own background
+/// shells (what those run was decided as a `Bash` or `Monitor` call),
+/// subagents and workflows (whose tool calls come through this hook one by
+/// one), messages between its own agents, its schedules of later turns,
+/// the loading of deferred tools' schemas. Checked against the tools
+/// Claude Code 2.1.332 offers (tests/agents/run.sh asks the installed
+/// version for its list).
+const CLAUDE_OWN: [&str; 27] = [
     "TodoWrite",
     "ExitPlanMode",
     "EnterPlanMode",
     "AskUserQuestion",
-    "Task",
-    "Agent",
+    "TaskCreate",
+    "TaskGet",
+    "TaskUpdate",
+    "TaskList",
     "TaskOutput",
     "TaskStop",
     "BashOutput",
@@ -38,10 +44,31 @@ const CLAUDE_OWN: [&str; 13] = [
     "KillBash",
     "SlashCommand",
     "Skill",
+    "Workflow",
+    "ListAgents",
+    "SendMessage",
+    "ReportFindings",
+    "ScheduleWakeup",
+    "CronCreate",
+    "CronDelete",
+    "CronList",
+    "ToolSearch",
+    "DeferredToolPlaceholder",
+    "ReadNotifications",
+    "PushNotification",
 ];
 
-/// Codex's tools that touch nothing outside the harness.
-const CODEX_OWN: [&str; 1] = ["update_plan"];
+/// Codex's tools that touch nothing outside the harness: its plan and
+/// goals, questions to the user, the loading of deferred tools. Checked
+/// against the tools Codex 0.171.0 offers.
+const CODEX_OWN: [&str; 6] = [
+    "update_plan",
+    "request_user_input",
+    "get_goal",
+    "create_goal",
+    "update_goal",
+    "tool_search",
+];
 
 /// The queries of one tool call. `cwd` is the session's folder (relative
 /// paths are taken from it); `input` is the tool's input as the harness
@@ -63,6 +90,15 @@ pub fn queries(
         (Harness::Codex, "shell" | "local_shell" | "exec_command" | "container.exec") => {
             one(exec_words(input, tool)?)
         }
+        // Input to a command Codex left running: empty input only polls
+        // it; anything else is judged as the command line it would be to
+        // a shell (the stricter reading: the process may well be one).
+        (Harness::Codex, "write_stdin") => match input.get("chars") {
+            None | Some(serde_json::Value::Null) => Ok(Mapped::Nothing),
+            Some(serde_json::Value::String(c)) if c.is_empty() => Ok(Mapped::Nothing),
+            Some(serde_json::Value::String(c)) => one(exec(c)),
+            Some(_) => Err(Unmapped(format!("`{tool}`: `chars` is not a string"))),
+        },
         (Harness::Codex, "apply_patch") => {
             let patch = text(input, "command", tool).or_else(|_| text(input, "input", tool))?;
             let paths = super::patch::paths(patch).map_err(|why| {
@@ -110,7 +146,34 @@ pub fn queries(
             Ok(Mapped::Ask(q))
         }
         (Harness::Codex, "view_image") => one(read(text(input, "path", tool)?, cwd)?),
-        (Harness::ClaudeCode, "WebFetch") => one(fetch(text(input, "url", tool)?)?),
+        (Harness::ClaudeCode, "WebFetch") => one(fetch(tool, text(input, "url", tool)?)?),
+        // A background command (judged as `Bash` is) or a WebSocket (a
+        // connection to its host).
+        (Harness::ClaudeCode, "Monitor") => match (input.get("command"), input.get("ws")) {
+            (Some(_), None) => one(exec(text(input, "command", tool)?)),
+            (None, Some(ws)) => one(fetch(tool, text(ws, "url", tool)?)?),
+            _ => Err(Unmapped(format!(
+                "`{tool}`: neither one `command` nor one `ws` in its input"
+            ))),
+        },
+        // A subagent's tool calls come through this hook, unless it runs
+        // remotely, where no hook of this machine sees them.
+        (Harness::ClaudeCode, "Agent" | "Task") => match input.get("isolation") {
+            Some(serde_json::Value::String(i)) if i == "remote" => Err(Unmapped(format!(
+                "`{tool}` with `isolation: remote` runs where this hook never sees its tool calls"
+            ))),
+            _ => Ok(Mapped::Nothing),
+        },
+        // A git worktree is made or removed under the repository's `.git`:
+        // a write there, as `git worktree add` would be.
+        (Harness::ClaudeCode, "EnterWorktree") => match input.get("path") {
+            Some(serde_json::Value::String(p)) if !p.is_empty() => one(read(p, cwd)?),
+            _ => one(write(".git/worktrees", cwd)?),
+        },
+        (Harness::ClaudeCode, "ExitWorktree") => match input.get("action") {
+            Some(serde_json::Value::String(a)) if a == "keep" => Ok(Mapped::Nothing),
+            _ => one(write(".git/worktrees", cwd)?),
+        },
         (Harness::ClaudeCode, "WebSearch") | (Harness::Codex, "web_search") => {
             one(Query::WebSearch)
         }
@@ -258,20 +321,21 @@ fn mcp(rest: &str) -> Result<Query, Unmapped> {
     }
 }
 
-/// `WebFetch`'s URL as a connection: `http` or `https` only, the host as
+/// A URL as a connection (`WebFetch`, `Monitor`'s WebSocket): `http`,
+/// `https`, `ws` or `wss` only, the host as
 /// written (the engine normalises case, trailing dots, IDN and numeric
 /// spellings), the port given or the scheme's. A URL with user
 /// information, a backslash or anything else unusual in its authority is
 /// refused rather than guessed at.
-fn fetch(url: &str) -> Result<Query, Unmapped> {
-    let bad = |why: &str| Unmapped(format!("`WebFetch` of `{url}`: {why}"));
+fn fetch(tool: &str, url: &str) -> Result<Query, Unmapped> {
+    let bad = |why: &str| Unmapped(format!("`{tool}` of `{url}`: {why}"));
     let (scheme, rest) = url
         .split_once("://")
         .ok_or_else(|| bad("not an absolute URL"))?;
     let (via, default_port) = match scheme.to_ascii_lowercase().as_str() {
-        "https" => (Via::Https, 443),
-        "http" => (Via::Http, 80),
-        _ => return Err(bad("only http and https URLs are fetched")),
+        "https" | "wss" => (Via::Https, 443),
+        "http" | "ws" => (Via::Http, 80),
+        _ => return Err(bad("only http, https, ws and wss URLs are fetched")),
     };
     let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let authority = rest.get(..end).unwrap_or_default();
@@ -331,7 +395,7 @@ mod tests {
     use super::*;
 
     fn connect(url: &str) -> Result<(String, i64, Via), String> {
-        match fetch(url) {
+        match fetch("WebFetch", url) {
             Ok(Query::Connect { host, port, via }) => Ok((host, port, via)),
             Ok(q) => Err(format!("{q:?}")),
             Err(Unmapped(why)) => Err(why),
@@ -462,6 +526,114 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    /// The rows added for Claude Code 2.1.332 and Codex 0.171.0: what
+    /// runs a command or opens a connection is judged as such; what runs
+    /// where no hook sees it is refused; bookkeeping asks nothing.
+    #[test]
+    fn background_commands_remote_agents_worktrees_and_stdin() {
+        let ask = |h, tool, input: serde_json::Value| queries(h, tool, &input, "/w");
+        let exec = |c: &str| Query::Exec {
+            argv: vec!["bash".into(), "-c".into(), c.into()],
+            escalate: false,
+        };
+        assert_eq!(
+            ask(
+                Harness::ClaudeCode,
+                "Monitor",
+                serde_json::json!({"command": "tail -f log", "description": "d", "timeout_ms": 1})
+            )
+            .unwrap(),
+            Mapped::Ask(vec![exec("tail -f log")])
+        );
+        assert_eq!(
+            ask(
+                Harness::ClaudeCode,
+                "Monitor",
+                serde_json::json!({"ws": {"url": "wss://evil.example/feed"}})
+            )
+            .unwrap(),
+            Mapped::Ask(vec![Query::Connect {
+                host: "evil.example".into(),
+                port: 443,
+                via: Via::Https
+            }])
+        );
+        assert!(
+            ask(
+                Harness::ClaudeCode,
+                "Monitor",
+                serde_json::json!({"command": "x", "ws": {"url": "wss://a/"}})
+            )
+            .is_err()
+        );
+        assert!(
+            ask(
+                Harness::ClaudeCode,
+                "Agent",
+                serde_json::json!({"prompt": "p", "isolation": "remote"})
+            )
+            .is_err()
+        );
+        assert_eq!(
+            ask(
+                Harness::ClaudeCode,
+                "Agent",
+                serde_json::json!({"prompt": "p", "isolation": "worktree"})
+            )
+            .unwrap(),
+            Mapped::Nothing
+        );
+        assert!(matches!(
+            ask(Harness::ClaudeCode, "EnterWorktree", serde_json::json!({"name": "n"})).unwrap(),
+            Mapped::Ask(q) if matches!(&q[..], [Query::Write { path, .. }] if path == "/w/.git/worktrees")
+        ));
+        assert_eq!(
+            ask(
+                Harness::ClaudeCode,
+                "ExitWorktree",
+                serde_json::json!({"action": "keep"})
+            )
+            .unwrap(),
+            Mapped::Nothing
+        );
+        assert!(matches!(
+            ask(
+                Harness::ClaudeCode,
+                "ExitWorktree",
+                serde_json::json!({"action": "remove"})
+            )
+            .unwrap(),
+            Mapped::Ask(_)
+        ));
+        assert_eq!(
+            ask(
+                Harness::Codex,
+                "write_stdin",
+                serde_json::json!({"session_id": 1, "chars": ""})
+            )
+            .unwrap(),
+            Mapped::Nothing
+        );
+        assert_eq!(
+            ask(
+                Harness::Codex,
+                "write_stdin",
+                serde_json::json!({"session_id": 1, "chars": "rm -rf /\n"})
+            )
+            .unwrap(),
+            Mapped::Ask(vec![exec("rm -rf /\n")])
+        );
+        for t in ["ToolSearch", "Workflow", "CronCreate", "SendMessage"] {
+            assert_eq!(
+                ask(Harness::ClaudeCode, t, serde_json::json!({})).unwrap(),
+                Mapped::Nothing
+            );
+        }
+        for t in ["RemoteTrigger", "SendFeedback"] {
+            assert!(ask(Harness::ClaudeCode, t, serde_json::json!({})).is_err());
+        }
     }
 
     #[test]

@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 use crate::Exit;
 use crate::cli::InitArgs;
 
+mod agent;
+
 /// Where the folder's version control is: the `.git` (directory or file)
 /// in `dir` or the nearest folder above it.
 fn version_control(dir: &Path) -> Option<PathBuf> {
@@ -53,23 +55,37 @@ pub fn run(a: &InitArgs) -> Exit {
         return Exit::Usage(format!("`{}` is not a folder", dir.display()));
     }
     let abs = std::fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
-    let file = dir.join(
-        a.output
-            .clone()
-            .unwrap_or_else(|| PathBuf::from(format!("{}.policy", a.name))),
-    );
+    let file = policy_file(a, &dir);
+    if let Some(harness) = a.agent {
+        return agent::run(a, harness, &abs, &file);
+    }
     if file.exists() && !a.force {
         return Exit::Usage(format!(
             "`{}` exists; init never overwrites a file without --force",
             file.display()
         ));
     }
-    let git = version_control(&abs);
+    write_starter(a, &abs, &file)
+}
+
+/// The policy file init writes (or, with --agent, uses): DIR/NAME.policy
+/// or --output.
+fn policy_file(a: &InitArgs, dir: &Path) -> PathBuf {
+    dir.join(
+        a.output
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(format!("{}.policy", a.name))),
+    )
+}
+
+/// Writes the starter policy for the folder `abs` to `file`.
+fn write_starter(a: &InitArgs, abs: &Path, file: &Path) -> Exit {
+    let git = version_control(abs);
     let found: Vec<&str> = [".agents", ".zerocode"]
         .into_iter()
         .filter(|n| abs.join(n).exists())
         .collect();
-    let text = starter(&a.name, &abs, git.as_deref(), &found);
+    let text = starter(&a.name, abs, git.as_deref(), &found);
     // Laid out by the formatter, then checked and tested, before a byte is
     // written: a name that is not a policy name fails here.
     let name = file.display().to_string();
@@ -88,7 +104,7 @@ pub fn run(a: &InitArgs) -> Exit {
         .get(id)
         .and_then(|f| gatehouse::fmt::format_source(id, f).ok())
         .unwrap_or(text);
-    if let Err(e) = std::fs::write(&file, &formatted) {
+    if let Err(e) = std::fs::write(file, &formatted) {
         errln!("error: cannot write `{}`: {e}", file.display());
         return Exit::Failed;
     }
