@@ -10,6 +10,7 @@
 //! (exit 0: both harnesses read a deny from the JSON).
 
 mod answer;
+mod guard;
 mod map;
 mod patch;
 
@@ -228,6 +229,10 @@ fn decide(a: &HookArgs, read: &dyn Fn(Event)) -> (Event, Verdict, Ids) {
         map::Mapped::Nothing => return (kind, Verdict::Pass, ids),
         map::Mapped::Ask(q) => q,
     };
+    let guarded = guard::Guarded::new(a);
+    if let Some(why) = queries.iter().find_map(|q| guarded.refuses(q)) {
+        return (kind, Verdict::Deny(why), ids);
+    }
     // The session's folder, bound once as `policyc eval` binds its
     // workspace (its `.git` pointer read), with `$HOME` for `~` rules.
     let mut ws = crate::load::Workspaces::new(Some(&cwd), std::env::var("HOME").ok());
