@@ -155,6 +155,32 @@ fn claude_code_tool_calls_are_decided_by_the_policy() {
         d("Bash", serde_json::json!({"command": "git status"})).as_deref(),
         Some("allow")
     );
+    // Where Claude Code would run the call without asking anyone, the
+    // person the policy wants is not there: a deny that says so.
+    for mode in ["bypassPermissions", "acceptEdits", "dontAsk", "auto", ""] {
+        let mut e: serde_json::Value = serde_json::from_str(&f.event(
+            "PreToolUse",
+            "Bash",
+            serde_json::json!({"command": "git push origin main"}),
+        ))
+        .unwrap();
+        e["permission_mode"] = serde_json::json!(mode);
+        let why = denied(&f.hook("claude-code", &[], &e.to_string()));
+        assert!(why.contains("asking anyone"), "{mode}: {why}");
+    }
+    // The hook's own policy and the harness's settings are never written.
+    for path in [f.policy(), format!("{ws}/.claude/settings.json")] {
+        let why = denied(&f.hook(
+            "claude-code",
+            &[],
+            &f.event(
+                "PreToolUse",
+                "Write",
+                serde_json::json!({"file_path": path, "content": "x"}),
+            ),
+        ));
+        assert!(why.contains("no tool call writes it"), "{path}: {why}");
+    }
     // Files.
     assert_eq!(d("Edit", serde_json::json!({"file_path": format!("{ws}/src/lib.rs"), "old_string": "a", "new_string": "b"})).as_deref(), Some("allow"));
     assert_ne!(

@@ -3,8 +3,9 @@
 Codex talks to it through the Responses API (POST .../responses, SSE),
 Claude Code through the Messages API (POST .../v1/messages, streaming).
 Each session's first user message names a case (`gatehouse-case: NAME`);
-the server answers the first turn of that case with the case's tool call,
-and every later turn (a tool's result has come back) with a short text.
+the server answers turn N of that case (N tool results have come back)
+with the case's Nth tool call, and once they are all made, with a short
+text.
 Every request is appended to a JSON-lines log, so a test can read what the
 harness sent back to the model (a tool's output, a hook's refusal).
 """
@@ -56,6 +57,17 @@ def find_case(messages):
         if m:
             return m.group(1)
     return None
+
+
+def step(cases, case, harness, turn):
+    """The tool call of this turn of the case (a case is one call or a
+    list of calls, one a turn), or None: answer with text."""
+    calls = cases.get(case, {}).get(harness) if case else None
+    if isinstance(calls, dict):
+        calls = [calls]
+    if not calls or turn >= len(calls):
+        return None
+    return calls[turn]
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -126,13 +138,13 @@ class Handler(BaseHTTPRequestHandler):
              "schemas": req.get("tools") if self.script.schemas else None}
         )
         rid = f"resp_{self.script.next_id()}"
-        call = self.script.cases.get(case, {}).get("codex") if case else None
-        if call and not outputs:
+        call = step(self.script.cases, case, "codex", len(outputs))
+        if call:
             item = dict(call)
             item.setdefault("type", "function_call")
             item["call_id"] = f"call_{rid}"
             item["id"] = f"fc_{rid}"
-            if "arguments" in item and not isinstance(item["arguments"], str):
+            if item["type"] == "function_call" and not isinstance(item.get("arguments"), str):
                 item["arguments"] = json.dumps(item["arguments"])
             if item["type"] == "custom_tool_call" and not isinstance(item.get("input"), str):
                 item["input"] = json.dumps(item["input"])
@@ -166,12 +178,12 @@ class Handler(BaseHTTPRequestHandler):
              "schemas": req.get("tools") if self.script.schemas else None}
         )
         mid = f"msg_{self.script.next_id()}"
-        call = self.script.cases.get(case, {}).get("claude") if case and tools else None
+        call = step(self.script.cases, case, "claude", len(results)) if tools else None
         usage = {"input_tokens": 10, "output_tokens": 5}
         start = {"type": "message_start", "message": {
             "id": mid, "type": "message", "role": "assistant", "model": req.get("model", "m"),
             "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage}}
-        if call and not results:
+        if call:
             block = {"type": "tool_use", "id": f"toolu_{mid}", "name": call["name"], "input": {}}
             events = [
                 ("message_start", start),

@@ -145,6 +145,29 @@ pub fn queries(
             }
             Ok(Mapped::Ask(q))
         }
+        // An MCP server's resources: reading one is a call to that server,
+        // decided by its `mcp` rules under the tool's own name (`tool
+        // S/read_mcp_resource deny` refuses it); listing every server's
+        // catalogue names no server and asks nothing.
+        (
+            Harness::Codex,
+            "list_mcp_resources" | "list_mcp_resource_templates" | "read_mcp_resource",
+        )
+        | (Harness::ClaudeCode, "ListMcpResourcesTool" | "ReadMcpResourceTool") => {
+            match input.get("server") {
+                Some(serde_json::Value::String(server)) if !server.is_empty() => one(Query::Mcp {
+                    server: server.clone(),
+                    tool: tool.to_string(),
+                    annotations: Annotations::default(),
+                }),
+                None | Some(serde_json::Value::Null)
+                    if !matches!(tool, "read_mcp_resource" | "ReadMcpResourceTool") =>
+                {
+                    Ok(Mapped::Nothing)
+                }
+                _ => Err(Unmapped(format!("`{tool}`: no `server` it reads from"))),
+            }
+        }
         (Harness::Codex, "view_image") => one(read(text(input, "path", tool)?, cwd)?),
         (Harness::ClaudeCode, "WebFetch") => one(fetch(tool, text(input, "url", tool)?)?),
         // A background command (judged as `Bash` is) or a WebSocket (a
@@ -631,6 +654,22 @@ mod tests {
                 Mapped::Nothing
             );
         }
+        assert!(matches!(
+            ask(Harness::Codex, "read_mcp_resource", serde_json::json!({"server": "things", "uri": "x://y"})).unwrap(),
+            Mapped::Ask(q) if matches!(&q[..], [Query::Mcp { server, tool, .. }] if server == "things" && tool == "read_mcp_resource")
+        ));
+        assert!(
+            ask(
+                Harness::Codex,
+                "read_mcp_resource",
+                serde_json::json!({"uri": "x://y"})
+            )
+            .is_err()
+        );
+        assert_eq!(
+            ask(Harness::Codex, "list_mcp_resources", serde_json::json!({})).unwrap(),
+            Mapped::Nothing
+        );
         for t in ["RemoteTrigger", "SendFeedback"] {
             assert!(ask(Harness::ClaudeCode, t, serde_json::json!({})).is_err());
         }

@@ -240,7 +240,29 @@ fn decide(a: &HookArgs, read: &dyn Fn(Event)) -> (Event, Verdict, Ids) {
         Event::PreToolUse => pre_tool_use(&set, policy, &queries, &mut ws),
         Event::PermissionRequest => permission_request(&set, policy, &queries, &mut ws),
     };
+    let verdict = match verdict {
+        Verdict::Ask(why)
+            if a.harness == Harness::ClaudeCode
+                && !asks_a_person(field("permission_mode").as_deref()) =>
+        {
+            Verdict::Deny(format!(
+                "{why} — this session's permission mode ({}) would run the call without asking anyone, so it is refused until a person approves it",
+                field("permission_mode").unwrap_or_else(|| "not given".into())
+            ))
+        }
+        v => v,
+    };
     (kind, verdict, ids)
+}
+
+/// Whether Claude Code, in this permission mode, shows a person the
+/// prompt an `ask` answer asks for. In `bypassPermissions`, `acceptEdits`
+/// (for edits), `dontAsk` and `auto` it runs or refuses the call without a
+/// person (seen with Claude Code 2.1.332: an `ask` for a `Write` in
+/// `bypassPermissions` wrote the file), so there an `ask` is a deny; a mode
+/// the hook does not know, or none, is taken as one that asks no one.
+fn asks_a_person(mode: Option<&str>) -> bool {
+    matches!(mode, Some("default" | "plan"))
 }
 
 fn deny_event(why: &str, ids: Ids) -> (Event, Verdict, Ids) {
