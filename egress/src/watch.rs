@@ -1,11 +1,10 @@
 //! The policy watcher: one thread that notices a changed policy file (or
 //! SIGHUP), reloads it, and gives the memory of each reload back.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::policy::{Policies, Seen, stderr_line};
+use crate::policy::{Policies, Seen, stat_key, stderr_line};
 
 /// Watches the policy file and reloads when its content changes, or on
 /// SIGHUP, until the runtime ends.
@@ -144,20 +143,6 @@ pub(crate) fn give_back_free_memory() {
 /// How long after a change of the file the watcher keeps reading it on
 /// every poll.
 const SETTLE: Duration = Duration::from_secs(1);
-
-/// What tells the watcher a file may have changed: device, inode, size,
-/// modification and change times (`stat`, which never opens the path).
-pub(crate) fn stat_key(path: &Path) -> Option<[i128; 5]> {
-    use std::os::unix::fs::MetadataExt as _;
-    let m = std::fs::metadata(path).ok()?;
-    Some([
-        i128::from(m.dev()),
-        i128::from(m.ino()),
-        i128::from(m.size()),
-        i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
-        i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec()),
-    ])
-}
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

@@ -12,8 +12,9 @@ use arc_swap::ArcSwap;
 
 use super::nft::{self, NftError, Ports};
 use super::table::{Entry, File, HostError, SandboxTable, Shared, valid_id};
+use crate::policy::stat_key;
 use crate::policy::{PolicyError, stderr_line};
-use crate::watch::{FileWatch, give_back_free_memory, stat_key};
+use crate::watch::{FileWatch, give_back_free_memory};
 
 /// Why a change through the control API was refused; nothing of it was
 /// put in force.

@@ -71,7 +71,7 @@ impl Seen {
     /// `stat`s the path, then reads it: the key never claims a newer file
     /// than the bytes.
     pub(crate) fn read(path: &Path) -> (Seen, Result<Vec<u8>, PolicyError>) {
-        let key = crate::watch::stat_key(path);
+        let key = stat_key(path);
         let bytes = read_policy(path);
         let digest = match &bytes {
             Ok(b) => gatehouse::artifact::sha256_hex(b),
@@ -501,6 +501,20 @@ impl DecisionSink for Discard {
     fn enabled(&self) -> bool {
         false
     }
+}
+
+/// What tells the watcher (crate::watch) a file may have changed: device, inode, size,
+/// modification and change times (`stat`, which never opens the path).
+pub(crate) fn stat_key(path: &Path) -> Option<[i128; 5]> {
+    use std::os::unix::fs::MetadataExt as _;
+    let m = std::fs::metadata(path).ok()?;
+    Some([
+        i128::from(m.dev()),
+        i128::from(m.ino()),
+        i128::from(m.size()),
+        i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+        i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec()),
+    ])
 }
 
 #[cfg(test)]
