@@ -94,3 +94,82 @@ fn init_never_overwrites_without_force() {
     let o = policyc(&["init", d.join("missing").to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// `init --agent` (issue 56) as a user runs it, on a managed root of the
+/// test's own: the settings written, the hook that runs from them
+/// answering, a broken settings file left alone, a broken policy refused,
+/// and `--remove`.
+#[test]
+fn init_agent_installs_the_hook_keeps_what_it_cannot_read_and_removes_it() {
+    let d = folder("agent");
+    std::fs::create_dir_all(d.join(".git")).unwrap();
+    let root = d.join("root");
+    let dir = d.to_str().unwrap();
+    let managed = |extra: &[&str]| {
+        let mut args = vec![
+            "init",
+            "--agent",
+            "claude-code",
+            "--managed",
+            "--managed-root",
+            root.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        args.push(dir);
+        policyc(&args)
+    };
+    let o = managed(&[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let settings = root.join("etc/claude-code/managed-settings.json");
+    let text = std::fs::read_to_string(&settings).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let command = v["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(command.contains(" hook claude-code "), "{command}");
+    assert_eq!(
+        v["hooks"]["PreToolUse"][0]["hooks"][0]["onFailure"],
+        "block"
+    );
+    // The starter policy was written, and the installed command answers.
+    assert!(d.join("agent.policy").exists());
+    let event = serde_json::json!({"hook_event_name": "PreToolUse", "cwd": dir,
+        "permission_mode": "default", "tool_name": "Bash",
+        "tool_input": {"command": "curl https://example.com"}});
+    let words: Vec<&str> = command.split(' ').collect();
+    let o = crate::common::policyc_with_stdin(&words[1..], &event.to_string());
+    assert!(
+        stdout(&o).contains("\"permissionDecision\""),
+        "{}",
+        stdout(&o)
+    );
+    // Again: the same file.
+    assert_eq!(managed(&[]).status.code(), Some(0));
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), text);
+    // A file that is not JSON is never overwritten.
+    std::fs::write(&settings, "{ broken").unwrap();
+    let o = managed(&[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stderr(&o).contains("not JSON"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), "{ broken");
+    std::fs::write(&settings, &text).unwrap();
+    // A policy that does not build is refused, and nothing changes.
+    std::fs::write(
+        d.join("agent.policy"),
+        "policy agent { sandbox nonsense }\n",
+    )
+    .unwrap();
+    let o = managed(&[]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("nothing was installed"),
+        "{}",
+        stderr(&o)
+    );
+    // --remove takes it out; a second --remove finds nothing.
+    let o = managed(&["--remove"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&settings).unwrap().trim(), "{}");
+    assert!(stdout(&managed(&["--remove"])).contains("no gatehouse hook"));
+}
