@@ -20,7 +20,7 @@ use proptest::prelude::*;
 
 const PORTS: &[&str] = &["", " port 443", " port 80,443", " port 8000-8999"];
 
-fn rule() -> impl Strategy<Value = String> {
+pub(crate) fn rule() -> impl Strategy<Value = String> {
     let effect = prop_oneof![Just("allow"), Just("deny")];
     let domain = (0..NAMES.len(), 0..3usize).prop_map(|(i, w)| {
         let n = NAMES[i];
@@ -44,17 +44,17 @@ fn star() -> impl Strategy<Value = Option<String>> {
 }
 
 #[derive(Clone, Debug)]
-struct Gen {
+pub(crate) struct Gen {
     mode: u8,
     settings: Vec<String>,
-    rules: Vec<String>,
+    pub(crate) rules: Vec<String>,
     proxy: Vec<String>,
     perms: Vec<String>,
     apps: Vec<String>,
 }
 
 impl Gen {
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let mut s = String::from("policy p {\n");
         match self.mode {
             0 => s.push_str("  network off\n"),
@@ -82,7 +82,7 @@ impl Gen {
     }
 }
 
-fn policy() -> impl Strategy<Value = Gen> {
+pub(crate) fn policy() -> impl Strategy<Value = Gen> {
     let settings = (0..3u8, 0..3u8, 0..3u8).prop_map(|(d, l, n)| {
         let mut v = Vec::new();
         match d {

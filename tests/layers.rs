@@ -35,7 +35,7 @@ const STAGES: &[&[&str]] = &[
     &["artifact", "log", "build", "fmt", "outline"],
     // What reads a whole build: its tests, exports, and the importers and
     // generators that write sources for it.
-    &["suite", "export", "import", "arbitrary", "bundle"],
+    &["suite", "export", "import", "arbitrary", "bundle", "diff"],
     // Live updates of built sets.
     &["store"],
 ];

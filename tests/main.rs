@@ -10,6 +10,7 @@ mod reference;
 mod agent_differential;
 mod artifact;
 mod corpus;
+mod diff;
 mod differential;
 mod docs;
 mod fail_closed;

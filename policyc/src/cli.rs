@@ -80,6 +80,26 @@ Examples:
 Exit codes: 0 every test passed, 1 a failure (or coverage under
 --fail-under), 2 usage.")]
     Test(TestArgs),
+    /// What a change of policy lets through or refuses: exact regions
+    #[command(after_help = "\
+Compares every policy present on both sides: each region of queries whose
+decision changed, described in the language's words, with a witness query
+inside it and both sides' decisions (reason, deciding rule). A region
+*opens* (refused or asked before, allowed now; refused before, asked now),
+*closes*, or changes its *reason* (the same outcome for another reason or
+escalation: a deny a person could be asked about becoming one nobody can
+override). Exact for connect and dns: every query whose decision changed
+lies in a region, and every query in a region changed (docs/diff.md). The
+other kinds are not compared yet, and the output says so.
+
+Examples:
+  policyc diff old/agent.policy policies/agent.policy
+  policyc diff --base origin/main policies/
+  policyc diff --base HEAD~1 --format markdown --fail-on opened policies/
+
+Exit codes: 0 compared (and nothing --fail-on names), 1 policy errors or
+what --fail-on names was found, 2 usage.")]
+    Diff(DiffArgs),
     /// Rewrite policy files in the canonical layout, comments kept
     #[command(after_help = "\
 Examples:
@@ -455,6 +475,47 @@ Examples:
         #[command(flatten)]
         paths: Paths,
     },
+}
+
+/// `policyc diff`'s arguments.
+#[derive(Args, Debug)]
+pub struct DiffArgs {
+    /// Read the old side from this git revision (the same paths as
+    /// NEW); OLD is then left out
+    #[arg(long, value_name = "REV")]
+    pub base: Option<String>,
+    /// Output format
+    #[arg(long, value_enum, default_value_t)]
+    pub format: DiffFormat,
+    /// Exit 1 when the change opens something (`opened`), or changes
+    /// anything (`changed`)
+    #[arg(long, value_enum, value_name = "WHAT")]
+    pub fail_on: Option<FailOn>,
+    /// OLD then NEW (policy files or folders), or with --base the paths
+    /// of both
+    #[arg(value_name = "PATH", required = true)]
+    pub paths: Vec<String>,
+}
+
+/// `policyc diff --format`.
+#[derive(ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DiffFormat {
+    /// For a terminal
+    #[default]
+    Text,
+    /// One JSON document
+    Json,
+    /// For a pull-request comment
+    Markdown,
+}
+
+/// `policyc diff --fail-on`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailOn {
+    /// Something refused or asked before is allowed now (or a policy added)
+    Opened,
+    /// Any region, or a policy added or removed
+    Changed,
 }
 
 /// `policyc init`'s arguments.

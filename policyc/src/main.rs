@@ -27,6 +27,7 @@ macro_rules! errln {
 mod check;
 mod cli;
 mod compile;
+mod diff;
 mod eval;
 mod exclude;
 mod export;
@@ -78,6 +79,7 @@ fn main() -> ExitCode {
         Command::Check(a) => ("check", check::run(&a)),
         Command::Eval(a) => ("eval", eval::run(&a)),
         Command::Test(a) => ("test", test::run(&a)),
+        Command::Diff(a) => ("diff", diff::run(&a)),
         Command::Fmt(a) => ("fmt", fmt::run(&a)),
         Command::Compile(a) => ("compile", compile::run(&a)),
         Command::Init(a) => ("init", init::run(&a)),

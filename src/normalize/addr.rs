@@ -89,6 +89,16 @@ pub fn non_public_v6_in_global() -> impl Iterator<Item = ipnet::Ipv6Net> {
         .filter_map(|&(n, l)| ipnet::Ipv6Net::new(Ipv6Addr::from(n), l).ok())
 }
 
+/// The IPv4 non-public prefixes as `(network, length)` (for `diff`'s cells).
+pub(crate) fn non_public_v4_prefixes() -> impl Iterator<Item = (u32, u8)> {
+    V4_NON_PUBLIC.iter().copied()
+}
+
+/// The non-public IPv6 prefixes inside `2000::/3` as `(network, length)`.
+pub(crate) fn non_public_v6_prefixes() -> impl Iterator<Item = (u128, u8)> {
+    V6_NON_PUBLIC_IN_GLOBAL.iter().copied()
+}
+
 /// The first octets that some non-public IPv4 prefix starts with (bit `o`
 /// of the 256-bit map for octet `o`): most public addresses are told apart
 /// by one load and one bit test, not fifteen prefix comparisons.

@@ -1,0 +1,346 @@
+//! The cells of the query space: classes of queries that every rule of
+//! both sides, and every built-in test of the engine, treats alike.
+//!
+//! A `connect` is decided by its host, port and transport. The rules look
+//! at a name only through the domain patterns' base names: a pattern with
+//! base `B` matches `B` itself (`B`, `**.B`) or names strictly below it
+//! (`*.B`, `**.B`), at any depth. So a name's matches are fixed by the
+//! deepest base it equals or lies below, and which of the two: a *name
+//! cell* is `(base, equal | below)`, or "under no base". The engine's
+//! own test on names, `localhost` and the names below it, is one more
+//! base. Addresses are matched by prefixes: the boundaries of every
+//! rule's prefix, and of the built-in non-public ranges (with the IPv4
+//! ranges NAT64 and 6to4 embed), cut each family into intervals inside
+//! which nothing can tell two addresses apart. Ports are cut the same way
+//! by every rule's port ranges. A cell is one host class, one port
+//! interval and one transport: every query in it is decided alike by both
+//! sides, so deciding one witness per cell decides the cell.
+
+use std::collections::BTreeSet;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use crate::normalize::pattern::DomainPattern;
+use crate::normalize::{Host, HostBuf, canonical_ip, canonical_prefixes, normalize_split};
+use crate::query::Via;
+use crate::syntax::ast::{File, Item, NetStmt, NetTarget, Network, PortRange, SectionKind};
+
+/// The transports a `connect` can name.
+pub const VIAS: [Via; 4] = [Via::Http, Via::Https, Via::Socks5, Via::Socks5Udp];
+
+/// A class of hosts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum HostClass {
+    /// A name: the index of the deepest base it equals or lies below
+    /// (`None`: under no base), and whether it lies strictly below it.
+    Name {
+        /// The base's index in [`Atoms::bases`].
+        base: Option<usize>,
+        /// Strictly below the base (or, with no base, more than one label).
+        below: bool,
+    },
+    /// An IPv4 address in interval `i`.
+    V4(usize),
+    /// An IPv6 address (not a mapped or compatible IPv4 form) in interval `i`.
+    V6(usize),
+}
+
+/// What cuts the query space: read from both sides' rules.
+#[derive(Debug, Default)]
+pub struct Atoms {
+    /// Base names, sorted.
+    pub bases: Vec<String>,
+    /// Interval starts over IPv4, sorted, starting at 0.
+    pub v4: Vec<u32>,
+    /// Interval starts over IPv6, sorted, starting at 0.
+    pub v6: Vec<u128>,
+    /// Interval starts over ports 1..=65535, sorted, starting at 1.
+    pub ports: Vec<u16>,
+}
+
+/// IPv4 prefixes as `(network, length)`.
+fn v4_cut(cuts: &mut BTreeSet<u32>, net: u32, len: u8) {
+    let size = if len == 0 {
+        None
+    } else {
+        1u64.checked_shl(32 - u32::from(len))
+    };
+    cuts.insert(net);
+    if let Some(end) = size.and_then(|s| u64::from(net).checked_add(s)) {
+        if let Ok(e) = u32::try_from(end) {
+            cuts.insert(e);
+        }
+    }
+}
+
+fn v6_cut(cuts: &mut BTreeSet<u128>, net: u128, len: u8) {
+    cuts.insert(net);
+    if len == 0 {
+        return;
+    }
+    let size = 1u128.checked_shl(128 - u32::from(len));
+    if let Some(end) = size.and_then(|s| net.checked_add(s)) {
+        cuts.insert(end);
+    }
+}
+
+fn port_cut(cuts: &mut BTreeSet<u32>, r: &PortRange) {
+    cuts.insert(u32::from(r.lo));
+    cuts.insert(u32::from(r.hi) + 1);
+}
+
+impl Atoms {
+    /// Everything the rules of these files (both sides of a diff) and the
+    /// engine's built-in tests look at.
+    pub fn of(sides: &[&[File]]) -> Atoms {
+        let mut bases = BTreeSet::new();
+        let mut v4 = BTreeSet::from([0u32]);
+        let mut v6 = BTreeSet::from([0u128]);
+        let mut ports = BTreeSet::from([1u32]);
+        // The engine's own: `localhost` and below; the non-public ranges,
+        // the IPv4 ranges NAT64 and 6to4 carry, the mapped and compatible
+        // forms (which are IPv4 queries), `::` and `::1`.
+        bases.insert("localhost".to_string());
+        for (net, len) in crate::normalize::non_public_v4_prefixes() {
+            v4_cut(&mut v4, net, len);
+            v6_cut(&mut v6, (0x64_ff9b_u128 << 96) | u128::from(net), 96 + len);
+            v6_cut(
+                &mut v6,
+                (0x2002_u128 << 112) | (u128::from(net) << 80),
+                16 + len,
+            );
+        }
+        for (net, len) in crate::normalize::non_public_v6_prefixes() {
+            v6_cut(&mut v6, net, len);
+        }
+        for (net, len) in [
+            (0u128, 96u8),
+            (0xffff_u128 << 32, 96),
+            (0, 128),
+            (1, 128),
+            (0x64_ff9b_u128 << 96, 96),
+            (0x2002_u128 << 112, 16),
+            (0x2_u128 << 124, 3),
+        ] {
+            v6_cut(&mut v6, net, len);
+        }
+        for files in sides {
+            for item in files.iter().flat_map(|f| &f.items) {
+                let (Item::Policy(b) | Item::Requirements(b)) = item else {
+                    continue;
+                };
+                for s in &b.sections {
+                    let SectionKind::Network(Network::Block(stmts)) = &s.kind else {
+                        continue;
+                    };
+                    for st in stmts {
+                        let NetStmt::Rule(r) = st else { continue };
+                        for p in r.ports.iter().flatten() {
+                            port_cut(&mut ports, p);
+                        }
+                        match &r.target {
+                            NetTarget::Domain(d) => match DomainPattern::parse(d) {
+                                Ok(
+                                    DomainPattern::Exact(n)
+                                    | DomainPattern::Sub(n)
+                                    | DomainPattern::SelfAndSub(n),
+                                ) => {
+                                    bases.insert(n);
+                                }
+                                Ok(DomainPattern::Any) | Err(_) => {}
+                            },
+                            // A mapped or compatible address is its IPv4
+                            // address in rules as in queries.
+                            NetTarget::Ip(ip) => {
+                                net_cut(&mut v4, &mut v6, ipnet::IpNet::from(canonical_ip(*ip)));
+                            }
+                            NetTarget::Cidr(n) => net_cut(&mut v4, &mut v6, *n),
+                            NetTarget::Socket(_) => {}
+                        }
+                    }
+                }
+            }
+        }
+        Atoms {
+            bases: bases.into_iter().collect(),
+            v4: v4.into_iter().collect(),
+            v6: v6.into_iter().collect(),
+            ports: ports
+                .into_iter()
+                .filter(|p| *p <= 65535)
+                .filter_map(|p| u16::try_from(p).ok())
+                .collect(),
+        }
+    }
+
+    /// The class of a normalised host; `None` for a host the engine
+    /// refuses before any rule (every side decides it alike).
+    pub fn host_class(&self, host: &str) -> Option<HostClass> {
+        let mut buf = HostBuf::new();
+        let split = normalize_split(host, &mut buf).ok()?;
+        Some(match split.host {
+            Host::Name(n) => self.name_class(n),
+            Host::Ip(ip) => self.ip_class(ip),
+        })
+    }
+
+    /// The class of an address (mapped and compatible forms as IPv4).
+    pub fn ip_class(&self, ip: IpAddr) -> HostClass {
+        match canonical_ip(ip) {
+            IpAddr::V4(a) => HostClass::V4(interval(&self.v4, u32::from(a))),
+            IpAddr::V6(a) => HostClass::V6(interval(&self.v6, u128::from(a))),
+        }
+    }
+
+    /// The deepest base `n` equals or lies below.
+    pub fn name_class(&self, n: &str) -> HostClass {
+        let mut suffix = n;
+        let mut below = false;
+        loop {
+            if let Ok(i) = self.bases.binary_search_by(|b| b.as_str().cmp(suffix)) {
+                return HostClass::Name {
+                    base: Some(i),
+                    below,
+                };
+            }
+            match suffix.split_once('.') {
+                Some((_, rest)) if !rest.is_empty() => {
+                    suffix = rest;
+                    below = true;
+                }
+                _ => {
+                    return HostClass::Name { base: None, below };
+                }
+            }
+        }
+    }
+
+    /// The port interval of a valid port.
+    pub fn port_class(&self, port: u16) -> usize {
+        interval(&self.ports, port)
+    }
+
+    /// The ports of interval `i`, inclusive.
+    pub fn port_range(&self, i: usize) -> Option<(u16, u16)> {
+        let lo = *self.ports.get(i)?;
+        let hi = match self.ports.get(i + 1) {
+            Some(next) => next.checked_sub(1)?,
+            None => 65535,
+        };
+        Some((lo, hi))
+    }
+
+    /// The IPv4 interval `i`, inclusive.
+    pub fn v4_range(&self, i: usize) -> Option<(u32, u32)> {
+        let lo = *self.v4.get(i)?;
+        let hi = match self.v4.get(i + 1) {
+            Some(next) => next.checked_sub(1)?,
+            None => u32::MAX,
+        };
+        Some((lo, hi))
+    }
+
+    /// The IPv6 interval `i`, inclusive.
+    pub fn v6_range(&self, i: usize) -> Option<(u128, u128)> {
+        let lo = *self.v6.get(i)?;
+        let hi = match self.v6.get(i + 1) {
+            Some(next) => next.checked_sub(1)?,
+            None => u128::MAX,
+        };
+        Some((lo, hi))
+    }
+
+    /// Every host class a query can fall in, with a host of it; classes
+    /// no query reaches (an IPv6 interval of mapped forms, a name cell
+    /// with no name) are left out.
+    pub fn host_classes(&self) -> Vec<(HostClass, String)> {
+        let mut out = Vec::new();
+        let fresh = |parent: Option<&str>| -> Option<String> {
+            (0..1000).find_map(|k| {
+                let label = format!("gh-witness-{k}");
+                let name = match parent {
+                    Some(p) => format!("{label}.{p}"),
+                    None => label,
+                };
+                let clash = self
+                    .bases
+                    .iter()
+                    .any(|b| b == &name || b.ends_with(&format!(".{name}")));
+                (!clash).then_some(name)
+            })
+        };
+        for (i, b) in self.bases.iter().enumerate() {
+            out.push((
+                HostClass::Name {
+                    base: Some(i),
+                    below: false,
+                },
+                b.clone(),
+            ));
+            if let Some(n) = fresh(Some(b)) {
+                out.push((
+                    HostClass::Name {
+                        base: Some(i),
+                        below: true,
+                    },
+                    n,
+                ));
+            }
+        }
+        // Under no base: a one-label name, and one with more labels.
+        if let Some(n) = fresh(None) {
+            out.push((
+                HostClass::Name {
+                    base: None,
+                    below: false,
+                },
+                n.clone(),
+            ));
+            if let Some(m) = fresh(Some(&n)) {
+                out.push((
+                    HostClass::Name {
+                        base: None,
+                        below: true,
+                    },
+                    m,
+                ));
+            }
+        }
+        for i in 0..self.v4.len() {
+            if let Some((lo, _)) = self.v4_range(i) {
+                out.push((HostClass::V4(i), Ipv4Addr::from(lo).to_string()));
+            }
+        }
+        for i in 0..self.v6.len() {
+            if let Some((lo, _)) = self.v6_range(i) {
+                let ip = Ipv6Addr::from(lo);
+                // Mapped and compatible forms are IPv4 queries.
+                if canonical_ip(IpAddr::V6(ip)).is_ipv6() {
+                    out.push((HostClass::V6(i), ip.to_string()));
+                }
+            }
+        }
+        // Keep only witnesses that classify as their own class (a check
+        // of this module's own reasoning, never of the caller's input).
+        out.retain(|(c, h)| self.host_class(h) == Some(*c));
+        out
+    }
+}
+
+fn net_cut(v4: &mut BTreeSet<u32>, v6: &mut BTreeSet<u128>, n: ipnet::IpNet) {
+    let (a, b) = canonical_prefixes(n);
+    if let Some(a) = a {
+        v4_cut(v4, u32::from(a.network()), a.prefix_len());
+    }
+    if let Some(b) = b {
+        v6_cut(v6, u128::from(b.network()), b.prefix_len());
+    }
+}
+
+/// The index of the interval (by sorted starts, the first at the lowest
+/// value) holding `x`.
+fn interval<T: Ord + Copy>(starts: &[T], x: T) -> usize {
+    match starts.binary_search(&x) {
+        Ok(i) => i,
+        Err(i) => i.saturating_sub(1),
+    }
+}

@@ -1,0 +1,649 @@
+//! What a change of policy changes (`policyc diff`, docs/diff.md): for
+//! each policy on both sides, every region of queries whose decision,
+//! reason or escalation differs, with a witness query inside it and both
+//! sides' decisions.
+//!
+//! Exact for the domains it covers (`connect`, `dns`): the query space is
+//! cut into cells that every rule of both sides and every built-in test
+//! of the engine treats alike ([`cells`]); one witness per cell is decided
+//! by both compiled policies, and the cells whose decisions differ are
+//! grouped into regions. So no query whose decision changed lies outside
+//! a region (complete), and every query inside a region changed, witness
+//! included (sound). `tests/diff.rs` checks both against brute force, with
+//! the compiled engine and the reference evaluator.
+
+pub mod cells;
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
+
+use crate::build::Build;
+use crate::compile::{Policy, PolicySet};
+use crate::decision::{Decision, Escalation, Outcome, Reason};
+use crate::query::{Query, Via};
+pub use cells::{Atoms, HostClass};
+
+/// Which way a region's decision moved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Change {
+    /// Refused (or asked) before, allowed now; or refused before, asked now.
+    Opens,
+    /// The reverse.
+    Closes,
+    /// The same outcome for another reason, or another escalation: a deny
+    /// a person could be asked about becoming one nobody can override, or
+    /// the reverse.
+    Reason,
+}
+
+/// One side's decision, as a diff compares it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Key {
+    /// What was decided.
+    pub outcome: Outcome,
+    /// Why.
+    pub reason: Reason,
+    /// Who could override a deny (`connect`'s `not_allowed`).
+    pub escalation: Option<Escalation>,
+}
+
+impl Key {
+    /// The parts of a decision a diff compares (not the deciding rule,
+    /// whose place moves with every edit).
+    pub fn of(d: &Decision) -> Key {
+        Key {
+            outcome: d.outcome,
+            reason: d.reason,
+            escalation: d.escalation,
+        }
+    }
+}
+
+/// How permissive an outcome is: refused, asked, allowed.
+fn rank(o: Outcome) -> u8 {
+    match o {
+        Outcome::Allow | Outcome::Approved | Outcome::Live | Outcome::Cached => 2,
+        Outcome::Ask | Outcome::Review => 1,
+        _ => 0,
+    }
+}
+
+/// The change from `old` to `new`, when there is one.
+pub fn change(old: &Key, new: &Key) -> Option<Change> {
+    if old == new {
+        return None;
+    }
+    Some(match rank(new.outcome).cmp(&rank(old.outcome)) {
+        std::cmp::Ordering::Greater => Change::Opens,
+        std::cmp::Ordering::Less => Change::Closes,
+        std::cmp::Ordering::Equal => Change::Reason,
+    })
+}
+
+/// The query kinds a diff covers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// `connect HOST:PORT via V`.
+    Connect,
+    /// `dns NAME`.
+    Dns,
+}
+
+/// A cell: a host class, and for `connect` a port interval and transport.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Cell {
+    /// The query kind.
+    pub kind: Kind,
+    /// The host class.
+    pub host: HostClass,
+    /// The port interval (`connect`).
+    pub port: Option<usize>,
+    /// The transport (`connect`).
+    pub via: Option<Via>,
+}
+
+/// A region: cells of one host class whose decisions moved alike.
+#[derive(Clone, Debug)]
+pub struct Region {
+    /// The query kind.
+    pub kind: Kind,
+    /// Which way it moved.
+    pub change: Change,
+    /// What it covers, in the language's words.
+    pub description: String,
+    /// A query inside it.
+    pub witness: Query,
+    /// The old side's decision of the witness.
+    pub old: Decision,
+    /// The new side's.
+    pub new: Decision,
+    /// Whether the region was found by sampling rather than decided
+    /// exactly (never, for the kinds covered so far).
+    pub sampled: bool,
+    /// The cells it is made of.
+    pub cells: Vec<Cell>,
+}
+
+/// A policy's part of a diff.
+#[derive(Clone, Debug)]
+pub struct PolicyDiff {
+    /// The policy's name.
+    pub name: String,
+    /// Whether the old side has it.
+    pub old: bool,
+    /// Whether the new side has it.
+    pub new: bool,
+    /// What changed, when both sides have it.
+    pub regions: Vec<Region>,
+}
+
+/// Why two builds cannot be compared.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DiffError {
+    /// One side has errors (and so no compiled set).
+    #[error("the {0} side does not build")]
+    DoesNotBuild(&'static str),
+}
+
+/// The whole diff of two builds.
+#[derive(Clone, Debug)]
+pub struct Diff {
+    /// How many domain base names cut the name space (for reports).
+    pub atoms_bases: usize,
+    /// Every policy of either side, by name.
+    pub policies: Vec<PolicyDiff>,
+    atoms: std::sync::Arc<Atoms>,
+}
+
+impl Diff {
+    /// The cell a query falls in; `None` for a query both sides refuse
+    /// before any rule (an invalid host or port) or a kind not covered.
+    pub fn cell_of(&self, q: &Query) -> Option<Cell> {
+        match q {
+            Query::Connect { host, port, via } => {
+                let port = u16::try_from(*port).ok().filter(|p| *p != 0)?;
+                Some(Cell {
+                    kind: Kind::Connect,
+                    host: self.atoms.host_class(host)?,
+                    port: Some(self.atoms.port_class(port)),
+                    via: Some(*via),
+                })
+            }
+            Query::Dns { name } => match self.atoms.host_class(name)? {
+                h @ HostClass::Name { .. } => Some(Cell {
+                    kind: Kind::Dns,
+                    host: h,
+                    port: None,
+                    via: None,
+                }),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// The region of `policy` a query lies in, if its decision changed.
+    pub fn region_of(&self, policy: &str, q: &Query) -> Option<&Region> {
+        let cell = self.cell_of(q)?;
+        self.policies
+            .iter()
+            .find(|p| p.name == policy)?
+            .regions
+            .iter()
+            .find(|r| r.cells.contains(&cell))
+    }
+
+    /// Whether any region opens something (deny or ask to allow, deny to
+    /// ask), or a policy was added.
+    pub fn opens(&self) -> bool {
+        self.policies
+            .iter()
+            .any(|p| (p.new && !p.old) || p.regions.iter().any(|r| r.change == Change::Opens))
+    }
+}
+
+/// The diff of two builds: every policy of either side, and for those on
+/// both, every region of `connect` and `dns` queries that changed.
+pub fn diff(old: &Build, new: &Build) -> Result<Diff, DiffError> {
+    let old_set = old.set.as_ref().ok_or(DiffError::DoesNotBuild("old"))?;
+    let new_set = new.set.as_ref().ok_or(DiffError::DoesNotBuild("new"))?;
+    let atoms = std::sync::Arc::new(Atoms::of(&[&old.files, &new.files]));
+    let mut names: Vec<&str> = old_set
+        .policies()
+        .chain(new_set.policies())
+        .map(Policy::name)
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    let hosts = atoms.host_classes();
+    let mut policies = Vec::new();
+    for name in names {
+        let a = find(old_set, name);
+        let b = find(new_set, name);
+        let regions = match (a, b) {
+            (Some(a), Some(b)) => regions(&atoms, &hosts, a, b),
+            _ => Vec::new(),
+        };
+        policies.push(PolicyDiff {
+            name: name.to_string(),
+            old: a.is_some(),
+            new: b.is_some(),
+            regions,
+        });
+    }
+    Ok(Diff {
+        atoms_bases: atoms.bases.len(),
+        policies,
+        atoms,
+    })
+}
+
+fn find<'a>(set: &'a PolicySet, name: &str) -> Option<&'a Policy> {
+    set.policies().find(|p| p.name() == name)
+}
+
+/// One changed cell, before grouping.
+struct Changed {
+    cell: Cell,
+    witness: Query,
+    old: Decision,
+    new: Decision,
+}
+
+fn regions(atoms: &Atoms, hosts: &[(HostClass, String)], a: &Policy, b: &Policy) -> Vec<Region> {
+    let mut changed = Vec::new();
+    // Each interval's witness port: 443 or 80 when it holds them.
+    let ports: Vec<(usize, u16)> = (0..atoms.ports.len())
+        .filter_map(|i| {
+            atoms.port_range(i).map(|(lo, hi)| {
+                let pick = [443u16, 80]
+                    .into_iter()
+                    .find(|p| (lo..=hi).contains(p))
+                    .unwrap_or(lo);
+                (i, pick)
+            })
+        })
+        .collect();
+    for (class, host) in hosts {
+        for via in cells::VIAS {
+            for &(pi, port) in &ports {
+                let (x, y) = (a.connect(host, port, via), b.connect(host, port, via));
+                if Key::of(&x) != Key::of(&y) {
+                    changed.push(Changed {
+                        cell: Cell {
+                            kind: Kind::Connect,
+                            host: *class,
+                            port: Some(pi),
+                            via: Some(via),
+                        },
+                        witness: Query::Connect {
+                            host: host.clone(),
+                            port: i64::from(port),
+                            via,
+                        },
+                        old: x,
+                        new: y,
+                    });
+                }
+            }
+        }
+        if matches!(class, HostClass::Name { .. }) {
+            let (x, y) = (a.dns(host), b.dns(host));
+            if Key::of(&x) != Key::of(&y) {
+                changed.push(Changed {
+                    cell: Cell {
+                        kind: Kind::Dns,
+                        host: *class,
+                        port: None,
+                        via: None,
+                    },
+                    witness: Query::Dns { name: host.clone() },
+                    old: x,
+                    new: y,
+                });
+            }
+        }
+    }
+    group(atoms, changed)
+}
+
+/// A name a region leaves out: one name, or a name and all below it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Except {
+    Exact(usize),
+    Tree(usize),
+}
+
+/// A region before it is written out.
+struct Draft {
+    kind: Kind,
+    host: HostClass,
+    old_key: Key,
+    new_key: Key,
+    /// For `connect`: each port list with its transports (`""`: all).
+    shape: Vec<(String, String)>,
+    except: Vec<Except>,
+    cells: Vec<Cell>,
+    witness: Query,
+    old: Decision,
+    new: Decision,
+    absorbed: bool,
+}
+
+/// Cells of one kind and host class whose two decisions are the same
+/// pair make one region; then a region of the names below a base takes in
+/// the same change below a deeper base (`*.amazonaws.com` and
+/// `*.s3.amazonaws.com` opened alike read `*.amazonaws.com (except
+/// s3.amazonaws.com)`), and that base itself when it moved alike too.
+fn group(atoms: &Atoms, changed: Vec<Changed>) -> Vec<Region> {
+    let mut by: HashMap<(Kind, HostClass, Key, Key), Vec<Changed>> = HashMap::new();
+    for c in changed {
+        by.entry((c.cell.kind, c.cell.host, Key::of(&c.old), Key::of(&c.new)))
+            .or_default()
+            .push(c);
+    }
+    let mut drafts: Vec<Draft> = Vec::new();
+    for ((kind, host, old_key, new_key), cs) in by {
+        // The witness a reader would pick: over https, on 443 or 80 when
+        // the region holds them.
+        let score = |c: &&Changed| match &c.witness {
+            Query::Connect { port, via, .. } => (
+                *via != Via::Https,
+                match *port {
+                    443 => 0,
+                    80 => 1,
+                    _ => 2,
+                },
+                *port,
+            ),
+            _ => (false, 0, 0),
+        };
+        let Some(first) = cs.iter().min_by_key(score) else {
+            continue;
+        };
+        drafts.push(Draft {
+            kind,
+            host,
+            old_key,
+            new_key,
+            shape: shape(atoms, kind, &cs),
+            except: excepted(atoms, host),
+            cells: cs.iter().map(|c| c.cell).collect(),
+            witness: first.witness.clone(),
+            old: first.old,
+            new: first.new,
+            absorbed: false,
+        });
+    }
+    merge_below(atoms, &mut drafts);
+    let mut out: Vec<Region> = drafts
+        .into_iter()
+        .filter(|d| !d.absorbed)
+        .filter_map(|d| {
+            Some(Region {
+                kind: d.kind,
+                change: change(&d.old_key, &d.new_key)?,
+                description: describe(atoms, &d),
+                witness: d.witness,
+                old: d.old,
+                new: d.new,
+                sampled: false,
+                cells: d.cells,
+            })
+        })
+        .collect();
+    out.sort_by(|x, y| (x.change, x.kind, &x.description).cmp(&(y.change, y.kind, &y.description)));
+    out
+}
+
+/// The base a base lies strictly below, the deepest such (`None`: none).
+fn parent_base(atoms: &Atoms, i: usize) -> Option<usize> {
+    let name = atoms.bases.get(i)?;
+    let mut rest = name.as_str();
+    while let Some((_, r)) = rest.split_once('.') {
+        if let Ok(j) = atoms.bases.binary_search_by(|b| b.as_str().cmp(r)) {
+            return Some(j);
+        }
+        rest = r;
+    }
+    None
+}
+
+fn merge_below(atoms: &Atoms, drafts: &mut [Draft]) {
+    // Deepest bases first, so that a chain folds into its top.
+    let mut order: Vec<usize> = (0..drafts.len())
+        .filter(|&k| {
+            matches!(
+                drafts.get(k).map(|d| d.host),
+                Some(HostClass::Name {
+                    base: Some(_),
+                    below: true
+                })
+            )
+        })
+        .collect();
+    let depth = |d: &Draft| match d.host {
+        HostClass::Name { base: Some(i), .. } => {
+            atoms.bases.get(i).map_or(0, |b| b.matches('.').count())
+        }
+        _ => 0,
+    };
+    order.sort_by_key(|&k| std::cmp::Reverse(drafts.get(k).map_or(0, depth)));
+    for k in order {
+        let Some(d) = drafts.get(k) else { continue };
+        let HostClass::Name { base: Some(i), .. } = d.host else {
+            continue;
+        };
+        let parent = parent_base(atoms, i);
+        let same = |x: &Draft, host: HostClass| {
+            !x.absorbed
+                && x.host == host
+                && x.kind == d.kind
+                && x.old_key == d.old_key
+                && x.new_key == d.new_key
+                && x.shape == d.shape
+        };
+        let parent_host = HostClass::Name {
+            base: parent,
+            below: true,
+        };
+        let Some(pk) = drafts.iter().position(|x| same(x, parent_host)) else {
+            continue;
+        };
+        let exact_host = HostClass::Name {
+            base: Some(i),
+            below: false,
+        };
+        let ek = drafts.iter().position(|x| same(x, exact_host));
+        let (cells, except) = (d.cells.clone(), d.except.clone());
+        let mut exact_cells = Vec::new();
+        if let Some(e) = ek.and_then(|e| drafts.get_mut(e)) {
+            e.absorbed = true;
+            exact_cells = e.cells.clone();
+        }
+        if let Some(me) = drafts.get_mut(k) {
+            me.absorbed = true;
+        }
+        if let Some(p) = drafts.get_mut(pk) {
+            p.cells.extend(cells);
+            p.cells.extend(exact_cells);
+            p.except.retain(|x| *x != Except::Tree(i));
+            if ek.is_none() {
+                p.except.push(Except::Exact(i));
+            }
+            p.except.extend(except);
+        }
+    }
+}
+
+/// What a name class leaves out: the outermost bases below its base.
+fn excepted(atoms: &Atoms, host: HostClass) -> Vec<Except> {
+    let HostClass::Name { base, below: true } = host else {
+        return Vec::new();
+    };
+    (0..atoms.bases.len())
+        .filter(|&j| Some(j) != base && parent_base(atoms, j) == base)
+        .map(Except::Tree)
+        .collect()
+}
+
+/// For `connect`: the ports of the cells per transport, transports with
+/// the same ports together.
+fn shape(atoms: &Atoms, kind: Kind, cs: &[Changed]) -> Vec<(String, String)> {
+    if kind != Kind::Connect {
+        return Vec::new();
+    }
+    let mut per_via: BTreeMap<usize, (Via, Vec<usize>)> = BTreeMap::new();
+    for c in cs {
+        if let (Some(v), Some(p)) = (c.cell.via, c.cell.port) {
+            let at = cells::VIAS.iter().position(|x| *x == v).unwrap_or(0);
+            per_via
+                .entry(at)
+                .or_insert_with(|| (v, Vec::new()))
+                .1
+                .push(p);
+        }
+    }
+    let mut by_ports: BTreeMap<String, Vec<Via>> = BTreeMap::new();
+    for (v, ps) in per_via.into_values() {
+        by_ports
+            .entry(describe_ports(atoms, &ps))
+            .or_default()
+            .push(v);
+    }
+    by_ports
+        .into_iter()
+        .map(|(ports, vias)| {
+            let via = if vias.len() == cells::VIAS.len() {
+                String::new()
+            } else {
+                format!(
+                    " via {}",
+                    vias.iter()
+                        .map(|v| v.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
+            (ports, via)
+        })
+        .collect()
+}
+
+/// The region in the language's words: `connect *.example.com:443,8443
+/// via https (except api.example.com)`, `dns example.com`.
+fn describe(atoms: &Atoms, d: &Draft) -> String {
+    let host = describe_host(atoms, d.host);
+    let mut names: Vec<String> = d
+        .except
+        .iter()
+        .filter_map(|e| match e {
+            Except::Exact(i) => atoms.bases.get(*i).cloned(),
+            Except::Tree(i) => atoms.bases.get(*i).map(|b| format!("**.{b}")),
+        })
+        .collect();
+    names.sort();
+    let except = match names.len() {
+        0 => String::new(),
+        n if n <= 4 => format!(" (except {})", names.join(", ")),
+        n => format!(
+            " (except {} and {} more)",
+            names.iter().take(3).cloned().collect::<Vec<_>>().join(", "),
+            n - 3
+        ),
+    };
+    match d.kind {
+        Kind::Dns => format!("dns {host}{except}"),
+        Kind::Connect => {
+            let parts: Vec<String> = d
+                .shape
+                .iter()
+                .map(|(ports, via)| format!("connect {host}:{ports}{via}"))
+                .collect();
+            format!("{}{except}", parts.join("; "))
+        }
+    }
+}
+
+fn describe_ports(atoms: &Atoms, idx: &[usize]) -> String {
+    let mut ranges: Vec<(u16, u16)> = idx.iter().filter_map(|i| atoms.port_range(*i)).collect();
+    ranges.sort_unstable();
+    let mut merged: Vec<(u16, u16)> = Vec::new();
+    for (lo, hi) in ranges {
+        match merged.last_mut() {
+            Some(last) if u32::from(last.1) + 1 == u32::from(lo) => last.1 = hi,
+            _ => merged.push((lo, hi)),
+        }
+    }
+    if merged == [(1, 65535)] {
+        return "*".into();
+    }
+    merged
+        .iter()
+        .map(|(lo, hi)| {
+            if lo == hi {
+                lo.to_string()
+            } else {
+                format!("{lo}-{hi}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The host class in words (the names it leaves out are listed apart).
+fn describe_host(atoms: &Atoms, h: HostClass) -> String {
+    match h {
+        HostClass::Name {
+            base: Some(i),
+            below,
+        } => {
+            let b = atoms.bases.get(i).map_or("?", String::as_str);
+            if below {
+                format!("*.{b}")
+            } else {
+                b.to_string()
+            }
+        }
+        HostClass::Name { base: None, .. } => "any other name".into(),
+        HostClass::V4(i) => match atoms.v4_range(i) {
+            Some((lo, hi)) => describe_v4(lo, hi),
+            None => "?".into(),
+        },
+        HostClass::V6(i) => match atoms.v6_range(i) {
+            Some((lo, hi)) => describe_v6(lo, hi),
+            None => "?".into(),
+        },
+    }
+}
+
+fn describe_v4(lo: u32, hi: u32) -> String {
+    let a = std::net::Ipv4Addr::from(lo);
+    if lo == hi {
+        return a.to_string();
+    }
+    let span = u64::from(hi) - u64::from(lo) + 1;
+    if span.is_power_of_two() && u64::from(lo).is_multiple_of(span) {
+        return format!("cidr {a}/{}", 32 - span.trailing_zeros());
+    }
+    format!("{a}-{}", std::net::Ipv4Addr::from(hi))
+}
+
+fn describe_v6(lo: u128, hi: u128) -> String {
+    let a = std::net::Ipv6Addr::from(lo);
+    if lo == hi {
+        return a.to_string();
+    }
+    let span = hi.wrapping_sub(lo).wrapping_add(1);
+    if span == 0 {
+        return "cidr ::/0".into();
+    }
+    if span.is_power_of_two() && lo.is_multiple_of(span) {
+        return format!("cidr {a}/{}", 128 - span.trailing_zeros());
+    }
+    format!("{a}-{}", std::net::Ipv6Addr::from(hi))
+}
