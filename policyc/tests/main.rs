@@ -13,6 +13,7 @@ mod bless;
 mod common;
 
 mod cli;
+mod cli_diff;
 mod cli_files;
 mod cli_help;
 mod cli_init;

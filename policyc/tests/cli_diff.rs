@@ -1,0 +1,136 @@
+//! `policyc diff` (issue 57) as a user runs it: the example of
+//! docs/diff.md, printed exactly as the doc shows it; the JSON and
+//! Markdown forms; the exit codes; `--base` against a git history.
+
+use crate::common::{policyc, stderr, stdout};
+
+const OLD: &str = "examples/diff/old.policy";
+const NEW: &str = "examples/diff/new.policy";
+
+fn root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn in_root(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_policyc"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn the_docs_example_is_what_it_prints() {
+    let o = in_root(&["diff", OLD, NEW]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let doc = std::fs::read_to_string(root().join("docs/diff.md")).unwrap();
+    let marker = format!("`policyc diff {OLD} {NEW}` prints\n\n```\n");
+    let at = doc.find(&marker).expect("docs/diff.md shows the example") + marker.len();
+    let shown = &doc[at..at + doc[at..].find("```\n").unwrap()];
+    assert_eq!(stdout(&o), shown, "docs/diff.md's example is out of date");
+}
+
+#[test]
+fn json_markdown_and_exit_codes() {
+    let o = in_root(&["diff", "--format", "json", OLD, NEW]);
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["opens"], true);
+    assert_eq!(v["summary"]["opened"], 3);
+    let r = &v["policies"][0]["regions"][0];
+    assert_eq!(r["change"], "opens");
+    assert_eq!(r["kind"], "connect");
+    assert_eq!(r["sampled"], false);
+    assert_eq!(r["new"]["rule"]["line"], 5);
+    assert!(r["witness"].as_str().unwrap().starts_with("connect "));
+    assert!(
+        v["not_compared"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|k| k == "exec")
+    );
+    // Markdown for a pull request; --fail-on opened fails it.
+    let o = in_root(&[
+        "diff",
+        "--format",
+        "markdown",
+        "--fail-on",
+        "opened",
+        OLD,
+        NEW,
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stdout(&o)
+            .contains("| **opens** | `connect *.amazonaws.com:443 (except s3.amazonaws.com)`")
+    );
+    // The reverse only closes: --fail-on opened passes, changed fails.
+    assert_eq!(
+        in_root(&["diff", "--fail-on", "opened", NEW, OLD])
+            .status
+            .code(),
+        Some(0)
+    );
+    assert_eq!(
+        in_root(&["diff", "--fail-on", "changed", NEW, OLD])
+            .status
+            .code(),
+        Some(1)
+    );
+    assert_eq!(
+        in_root(&["diff", "--fail-on", "changed", OLD, OLD])
+            .status
+            .code(),
+        Some(0)
+    );
+    // Usage, and a side that does not build.
+    assert_eq!(policyc(&["diff", OLD]).status.code(), Some(2));
+    let d = std::env::temp_dir().join(format!("gatehouse-diff-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    let broken = d.join("broken.policy");
+    std::fs::write(&broken, "policy agent { network { allow nonsense } }\n").unwrap();
+    let o = in_root(&["diff", OLD, broken.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("does not build"), "{}", stderr(&o));
+}
+
+#[test]
+fn base_reads_the_old_side_from_git() {
+    let d = std::env::temp_dir().join(format!("gatehouse-diff-git-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(d.join("policies")).unwrap();
+    let git = |args: &[&str]| {
+        let o = std::process::Command::new("git")
+            .args(["-c", "user.email=t@t", "-c", "user.name=t"])
+            .args(args)
+            .current_dir(&d)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "git {args:?}: {}", stderr(&o));
+    };
+    git(&["init", "-q"]);
+    std::fs::copy(root().join(OLD), d.join("policies/agent.policy")).unwrap();
+    git(&["add", "."]);
+    git(&["commit", "-qm", "old"]);
+    std::fs::copy(root().join(NEW), d.join("policies/agent.policy")).unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_policyc"))
+        .args(["diff", "--base", "HEAD", "--fail-on", "opened", "policies/"])
+        .current_dir(&d)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("opens  connect 169.254.169.254:*"), "{out}");
+    assert!(
+        out.contains("now allow (allowed_by_rule, policies/agent.policy:8:5)"),
+        "{out}"
+    );
+    assert!(out.contains("was deny (local_address)"), "{out}");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_policyc"))
+        .args(["diff", "--base", "--upload-pack=x", "policies/"])
+        .current_dir(&d)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}
