@@ -296,7 +296,7 @@ fn a_readable_region_with_its_witness() {
     assert!(
         texts.contains(&(
             Change::Opens,
-            "connect *.amazonaws.com:443 (except s3.amazonaws.com)".into()
+            "connect *.amazonaws.com port 443 (except s3.amazonaws.com)".into()
         )),
         "{texts:#?}"
     );

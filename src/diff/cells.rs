@@ -249,6 +249,26 @@ impl Atoms {
         Some((lo, hi))
     }
 
+    /// The IPv4 intervals of non-public addresses.
+    pub fn v4_non_public(&self) -> Vec<(u32, u32)> {
+        (0..self.v4.len())
+            .filter_map(|i| self.v4_range(i))
+            .filter(|(lo, _)| crate::normalize::is_non_public(IpAddr::V4(Ipv4Addr::from(*lo))))
+            .collect()
+    }
+
+    /// The IPv6 intervals of non-public addresses that are IPv6 queries
+    /// (not mapped or compatible IPv4 forms).
+    pub fn v6_non_public(&self) -> Vec<(u128, u128)> {
+        (0..self.v6.len())
+            .filter_map(|i| self.v6_range(i))
+            .filter(|(lo, _)| {
+                let ip = IpAddr::V6(Ipv6Addr::from(*lo));
+                canonical_ip(ip).is_ipv6() && crate::normalize::is_non_public(ip)
+            })
+            .collect()
+    }
+
     /// Every host class a query can fall in, with a host of it; classes
     /// no query reaches (an IPv6 interval of mapped forms, a name cell
     /// with no name) are left out.
@@ -315,7 +335,7 @@ impl Atoms {
                 let ip = Ipv6Addr::from(lo);
                 // Mapped and compatible forms are IPv4 queries.
                 if canonical_ip(IpAddr::V6(ip)).is_ipv6() {
-                    out.push((HostClass::V6(i), ip.to_string()));
+                    out.push((HostClass::V6(i), format!("[{ip}]")));
                 }
             }
         }

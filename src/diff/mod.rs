@@ -332,6 +332,12 @@ struct Draft {
     old: Decision,
     new: Decision,
     absorbed: bool,
+    /// A name region that took in its base itself: `**.B`.
+    self_too: bool,
+    /// Address intervals a family region holds (merged regions of one
+    /// family), inclusive.
+    v4: Vec<(u32, u32)>,
+    v6: Vec<(u128, u128)>,
 }
 
 /// Cells of one kind and host class whose two decisions are the same
@@ -377,9 +383,22 @@ fn group(atoms: &Atoms, changed: Vec<Changed>) -> Vec<Region> {
             old: first.old,
             new: first.new,
             absorbed: false,
+            self_too: false,
+            v4: match host {
+                HostClass::V4(i) => atoms.v4_range(i).into_iter().collect(),
+                _ => Vec::new(),
+            },
+            v6: match host {
+                HostClass::V6(i) => atoms.v6_range(i).into_iter().collect(),
+                _ => Vec::new(),
+            },
         });
     }
+    // A stable order first: merges keep the first draft's witness.
+    drafts.sort_by(|x, y| x.host.cmp(&y.host));
     merge_below(atoms, &mut drafts);
+    merge_self(&mut drafts);
+    merge_family(&mut drafts);
     let mut out: Vec<Region> = drafts
         .into_iter()
         .filter(|d| !d.absorbed)
@@ -480,6 +499,82 @@ fn merge_below(atoms: &Atoms, drafts: &mut [Draft]) {
     }
 }
 
+/// Whether two drafts moved alike (kind, both decisions, ports and
+/// transports).
+fn alike(x: &Draft, y: &Draft) -> bool {
+    x.kind == y.kind && x.old_key == y.old_key && x.new_key == y.new_key && x.shape == y.shape
+}
+
+/// A base and the names below it that moved alike read as one: `**.B`.
+fn merge_self(drafts: &mut [Draft]) {
+    for k in 0..drafts.len() {
+        let Some(d) = drafts.get(k) else { continue };
+        let HostClass::Name {
+            base: Some(i),
+            below: false,
+        } = d.host
+        else {
+            continue;
+        };
+        if d.absorbed {
+            continue;
+        }
+        let below = HostClass::Name {
+            base: Some(i),
+            below: true,
+        };
+        let Some(bk) = drafts
+            .iter()
+            .position(|x| !x.absorbed && x.host == below && alike(x, d))
+        else {
+            continue;
+        };
+        let cells = d.cells.clone();
+        if let Some(me) = drafts.get_mut(k) {
+            me.absorbed = true;
+        }
+        if let Some(b) = drafts.get_mut(bk) {
+            b.cells.extend(cells);
+            b.self_too = true;
+        }
+    }
+}
+
+/// The address regions of one family that moved alike are one region.
+fn merge_family(drafts: &mut [Draft]) {
+    for k in 0..drafts.len() {
+        let Some(d) = drafts.get(k) else { continue };
+        if d.absorbed || !matches!(d.host, HostClass::V4(_) | HostClass::V6(_)) {
+            continue;
+        }
+        let v4 = matches!(d.host, HostClass::V4(_));
+        let into: Vec<usize> = (k + 1..drafts.len())
+            .filter(|&j| {
+                drafts.get(j).is_some_and(|x| {
+                    !x.absorbed
+                        && matches!(x.host, HostClass::V4(_)) == v4
+                        && matches!(x.host, HostClass::V4(_) | HostClass::V6(_))
+                        && alike(x, d)
+                })
+            })
+            .collect();
+        for j in into {
+            let Some(x) = drafts.get_mut(j) else { continue };
+            x.absorbed = true;
+            let (cells, a, b) = (
+                std::mem::take(&mut x.cells),
+                std::mem::take(&mut x.v4),
+                std::mem::take(&mut x.v6),
+            );
+            if let Some(me) = drafts.get_mut(k) {
+                me.cells.extend(cells);
+                me.v4.extend(a);
+                me.v6.extend(b);
+            }
+        }
+    }
+}
+
 /// What a name class leaves out: the outermost bases below its base.
 fn excepted(atoms: &Atoms, host: HostClass) -> Vec<Except> {
     let HostClass::Name { base, below: true } = host else {
@@ -537,7 +632,17 @@ fn shape(atoms: &Atoms, kind: Kind, cs: &[Changed]) -> Vec<(String, String)> {
 /// The region in the language's words: `connect *.example.com:443,8443
 /// via https (except api.example.com)`, `dns example.com`.
 fn describe(atoms: &Atoms, d: &Draft) -> String {
-    let host = describe_host(atoms, d.host);
+    let host = match d.host {
+        HostClass::V4(_) => describe_ranges(&d.v4, describe_v4, atoms.v4_non_public(), "IPv4"),
+        HostClass::V6(_) => describe_ranges(&d.v6, describe_v6, atoms.v6_non_public(), "IPv6"),
+        HostClass::Name {
+            base: Some(i),
+            below: true,
+        } if d.self_too => {
+            format!("**.{}", atoms.bases.get(i).map_or("?", String::as_str))
+        }
+        h => describe_host(atoms, h),
+    };
     let mut names: Vec<String> = d
         .except
         .iter()
@@ -562,7 +667,13 @@ fn describe(atoms: &Atoms, d: &Draft) -> String {
             let parts: Vec<String> = d
                 .shape
                 .iter()
-                .map(|(ports, via)| format!("connect {host}:{ports}{via}"))
+                .map(|(ports, via)| {
+                    if ports == "*" {
+                        format!("connect {host}{via}")
+                    } else {
+                        format!("connect {host} port {ports}{via}")
+                    }
+                })
                 .collect();
             format!("{}{except}", parts.join("; "))
         }
@@ -621,6 +732,64 @@ fn describe_host(atoms: &Atoms, h: HostClass) -> String {
     }
 }
 
+/// Address intervals in words: adjacent ones joined, each as a prefix or
+/// a range; all the family's non-public addresses named as such.
+fn describe_ranges<T: Copy + Ord + num_like::Step>(
+    ranges: &[(T, T)],
+    one: impl Fn(T, T) -> String,
+    non_public: Vec<(T, T)>,
+    family: &str,
+) -> String {
+    let mut r = ranges.to_vec();
+    r.sort_unstable();
+    let mut merged: Vec<(T, T)> = Vec::new();
+    for (lo, hi) in r {
+        match merged.last_mut() {
+            Some(last) if num_like::Step::next(last.1) == Some(lo) => last.1 = hi,
+            _ => merged.push((lo, hi)),
+        }
+    }
+    let mut np = non_public;
+    np.sort_unstable();
+    let mut np_merged: Vec<(T, T)> = Vec::new();
+    for (lo, hi) in np {
+        match np_merged.last_mut() {
+            Some(last) if num_like::Step::next(last.1) == Some(lo) => last.1 = hi,
+            _ => np_merged.push((lo, hi)),
+        }
+    }
+    if !np_merged.is_empty() && merged == np_merged {
+        return format!("every non-public {family} address");
+    }
+    let parts: Vec<String> = merged.iter().map(|&(lo, hi)| one(lo, hi)).collect();
+    match parts.len() {
+        0 => "?".into(),
+        n if n <= 4 => parts.join(", "),
+        n => format!(
+            "{} and {} more ranges",
+            parts.iter().take(3).cloned().collect::<Vec<_>>().join(", "),
+            n - 3
+        ),
+    }
+}
+
+/// The successor of an address, for joining adjacent intervals.
+mod num_like {
+    pub trait Step: Sized {
+        fn next(self) -> Option<Self>;
+    }
+    impl Step for u32 {
+        fn next(self) -> Option<u32> {
+            self.checked_add(1)
+        }
+    }
+    impl Step for u128 {
+        fn next(self) -> Option<u128> {
+            self.checked_add(1)
+        }
+    }
+}
+
 fn describe_v4(lo: u32, hi: u32) -> String {
     let a = std::net::Ipv4Addr::from(lo);
     if lo == hi {
@@ -636,7 +805,7 @@ fn describe_v4(lo: u32, hi: u32) -> String {
 fn describe_v6(lo: u128, hi: u128) -> String {
     let a = std::net::Ipv6Addr::from(lo);
     if lo == hi {
-        return a.to_string();
+        return format!("[{a}]");
     }
     let span = hi.wrapping_sub(lo).wrapping_add(1);
     if span == 0 {
@@ -645,5 +814,5 @@ fn describe_v6(lo: u128, hi: u128) -> String {
     if span.is_power_of_two() && lo.is_multiple_of(span) {
         return format!("cidr {a}/{}", 128 - span.trailing_zeros());
     }
-    format!("{a}-{}", std::net::Ipv6Addr::from(hi))
+    format!("[{a}]-[{}]", std::net::Ipv6Addr::from(hi))
 }
