@@ -395,7 +395,7 @@ fn group(atoms: &Atoms, changed: Vec<Changed>) -> Vec<Region> {
         });
     }
     // A stable order first: merges keep the first draft's witness.
-    drafts.sort_by(|x, y| x.host.cmp(&y.host));
+    drafts.sort_by_key(|d| d.host);
     merge_below(atoms, &mut drafts);
     merge_self(&mut drafts);
     merge_family(&mut drafts);
