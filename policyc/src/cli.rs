@@ -88,9 +88,10 @@ inside it and both sides' decisions (reason, deciding rule). A region
 *opens* (refused or asked before, allowed now; refused before, asked now),
 *closes*, or changes its *reason* (the same outcome for another reason or
 escalation: a deny a person could be asked about becoming one nobody can
-override). Exact for connect and dns: every query whose decision changed
-lies in a region, and every query in a region changed (docs/diff.md). The
-other kinds are not compared yet, and the output says so.
+override). Exact for connect, dns, socket, upstream, tool, prompt and
+web_search: every query whose decision changed lies in a region, and every
+query in a region changed (docs/diff.md). The other kinds are not compared
+yet, and the output says so.
 
 Examples:
   policyc diff old/agent.policy policies/agent.policy

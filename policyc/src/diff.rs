@@ -11,7 +11,7 @@ use crate::cli::{DiffArgs, DiffFormat, FailOn};
 
 /// The query kinds the diff does not compare yet: said in every output,
 /// never left out silently.
-const NOT_COMPARED: &str = "resolved, socket, listen, upstream, write, read, exec, mcp, tool, app, prompt, web_search, review";
+const NOT_COMPARED: &str = "resolved, listen, write, read, exec, mcp, app, review";
 
 pub fn run(a: &DiffArgs) -> Exit {
     let (old, new) = match sides(a) {
@@ -234,7 +234,7 @@ fn json(diff: &Diff, old: &Build, new: &Build) -> String {
         })).collect::<Vec<_>>(),
         "opens": diff.opens(),
         "summary": {"opened": o, "closed": c, "reason": r, "added": added, "removed": removed},
-        "compared": ["connect", "dns"],
+        "compared": gatehouse::diff::Kind::ALL.iter().map(|k| k.as_str()).collect::<Vec<_>>(),
         "not_compared": NOT_COMPARED.split(", ").collect::<Vec<_>>(),
     });
     serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
@@ -276,7 +276,7 @@ fn markdown(diff: &Diff, old: &Build, new: &Build) -> String {
         }
     }
     s.push_str(&format!(
-        "\n{}. Exact for connect and dns; not compared by this version: {NOT_COMPARED}.\n",
+        "\n{}. Exact for connect, dns, socket, upstream, tool, prompt and web_search; not compared by this version: {NOT_COMPARED}.\n",
         summary(diff)
     ));
     s

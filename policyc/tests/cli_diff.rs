@@ -123,7 +123,7 @@ fn base_reads_the_old_side_from_git() {
     let out = stdout(&o);
     assert!(out.contains("opens  connect 169.254.169.254\n"), "{out}");
     assert!(
-        out.contains("now allow (allowed_by_rule, policies/agent.policy:8:5)"),
+        out.contains("now allow (allowed_by_rule, policies/agent.policy:7:5)"),
         "{out}"
     );
     assert!(out.contains("was deny (local_address)"), "{out}");

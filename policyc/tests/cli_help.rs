@@ -228,6 +228,8 @@ fn check_policies_reads_no_invalid_example_and_exclude_skips() {
         "examples/enterprise/**",
         "--exclude",
         "examples/host/**",
+        "--exclude",
+        "examples/diff/**",
         "examples/",
     ]);
     // Nothing left to read is an error, not an `ok` (issue 37, item 7).
@@ -258,6 +260,8 @@ fn check_policies_reads_no_invalid_example_and_exclude_skips() {
         "mistakes",
         "--exclude",
         "examples/host/**",
+        "--exclude",
+        "examples/diff/**",
         "examples/",
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));

@@ -22,7 +22,9 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use crate::normalize::pattern::DomainPattern;
 use crate::normalize::{Host, HostBuf, canonical_ip, canonical_prefixes, normalize_split};
 use crate::query::Via;
-use crate::syntax::ast::{File, Item, NetStmt, NetTarget, Network, PortRange, SectionKind};
+use crate::syntax::ast::{
+    File, Item, NetStmt, NetTarget, Network, PortRange, SectionKind, SocketTarget,
+};
 
 /// The transports a `connect` can name.
 pub const VIAS: [Via; 4] = [Via::Http, Via::Https, Via::Socks5, Via::Socks5Udp];
@@ -55,6 +57,8 @@ pub struct Atoms {
     pub v6: Vec<u128>,
     /// Interval starts over ports 1..=65535, sorted, starting at 1.
     pub ports: Vec<u16>,
+    /// Socket paths named by `allow|deny socket PATH`, sorted.
+    pub sockets: Vec<String>,
 }
 
 /// IPv4 prefixes as `(network, length)`.
@@ -96,6 +100,7 @@ impl Atoms {
         let mut v4 = BTreeSet::from([0u32]);
         let mut v6 = BTreeSet::from([0u128]);
         let mut ports = BTreeSet::from([1u32]);
+        let mut sockets = BTreeSet::new();
         // The engine's own: `localhost` and below; the non-public ranges,
         // the IPv4 ranges NAT64 and 6to4 carry, the mapped and compatible
         // forms (which are IPv4 queries), `::` and `::1`.
@@ -154,7 +159,10 @@ impl Atoms {
                                 net_cut(&mut v4, &mut v6, ipnet::IpNet::from(canonical_ip(*ip)));
                             }
                             NetTarget::Cidr(n) => net_cut(&mut v4, &mut v6, *n),
-                            NetTarget::Socket(_) => {}
+                            NetTarget::Socket(SocketTarget::Path(p)) => {
+                                sockets.insert(p.clone());
+                            }
+                            NetTarget::Socket(SocketTarget::Any) => {}
                         }
                     }
                 }
@@ -169,6 +177,7 @@ impl Atoms {
                 .filter(|p| *p <= 65535)
                 .filter_map(|p| u16::try_from(p).ok())
                 .collect(),
+            sockets: sockets.into_iter().collect(),
         }
     }
 
@@ -247,6 +256,14 @@ impl Atoms {
             None => u128::MAX,
         };
         Some((lo, hi))
+    }
+
+    /// A normal absolute path no socket rule names.
+    pub fn fresh_socket(&self) -> String {
+        (0..)
+            .map(|k| format!("/gh-witness-{k}.sock"))
+            .find(|p| self.sockets.binary_search(p).is_err())
+            .unwrap_or_default()
     }
 
     /// The IPv4 intervals of non-public addresses.

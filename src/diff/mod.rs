@@ -3,7 +3,8 @@
 //! reason or escalation differs, with a witness query inside it and both
 //! sides' decisions.
 //!
-//! Exact for the domains it covers (`connect`, `dns`): the query space is
+//! Exact for the kinds it covers (`connect`, `dns`, and the finite ones:
+//! `socket`, `upstream`, `tool`, `prompt`, `web_search`): the query space is
 //! cut into cells that every rule of both sides and every built-in test
 //! of the engine treats alike ([`cells`]); one witness per cell is decided
 //! by both compiled policies, and the cells whose decisions differ are
@@ -90,6 +91,42 @@ pub enum Kind {
     Connect,
     /// `dns NAME`.
     Dns,
+    /// `socket PATH`.
+    Socket,
+    /// `upstream`.
+    Upstream,
+    /// `tool PERMISSION`.
+    Tool,
+    /// `prompt CATEGORY`.
+    Prompt,
+    /// `web_search`.
+    WebSearch,
+}
+
+impl Kind {
+    /// Every kind a diff compares.
+    pub const ALL: [Kind; 7] = [
+        Kind::Connect,
+        Kind::Dns,
+        Kind::Socket,
+        Kind::Upstream,
+        Kind::Tool,
+        Kind::Prompt,
+        Kind::WebSearch,
+    ];
+
+    /// The query keyword.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Connect => "connect",
+            Kind::Dns => "dns",
+            Kind::Socket => "socket",
+            Kind::Upstream => "upstream",
+            Kind::Tool => "tool",
+            Kind::Prompt => "prompt",
+            Kind::WebSearch => "web_search",
+        }
+    }
 }
 
 /// A cell: a host class, and for `connect` a port interval and transport.
@@ -97,12 +134,38 @@ pub enum Kind {
 pub struct Cell {
     /// The query kind.
     pub kind: Kind,
-    /// The host class.
-    pub host: HostClass,
+    /// The host class (`connect`, `dns`).
+    pub host: Option<HostClass>,
     /// The port interval (`connect`).
     pub port: Option<usize>,
     /// The transport (`connect`).
     pub via: Option<Via>,
+    /// The item of a finite kind: a socket path's index in
+    /// [`Atoms::sockets`] (its length: any other path), a permission's
+    /// or a prompt category's index in its vocabulary.
+    pub item: Option<usize>,
+}
+
+impl Cell {
+    fn host(kind: Kind, h: HostClass) -> Cell {
+        Cell {
+            kind,
+            host: Some(h),
+            port: None,
+            via: None,
+            item: None,
+        }
+    }
+
+    fn item(kind: Kind, i: usize) -> Cell {
+        Cell {
+            kind,
+            host: None,
+            port: None,
+            via: None,
+            item: Some(i),
+        }
+    }
 }
 
 /// A region: cells of one host class whose decisions moved alike.
@@ -168,20 +231,29 @@ impl Diff {
                 let port = u16::try_from(*port).ok().filter(|p| *p != 0)?;
                 Some(Cell {
                     kind: Kind::Connect,
-                    host: self.atoms.host_class(host)?,
+                    host: Some(self.atoms.host_class(host)?),
                     port: Some(self.atoms.port_class(port)),
                     via: Some(*via),
+                    item: None,
                 })
             }
             Query::Dns { name } => match self.atoms.host_class(name)? {
-                h @ HostClass::Name { .. } => Some(Cell {
-                    kind: Kind::Dns,
-                    host: h,
-                    port: None,
-                    via: None,
-                }),
+                h @ HostClass::Name { .. } => Some(Cell::host(Kind::Dns, h)),
                 _ => None,
             },
+            Query::Socket { path } => crate::normalize::is_normal_absolute_path(path).then(|| {
+                let i = self
+                    .atoms
+                    .sockets
+                    .binary_search(path)
+                    .unwrap_or(self.atoms.sockets.len());
+                Cell::item(Kind::Socket, i)
+            }),
+            Query::Upstream => Some(Cell::item(Kind::Upstream, 0)),
+            Query::WebSearch => Some(Cell::item(Kind::WebSearch, 0)),
+            Query::Tool { permission } => crate::vocab::Permission::parse(permission)
+                .map(|p| Cell::item(Kind::Tool, p.index())),
+            Query::Prompt { category } => Some(Cell::item(Kind::Prompt, category.index())),
             _ => None,
         }
     }
@@ -276,9 +348,10 @@ fn regions(atoms: &Atoms, hosts: &[(HostClass, String)], a: &Policy, b: &Policy)
                     changed.push(Changed {
                         cell: Cell {
                             kind: Kind::Connect,
-                            host: *class,
+                            host: Some(*class),
                             port: Some(pi),
                             via: Some(via),
+                            item: None,
                         },
                         witness: Query::Connect {
                             host: host.clone(),
@@ -295,17 +368,51 @@ fn regions(atoms: &Atoms, hosts: &[(HostClass, String)], a: &Policy, b: &Policy)
             let (x, y) = (a.dns(host), b.dns(host));
             if Key::of(&x) != Key::of(&y) {
                 changed.push(Changed {
-                    cell: Cell {
-                        kind: Kind::Dns,
-                        host: *class,
-                        port: None,
-                        via: None,
-                    },
+                    cell: Cell::host(Kind::Dns, *class),
                     witness: Query::Dns { name: host.clone() },
                     old: x,
                     new: y,
                 });
             }
+        }
+    }
+    // The finite kinds: every item of each, and for sockets a path no
+    // rule names.
+    let mut finite: Vec<(Cell, Query)> = Vec::new();
+    for (i, path) in atoms
+        .sockets
+        .iter()
+        .cloned()
+        .chain(std::iter::once(atoms.fresh_socket()))
+        .enumerate()
+    {
+        finite.push((Cell::item(Kind::Socket, i), Query::Socket { path }));
+    }
+    finite.push((Cell::item(Kind::Upstream, 0), Query::Upstream));
+    finite.push((Cell::item(Kind::WebSearch, 0), Query::WebSearch));
+    for p in crate::vocab::Permission::ALL {
+        finite.push((
+            Cell::item(Kind::Tool, p.index()),
+            Query::Tool {
+                permission: p.as_str().to_string(),
+            },
+        ));
+    }
+    for c in crate::vocab::PromptCategory::ALL {
+        finite.push((
+            Cell::item(Kind::Prompt, c.index()),
+            Query::Prompt { category: *c },
+        ));
+    }
+    for (cell, q) in finite {
+        let (x, y) = (a.decide(&q), b.decide(&q));
+        if Key::of(&x) != Key::of(&y) {
+            changed.push(Changed {
+                cell,
+                witness: q,
+                old: x,
+                new: y,
+            });
         }
     }
     group(atoms, changed)
@@ -318,10 +425,15 @@ enum Except {
     Tree(usize),
 }
 
+/// What cells share to be one region before merging: kind, host class,
+/// item, and both decisions.
+type GroupKey = (Kind, Option<HostClass>, Option<usize>, Key, Key);
+
 /// A region before it is written out.
 struct Draft {
     kind: Kind,
-    host: HostClass,
+    host: Option<HostClass>,
+    item: Option<usize>,
     old_key: Key,
     new_key: Key,
     /// For `connect`: each port list with its transports (`""`: all).
@@ -346,14 +458,20 @@ struct Draft {
 /// `*.s3.amazonaws.com` opened alike read `*.amazonaws.com (except
 /// s3.amazonaws.com)`), and that base itself when it moved alike too.
 fn group(atoms: &Atoms, changed: Vec<Changed>) -> Vec<Region> {
-    let mut by: HashMap<(Kind, HostClass, Key, Key), Vec<Changed>> = HashMap::new();
+    let mut by: HashMap<GroupKey, Vec<Changed>> = HashMap::new();
     for c in changed {
-        by.entry((c.cell.kind, c.cell.host, Key::of(&c.old), Key::of(&c.new)))
-            .or_default()
-            .push(c);
+        by.entry((
+            c.cell.kind,
+            c.cell.host,
+            c.cell.item,
+            Key::of(&c.old),
+            Key::of(&c.new),
+        ))
+        .or_default()
+        .push(c);
     }
     let mut drafts: Vec<Draft> = Vec::new();
-    for ((kind, host, old_key, new_key), cs) in by {
+    for ((kind, host, item, old_key, new_key), cs) in by {
         // The witness a reader would pick: over https, on 443 or 80 when
         // the region holds them.
         let score = |c: &&Changed| match &c.witness {
@@ -374,10 +492,11 @@ fn group(atoms: &Atoms, changed: Vec<Changed>) -> Vec<Region> {
         drafts.push(Draft {
             kind,
             host,
+            item,
             old_key,
             new_key,
             shape: shape(atoms, kind, &cs),
-            except: excepted(atoms, host),
+            except: host.map(|h| excepted(atoms, h)).unwrap_or_default(),
             cells: cs.iter().map(|c| c.cell).collect(),
             witness: first.witness.clone(),
             old: first.old,
@@ -385,17 +504,17 @@ fn group(atoms: &Atoms, changed: Vec<Changed>) -> Vec<Region> {
             absorbed: false,
             self_too: false,
             v4: match host {
-                HostClass::V4(i) => atoms.v4_range(i).into_iter().collect(),
+                Some(HostClass::V4(i)) => atoms.v4_range(i).into_iter().collect(),
                 _ => Vec::new(),
             },
             v6: match host {
-                HostClass::V6(i) => atoms.v6_range(i).into_iter().collect(),
+                Some(HostClass::V6(i)) => atoms.v6_range(i).into_iter().collect(),
                 _ => Vec::new(),
             },
         });
     }
     // A stable order first: merges keep the first draft's witness.
-    drafts.sort_by_key(|d| d.host);
+    drafts.sort_by_key(|d| (d.kind, d.host, d.item));
     merge_below(atoms, &mut drafts);
     merge_self(&mut drafts);
     merge_family(&mut drafts);
@@ -437,7 +556,7 @@ fn merge_below(atoms: &Atoms, drafts: &mut [Draft]) {
     let mut order: Vec<usize> = (0..drafts.len())
         .filter(|&k| {
             matches!(
-                drafts.get(k).map(|d| d.host),
+                drafts.get(k).and_then(|d| d.host),
                 Some(HostClass::Name {
                     base: Some(_),
                     below: true
@@ -446,7 +565,7 @@ fn merge_below(atoms: &Atoms, drafts: &mut [Draft]) {
         })
         .collect();
     let depth = |d: &Draft| match d.host {
-        HostClass::Name { base: Some(i), .. } => {
+        Some(HostClass::Name { base: Some(i), .. }) => {
             atoms.bases.get(i).map_or(0, |b| b.matches('.').count())
         }
         _ => 0,
@@ -454,11 +573,11 @@ fn merge_below(atoms: &Atoms, drafts: &mut [Draft]) {
     order.sort_by_key(|&k| std::cmp::Reverse(drafts.get(k).map_or(0, depth)));
     for k in order {
         let Some(d) = drafts.get(k) else { continue };
-        let HostClass::Name { base: Some(i), .. } = d.host else {
+        let Some(HostClass::Name { base: Some(i), .. }) = d.host else {
             continue;
         };
         let parent = parent_base(atoms, i);
-        let same = |x: &Draft, host: HostClass| {
+        let same = |x: &Draft, host: Option<HostClass>| {
             !x.absorbed
                 && x.host == host
                 && x.kind == d.kind
@@ -466,17 +585,17 @@ fn merge_below(atoms: &Atoms, drafts: &mut [Draft]) {
                 && x.new_key == d.new_key
                 && x.shape == d.shape
         };
-        let parent_host = HostClass::Name {
+        let parent_host = Some(HostClass::Name {
             base: parent,
             below: true,
-        };
+        });
         let Some(pk) = drafts.iter().position(|x| same(x, parent_host)) else {
             continue;
         };
-        let exact_host = HostClass::Name {
+        let exact_host = Some(HostClass::Name {
             base: Some(i),
             below: false,
-        };
+        });
         let ek = drafts.iter().position(|x| same(x, exact_host));
         let (cells, except) = (d.cells.clone(), d.except.clone());
         let mut exact_cells = Vec::new();
@@ -509,20 +628,20 @@ fn alike(x: &Draft, y: &Draft) -> bool {
 fn merge_self(drafts: &mut [Draft]) {
     for k in 0..drafts.len() {
         let Some(d) = drafts.get(k) else { continue };
-        let HostClass::Name {
+        let Some(HostClass::Name {
             base: Some(i),
             below: false,
-        } = d.host
+        }) = d.host
         else {
             continue;
         };
         if d.absorbed {
             continue;
         }
-        let below = HostClass::Name {
+        let below = Some(HostClass::Name {
             base: Some(i),
             below: true,
-        };
+        });
         let Some(bk) = drafts
             .iter()
             .position(|x| !x.absorbed && x.host == below && alike(x, d))
@@ -544,16 +663,16 @@ fn merge_self(drafts: &mut [Draft]) {
 fn merge_family(drafts: &mut [Draft]) {
     for k in 0..drafts.len() {
         let Some(d) = drafts.get(k) else { continue };
-        if d.absorbed || !matches!(d.host, HostClass::V4(_) | HostClass::V6(_)) {
+        if d.absorbed || !matches!(d.host, Some(HostClass::V4(_) | HostClass::V6(_))) {
             continue;
         }
-        let v4 = matches!(d.host, HostClass::V4(_));
+        let v4 = matches!(d.host, Some(HostClass::V4(_)));
         let into: Vec<usize> = (k + 1..drafts.len())
             .filter(|&j| {
                 drafts.get(j).is_some_and(|x| {
                     !x.absorbed
-                        && matches!(x.host, HostClass::V4(_)) == v4
-                        && matches!(x.host, HostClass::V4(_) | HostClass::V6(_))
+                        && matches!(x.host, Some(HostClass::V4(_))) == v4
+                        && matches!(x.host, Some(HostClass::V4(_) | HostClass::V6(_)))
                         && alike(x, d)
                 })
             })
@@ -633,15 +752,18 @@ fn shape(atoms: &Atoms, kind: Kind, cs: &[Changed]) -> Vec<(String, String)> {
 /// via https (except api.example.com)`, `dns example.com`.
 fn describe(atoms: &Atoms, d: &Draft) -> String {
     let host = match d.host {
-        HostClass::V4(_) => describe_ranges(&d.v4, describe_v4, atoms.v4_non_public(), "IPv4"),
-        HostClass::V6(_) => describe_ranges(&d.v6, describe_v6, atoms.v6_non_public(), "IPv6"),
-        HostClass::Name {
+        Some(HostClass::V4(_)) => {
+            describe_ranges(&d.v4, describe_v4, atoms.v4_non_public(), "IPv4")
+        }
+        Some(HostClass::V6(_)) => {
+            describe_ranges(&d.v6, describe_v6, atoms.v6_non_public(), "IPv6")
+        }
+        Some(HostClass::Name {
             base: Some(i),
             below: true,
-        } if d.self_too => {
-            format!("**.{}", atoms.bases.get(i).map_or("?", String::as_str))
-        }
-        h => describe_host(atoms, h),
+        }) if d.self_too => format!("**.{}", atoms.bases.get(i).map_or("?", String::as_str)),
+        Some(h) => describe_host(atoms, h),
+        None => describe_item(atoms, d.kind, d.item),
     };
     let mut names: Vec<String> = d
         .except
@@ -663,6 +785,8 @@ fn describe(atoms: &Atoms, d: &Draft) -> String {
     };
     match d.kind {
         Kind::Dns => format!("dns {host}{except}"),
+        Kind::Upstream | Kind::WebSearch => host,
+        Kind::Socket | Kind::Tool | Kind::Prompt => format!("{} {host}", d.kind.as_str()),
         Kind::Connect => {
             let parts: Vec<String> = d
                 .shape
@@ -704,6 +828,27 @@ fn describe_ports(atoms: &Atoms, idx: &[usize]) -> String {
         })
         .collect::<Vec<_>>()
         .join(",")
+}
+
+/// An item of a finite kind in words.
+fn describe_item(atoms: &Atoms, kind: Kind, item: Option<usize>) -> String {
+    let i = item.unwrap_or(0);
+    match kind {
+        Kind::Socket => atoms
+            .sockets
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| "any other path".into()),
+        Kind::Tool => crate::vocab::Permission::ALL
+            .get(i)
+            .map_or("?", |p| p.as_str())
+            .to_string(),
+        Kind::Prompt => crate::vocab::PromptCategory::ALL
+            .get(i)
+            .map_or("?", |p| p.as_str())
+            .to_string(),
+        k => k.as_str().to_string(),
+    }
 }
 
 /// The host class in words (the names it leaves out are listed apart).
