@@ -59,6 +59,14 @@ pub struct Atoms {
     pub ports: Vec<u16>,
     /// Socket paths named by `allow|deny socket PATH`, sorted.
     pub sockets: Vec<String>,
+    /// Per base (as [`Atoms::bases`]): the port ranges of rules with ports
+    /// that match the base itself, and those that match names below it.
+    base_ports: Vec<(Vec<PortRange>, Vec<PortRange>)>,
+    /// The port ranges of `domain *` rules with ports (every host).
+    star_ports: Vec<PortRange>,
+    /// Prefix rules with ports: `(v4, lo, hi, ranges)`, IPv4 bounds as
+    /// `u128`.
+    prefix_ports: Vec<(bool, u128, u128, Vec<PortRange>)>,
 }
 
 /// IPv4 prefixes as `(network, length)`.
@@ -101,6 +109,9 @@ impl Atoms {
         let mut v6 = BTreeSet::from([0u128]);
         let mut ports = BTreeSet::from([1u32]);
         let mut sockets = BTreeSet::new();
+        let mut named_ports: Vec<(String, bool, bool, Vec<PortRange>)> = Vec::new();
+        let mut star_ports = Vec::new();
+        let mut prefix_ports = Vec::new();
         // The engine's own: `localhost` and below; the non-public ranges,
         // the IPv4 ranges NAT64 and 6to4 carry, the mapped and compatible
         // forms (which are IPv4 queries), `::` and `::1`.
@@ -142,23 +153,35 @@ impl Atoms {
                         for p in r.ports.iter().flatten() {
                             port_cut(&mut ports, p);
                         }
+                        let rp = r.ports.clone().unwrap_or_default();
                         match &r.target {
                             NetTarget::Domain(d) => match DomainPattern::parse(d) {
-                                Ok(
-                                    DomainPattern::Exact(n)
-                                    | DomainPattern::Sub(n)
-                                    | DomainPattern::SelfAndSub(n),
-                                ) => {
+                                Ok(DomainPattern::Exact(n)) => {
+                                    named_ports.push((n.clone(), true, false, rp));
                                     bases.insert(n);
                                 }
-                                Ok(DomainPattern::Any) | Err(_) => {}
+                                Ok(DomainPattern::Sub(n)) => {
+                                    named_ports.push((n.clone(), false, true, rp));
+                                    bases.insert(n);
+                                }
+                                Ok(DomainPattern::SelfAndSub(n)) => {
+                                    named_ports.push((n.clone(), true, true, rp));
+                                    bases.insert(n);
+                                }
+                                Ok(DomainPattern::Any) => star_ports.extend(rp),
+                                Err(_) => {}
                             },
                             // A mapped or compatible address is its IPv4
                             // address in rules as in queries.
                             NetTarget::Ip(ip) => {
-                                net_cut(&mut v4, &mut v6, ipnet::IpNet::from(canonical_ip(*ip)));
+                                let n = ipnet::IpNet::from(canonical_ip(*ip));
+                                prefix_ports.extend(prefix_bounds(n, rp));
+                                net_cut(&mut v4, &mut v6, n);
                             }
-                            NetTarget::Cidr(n) => net_cut(&mut v4, &mut v6, *n),
+                            NetTarget::Cidr(n) => {
+                                prefix_ports.extend(prefix_bounds(*n, rp));
+                                net_cut(&mut v4, &mut v6, *n);
+                            }
                             NetTarget::Socket(SocketTarget::Path(p)) => {
                                 sockets.insert(p.clone());
                             }
@@ -168,8 +191,25 @@ impl Atoms {
                 }
             }
         }
+        let bases: Vec<String> = bases.into_iter().collect();
+        let mut base_ports = vec![(Vec::new(), Vec::new()); bases.len()];
+        for (n, itself, below, rp) in named_ports {
+            if let Ok(i) = bases.binary_search(&n)
+                && let Some((e, b)) = base_ports.get_mut(i)
+            {
+                if itself {
+                    e.extend(rp.iter().copied());
+                }
+                if below {
+                    b.extend(rp);
+                }
+            }
+        }
         Atoms {
-            bases: bases.into_iter().collect(),
+            base_ports,
+            star_ports,
+            prefix_ports,
+            bases,
             v4: v4.into_iter().collect(),
             v6: v6.into_iter().collect(),
             ports: ports
@@ -258,6 +298,74 @@ impl Atoms {
         Some((lo, hi))
     }
 
+    /// The port intervals inside which no rule that can match a host of
+    /// this class tells two ports apart (rules without ports match every
+    /// port, and nothing but rules looks at a port): `(lo, hi)`
+    /// inclusive, covering 1..=65535. Every interval is a union of whole
+    /// intervals of [`Atoms::port_range`], whose cuts hold these.
+    pub fn ports_for(&self, class: HostClass) -> Vec<(u16, u16)> {
+        let mut cuts: BTreeSet<u32> = BTreeSet::from([1]);
+        let mut add = |rs: &[PortRange]| {
+            for r in rs {
+                port_cut(&mut cuts, r);
+            }
+        };
+        add(&self.star_ports);
+        match class {
+            HostClass::Name { base, below } => {
+                let mut at = base;
+                let mut first = true;
+                while let Some(i) = at {
+                    if let Some((itself, under)) = self.base_ports.get(i) {
+                        if first && !below {
+                            add(itself);
+                        } else {
+                            add(under);
+                        }
+                    }
+                    first = false;
+                    at = self.parent(i);
+                }
+            }
+            HostClass::V4(i) | HostClass::V6(i) => {
+                let v4 = matches!(class, HostClass::V4(_));
+                let lo = if v4 {
+                    self.v4_range(i).map(|(lo, _)| u128::from(lo))
+                } else {
+                    self.v6_range(i).map(|(lo, _)| lo)
+                };
+                if let Some(x) = lo {
+                    for (f, a, b, rs) in &self.prefix_ports {
+                        if *f == v4 && *a <= x && x <= *b {
+                            add(rs);
+                        }
+                    }
+                }
+            }
+        }
+        let cuts: Vec<u32> = cuts.into_iter().filter(|c| *c <= 65535).collect();
+        cuts.iter()
+            .enumerate()
+            .filter_map(|(k, lo)| {
+                let hi = cuts.get(k + 1).map_or(65535, |n| n - 1);
+                Some((u16::try_from(*lo).ok()?, u16::try_from(hi).ok()?))
+            })
+            .collect()
+    }
+
+    /// The base a base lies strictly below, the deepest such.
+    pub fn parent(&self, i: usize) -> Option<usize> {
+        let name = self.bases.get(i)?;
+        let mut rest = name.as_str();
+        while let Some((_, r)) = rest.split_once('.') {
+            if let Ok(j) = self.bases.binary_search_by(|b| b.as_str().cmp(r)) {
+                return Some(j);
+            }
+            rest = r;
+        }
+        None
+    }
+
     /// A normal absolute path no socket rule names.
     pub fn fresh_socket(&self) -> String {
         (0..)
@@ -291,6 +399,17 @@ impl Atoms {
     /// with no name) are left out.
     pub fn host_classes(&self) -> Vec<(HostClass, String)> {
         let mut out = Vec::new();
+        // A name clashes with a base when it is one, or a base lies below
+        // it: when it is a label-suffix of some base.
+        let mut suffixes: std::collections::HashSet<&str> = std::collections::HashSet::new();
+        for b in &self.bases {
+            let mut rest = b.as_str();
+            suffixes.insert(rest);
+            while let Some((_, r)) = rest.split_once('.') {
+                suffixes.insert(r);
+                rest = r;
+            }
+        }
         let fresh = |parent: Option<&str>| -> Option<String> {
             (0..1000).find_map(|k| {
                 let label = format!("gh-witness-{k}");
@@ -298,11 +417,7 @@ impl Atoms {
                     Some(p) => format!("{label}.{p}"),
                     None => label,
                 };
-                let clash = self
-                    .bases
-                    .iter()
-                    .any(|b| b == &name || b.ends_with(&format!(".{name}")));
-                (!clash).then_some(name)
+                (!suffixes.contains(name.as_str())).then_some(name)
             })
         };
         for (i, b) in self.bases.iter().enumerate() {
@@ -361,6 +476,35 @@ impl Atoms {
         out.retain(|(c, h)| self.host_class(h) == Some(*c));
         out
     }
+}
+
+/// A prefix rule's bounds in canonical form, when it has ports.
+fn prefix_bounds(
+    n: ipnet::IpNet,
+    ports: Vec<PortRange>,
+) -> Vec<(bool, u128, u128, Vec<PortRange>)> {
+    if ports.is_empty() {
+        return Vec::new();
+    }
+    let (a, b) = canonical_prefixes(n);
+    let mut out = Vec::new();
+    if let Some(a) = a {
+        out.push((
+            true,
+            u128::from(u32::from(a.network())),
+            u128::from(u32::from(a.broadcast())),
+            ports.clone(),
+        ));
+    }
+    if let Some(b) = b {
+        out.push((
+            false,
+            u128::from(b.network()),
+            u128::from(b.broadcast()),
+            ports,
+        ));
+    }
+    out
 }
 
 fn net_cut(v4: &mut BTreeSet<u32>, v6: &mut BTreeSet<u128>, n: ipnet::IpNet) {

@@ -328,23 +328,29 @@ pub(crate) struct Changed {
 
 fn regions(atoms: &Atoms, hosts: &[(HostClass, String)], a: &Policy, b: &Policy) -> Vec<Region> {
     let mut changed = Vec::new();
-    // Each interval's witness port: 443 or 80 when it holds them.
-    let ports: Vec<(usize, u16)> = (0..atoms.ports.len())
-        .filter_map(|i| {
-            atoms.port_range(i).map(|(lo, hi)| {
-                let pick = [443u16, 80]
-                    .into_iter()
-                    .find(|p| (lo..=hi).contains(p))
-                    .unwrap_or(lo);
-                (i, pick)
-            })
-        })
-        .collect();
+    // The port a reader would pick in an interval: 443 or 80 when it
+    // holds them.
+    let pick = |lo: u16, hi: u16| {
+        [443u16, 80]
+            .into_iter()
+            .find(|p| (lo..=hi).contains(p))
+            .unwrap_or(lo)
+    };
     for (class, host) in hosts {
+        // Decided once per interval of this class's own ports; a change
+        // marks every global port cell inside the interval.
+        let local = atoms.ports_for(*class);
         for via in cells::VIAS {
-            for &(pi, port) in &ports {
+            for &(lo, hi) in &local {
+                let port = pick(lo, hi);
                 let (x, y) = (a.connect(host, port, via), b.connect(host, port, via));
-                if Key::of(&x) != Key::of(&y) {
+                if Key::of(&x) == Key::of(&y) {
+                    continue;
+                }
+                for pi in atoms.port_class(lo)..=atoms.port_class(hi) {
+                    let Some((glo, ghi)) = atoms.port_range(pi) else {
+                        continue;
+                    };
                     changed.push(Changed {
                         cell: Cell {
                             kind: Kind::Connect,
@@ -355,7 +361,11 @@ fn regions(atoms: &Atoms, hosts: &[(HostClass, String)], a: &Policy, b: &Policy)
                         },
                         witness: Query::Connect {
                             host: host.clone(),
-                            port: i64::from(port),
+                            port: i64::from(if (glo..=ghi).contains(&port) {
+                                port
+                            } else {
+                                pick(glo, ghi)
+                            }),
                             via,
                         },
                         old: x,
