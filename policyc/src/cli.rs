@@ -101,6 +101,23 @@ Examples:
 Exit codes: 0 compared (and nothing --fail-on names), 1 policy errors or
 what --fail-on names was found, 2 usage.")]
     Diff(DiffArgs),
+    /// Prove two policy sets equivalent, or one implied by another, with a
+    /// counterexample when it fails
+    #[command(after_help = "\
+--equivalent A B: every query is decided alike (outcome, reason,
+escalation) by A and B. --implies A B: every query A allows, B allows.
+Each policy present in both is proved over the query kinds `policyc diff`
+compares exactly (connect, dns, socket, upstream, tool, prompt,
+web_search); the output names the kinds not compared, and a failed proof
+gives a counterexample query with both sides' decisions (docs/diff.md).
+
+Examples:
+  policyc prove --equivalent policies/agent.policy refactored/agent.policy
+  policyc prove --implies strict.policy lenient.policy
+
+Exit codes: 0 proved over the kinds compared, 1 a counterexample (or,
+with --fail-on unproved, a kind not compared) or policy errors, 2 usage.")]
+    Prove(ProveArgs),
     /// Rewrite policy files in the canonical layout, comments kept
     #[command(after_help = "\
 Examples:
@@ -496,6 +513,41 @@ pub struct DiffArgs {
     /// of both
     #[arg(value_name = "PATH", required = true)]
     pub paths: Vec<String>,
+}
+
+/// `policyc prove`'s arguments.
+#[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("claim").required(true).args(["equivalent", "implies"])))]
+pub struct ProveArgs {
+    /// A and B decide every query alike
+    #[arg(long, num_args = 2, value_names = ["A", "B"])]
+    pub equivalent: Option<Vec<String>>,
+    /// Every query A allows, B allows
+    #[arg(long, num_args = 2, value_names = ["A", "B"])]
+    pub implies: Option<Vec<String>>,
+    /// Output format
+    #[arg(long, value_enum, default_value_t)]
+    pub format: ProveFormat,
+    /// Also exit 1 when a query kind is not compared (`unproved`)
+    #[arg(long, value_enum, value_name = "WHAT")]
+    pub fail_on: Option<ProveFailOn>,
+}
+
+/// `policyc prove --format`.
+#[derive(ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ProveFormat {
+    /// For a terminal
+    #[default]
+    Text,
+    /// One JSON document
+    Json,
+}
+
+/// `policyc prove --fail-on`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProveFailOn {
+    /// Anything short of a proof over every query kind
+    Unproved,
 }
 
 /// `policyc diff --format`.

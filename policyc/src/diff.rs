@@ -11,7 +11,7 @@ use crate::cli::{DiffArgs, DiffFormat, FailOn};
 
 /// The query kinds the diff does not compare yet: said in every output,
 /// never left out silently.
-const NOT_COMPARED: &str = "resolved, listen, write, read, exec, mcp, app, review";
+pub(crate) const NOT_COMPARED: &str = "resolved, listen, write, read, exec, mcp, app, review";
 
 pub fn run(a: &DiffArgs) -> Exit {
     let (old, new) = match sides(a) {
@@ -117,7 +117,7 @@ fn policy<'a>(b: &'a Build, name: &str) -> Option<&'a Policy> {
 
 /// A decision in words: `deny (not_allowed, a person may be asked)`,
 /// `allow (allowed_by_rule, policies/a.policy:12:5)`.
-fn decision(b: &Build, name: &str, d: &gatehouse::Decision) -> String {
+pub(crate) fn decision(b: &Build, name: &str, d: &gatehouse::Decision) -> String {
     let (Some(s), Some(p)) = (set(b), policy(b, name)) else {
         return "?".into();
     };

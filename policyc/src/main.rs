@@ -39,6 +39,7 @@ mod keys;
 mod load;
 mod lsp;
 mod output;
+mod prove;
 mod telemetry;
 mod test;
 
@@ -80,6 +81,7 @@ fn main() -> ExitCode {
         Command::Eval(a) => ("eval", eval::run(&a)),
         Command::Test(a) => ("test", test::run(&a)),
         Command::Diff(a) => ("diff", diff::run(&a)),
+        Command::Prove(a) => ("prove", prove::run(&a)),
         Command::Fmt(a) => ("fmt", fmt::run(&a)),
         Command::Compile(a) => ("compile", compile::run(&a)),
         Command::Init(a) => ("init", init::run(&a)),

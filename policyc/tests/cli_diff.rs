@@ -28,6 +28,12 @@ fn the_docs_example_is_what_it_prints() {
     let at = doc.find(&marker).expect("docs/diff.md shows the example") + marker.len();
     let shown = &doc[at..at + doc[at..].find("```\n").unwrap()];
     assert_eq!(stdout(&o), shown, "docs/diff.md's example is out of date");
+    // And the proof's.
+    let o = in_root(&["prove", "--implies", NEW, OLD]);
+    let marker = format!("$ policyc prove --implies {NEW} {OLD}\n");
+    let at = doc.find(&marker).expect("docs/diff.md shows prove") + marker.len();
+    let shown = &doc[at..at + doc[at..].find("```\n").unwrap()];
+    assert_eq!(stdout(&o), shown, "docs/diff.md's prove example is out of date");
 }
 
 #[test]
@@ -133,4 +139,55 @@ fn base_reads_the_old_side_from_git() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn prove_equivalence_and_implication_with_a_counterexample() {
+    let o = in_root(&["prove", "--equivalent", OLD, OLD]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).starts_with("policy agent: proved: A and B are equivalent over connect, dns")
+    );
+    assert!(stdout(&o).contains("not compared by this version: "));
+    let o = in_root(&["prove", "--equivalent", OLD, NEW]);
+    assert_eq!(o.status.code(), Some(1));
+    let out = stdout(&o);
+    assert!(
+        out.contains("refuted: not equivalent\n  counterexample: connect "),
+        "{out}"
+    );
+    // Adding rules that allow: the old policy implies the new, not the reverse.
+    assert_eq!(
+        in_root(&["prove", "--implies", OLD, NEW]).status.code(),
+        Some(0)
+    );
+    let o = in_root(&["prove", "--format", "json", "--implies", NEW, OLD]);
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["policies"][0]["proved"], false);
+    let cx = &v["policies"][0]["counterexample"];
+    assert!(cx["a"].as_str().unwrap().starts_with("allow"), "{cx}");
+    assert!(!cx["b"].as_str().unwrap().starts_with("allow"), "{cx}");
+    // The counterexample really is one: eval agrees on both sides.
+    let q = cx["query"].as_str().unwrap();
+    let a = in_root(&["eval", NEW, "--query", q]);
+    let b = in_root(&["eval", OLD, "--query", q]);
+    assert!(
+        stdout(&a).contains("\"decision\":\"allow\""),
+        "{}",
+        stdout(&a)
+    );
+    assert!(
+        stdout(&b).contains("\"decision\":\"deny\""),
+        "{}",
+        stdout(&b)
+    );
+    // Kinds not compared are no proof under --fail-on unproved.
+    assert_eq!(
+        in_root(&["prove", "--fail-on", "unproved", "--equivalent", OLD, OLD])
+            .status
+            .code(),
+        Some(1)
+    );
+    assert_eq!(policyc(&["prove", OLD]).status.code(), Some(2));
 }

@@ -1,0 +1,164 @@
+//! `policyc prove --equivalent A B` and `--implies A B` (issue 57), on
+//! [`gatehouse::diff`]: a diff with no region is a proof of equivalence
+//! over the kinds it compares exactly; one with no region that A allows
+//! and B does not is a proof that A implies B. A region that breaks the
+//! claim gives the counterexample, its witness.
+
+use gatehouse::Build;
+use gatehouse::diff::{Diff, Kind, Region};
+
+use crate::Exit;
+use crate::cli::{ProveArgs, ProveFailOn, ProveFormat};
+use crate::diff::{NOT_COMPARED, decision};
+
+/// What was claimed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Claim {
+    Equivalent,
+    Implies,
+}
+
+/// One policy's verdict.
+struct Verdict<'a> {
+    policy: String,
+    /// `None`: proved; else why not, and the counterexample region.
+    refuted: Option<(String, Option<&'a Region>)>,
+}
+
+pub fn run(a: &ProveArgs) -> Exit {
+    let (claim, paths) = match (&a.equivalent, &a.implies) {
+        (Some(p), None) => (Claim::Equivalent, p),
+        (None, Some(p)) => (Claim::Implies, p),
+        _ => return Exit::Usage("give one of --equivalent A B and --implies A B".into()),
+    };
+    let [pa, pb] = paths.as_slice() else {
+        return Exit::Usage("give two paths, A and B".into());
+    };
+    let load =
+        |p: &String| crate::load::sources(std::slice::from_ref(p), &[]).map(gatehouse::build);
+    let (old, new) = match (load(pa), load(pb)) {
+        (Ok(x), Ok(y)) => (x, y),
+        (Err(e), _) | (_, Err(e)) => return e,
+    };
+    for (side, b) in [("A", &old), ("B", &new)] {
+        if b.has_errors() {
+            err!("{}", b.render());
+            errln!("error: {side} does not build: nothing proved");
+            return Exit::Failed;
+        }
+    }
+    let diff = match gatehouse::diff::diff(&old, &new) {
+        Ok(d) => d,
+        Err(e) => {
+            errln!("error: {e}");
+            return Exit::Failed;
+        }
+    };
+    let verdicts = verdicts(&diff, claim);
+    let text = match a.format {
+        ProveFormat::Text => text(&verdicts, claim, &old, &new),
+        ProveFormat::Json => json(&verdicts, claim, &old, &new),
+    };
+    out!("{text}");
+    let refuted = verdicts.iter().any(|v| v.refuted.is_some());
+    let unproved = a.fail_on == Some(ProveFailOn::Unproved) && !NOT_COMPARED.is_empty();
+    if refuted || unproved {
+        Exit::Failed
+    } else {
+        Exit::Ok
+    }
+}
+
+fn allows(d: &gatehouse::Decision) -> bool {
+    matches!(
+        d.outcome,
+        gatehouse::Outcome::Allow
+            | gatehouse::Outcome::Approved
+            | gatehouse::Outcome::Live
+            | gatehouse::Outcome::Cached
+    )
+}
+
+fn verdicts(diff: &Diff, claim: Claim) -> Vec<Verdict<'_>> {
+    diff.policies
+        .iter()
+        .map(|p| {
+            let refuted = match (p.old, p.new) {
+                (true, false) => Some(("only A defines it".to_string(), None)),
+                (false, true) if claim == Claim::Equivalent => {
+                    Some(("only B defines it".to_string(), None))
+                }
+                (false, true) => None,
+                _ => {
+                    let breaks = |r: &&Region| match claim {
+                        Claim::Equivalent => true,
+                        Claim::Implies => allows(&r.old) && !allows(&r.new),
+                    };
+                    p.regions.iter().find(breaks).map(|r| {
+                        let why = match claim {
+                            Claim::Equivalent => "not equivalent",
+                            Claim::Implies => "A allows what B does not",
+                        };
+                        (why.to_string(), Some(r))
+                    })
+                }
+            };
+            Verdict {
+                policy: p.name.clone(),
+                refuted,
+            }
+        })
+        .collect()
+}
+
+fn kinds() -> String {
+    Kind::ALL
+        .iter()
+        .map(|k| k.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn text(verdicts: &[Verdict<'_>], claim: Claim, old: &Build, new: &Build) -> String {
+    let what = match claim {
+        Claim::Equivalent => "A and B are equivalent",
+        Claim::Implies => "A implies B",
+    };
+    let mut s = String::new();
+    for v in verdicts {
+        match &v.refuted {
+            None => s.push_str(&format!("policy {}: proved: {what} over {}\n", v.policy, kinds())),
+            Some((why, None)) => s.push_str(&format!("policy {}: refuted: {why}\n", v.policy)),
+            Some((why, Some(r))) => s.push_str(&format!(
+                "policy {}: refuted: {why}\n  counterexample: {}\n  in A: {}\n  in B: {}\n  (the whole region: {})\n",
+                v.policy,
+                r.witness,
+                decision(old, &v.policy, &r.old),
+                decision(new, &v.policy, &r.new),
+                r.description
+            )),
+        }
+    }
+    s.push_str(&format!("not compared by this version: {NOT_COMPARED}\n"));
+    s
+}
+
+fn json(verdicts: &[Verdict<'_>], claim: Claim, old: &Build, new: &Build) -> String {
+    let doc = serde_json::json!({
+        "claim": match claim { Claim::Equivalent => "equivalent", Claim::Implies => "implies" },
+        "policies": verdicts.iter().map(|v| serde_json::json!({
+            "name": v.policy,
+            "proved": v.refuted.is_none(),
+            "why": v.refuted.as_ref().map(|(w, _)| w.clone()),
+            "counterexample": v.refuted.as_ref().and_then(|(_, r)| *r).map(|r| serde_json::json!({
+                "query": r.witness.to_string(),
+                "a": decision(old, &v.policy, &r.old),
+                "b": decision(new, &v.policy, &r.new),
+                "region": r.description,
+            })),
+        })).collect::<Vec<_>>(),
+        "compared": Kind::ALL.iter().map(|k| k.as_str()).collect::<Vec<_>>(),
+        "not_compared": NOT_COMPARED.split(", ").collect::<Vec<_>>(),
+    });
+    serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+}
