@@ -20,7 +20,7 @@ use gatehouse::testing::{
 use proptest::prelude::*;
 
 #[derive(Clone, Debug)]
-struct Gen {
+pub(crate) struct Gen {
     sandbox: Option<&'static str>,
     files: Vec<&'static str>,
     approvals: Option<String>,
@@ -31,7 +31,7 @@ struct Gen {
 }
 
 impl Gen {
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let mut s = String::from("policy p {\n");
         match (self.sandbox, self.files.is_empty()) {
             (Some(x), true) => s.push_str(&format!("  sandbox {x}\n")),
@@ -102,7 +102,7 @@ fn pick<T: Clone + std::fmt::Debug + 'static>(
     (0..items.len()).prop_map(move |i| items[i].clone())
 }
 
-fn policy() -> impl Strategy<Value = Gen> {
+pub(crate) fn policy() -> impl Strategy<Value = Gen> {
     let sandbox = prop::option::of(pick(&[
         "read-only",
         "workspace-write",

@@ -353,3 +353,73 @@ fn a_readable_region_with_its_witness() {
     assert!(same.policies[0].regions.is_empty() && !same.opens());
     let _ = IpAddr::V4(Ipv4Addr::LOCALHOST);
 }
+
+/// The agent's finite kinds (`mcp` over every server, tool and annotation
+/// combination; `prompt`; `web_search`) on pairs of generated agent
+/// policies (sandbox, approvals, reviewer, mcp, commands, guardian), the
+/// same way: a query lies in a region exactly when its decision differs.
+#[test]
+fn agent_regions_are_exactly_the_queries_whose_decision_changed() {
+    let pairs = env("GATEHOUSE_DIFF_PAIRS", 12) as u32 * 4;
+    let mut runner = TestRunner::new(Config {
+        cases: pairs,
+        ..Config::default()
+    });
+    let agents = crate::agent_differential::policy();
+    let servers = ["github", "slack", "other", "GitHub"];
+    let tools = ["delete_repo", "post", "list", "other"];
+    let mut queries = Vec::new();
+    for s in servers {
+        for t in tools {
+            for a in 0..27 {
+                queries.push(Query::Mcp {
+                    server: s.into(),
+                    tool: t.into(),
+                    annotations: gatehouse::diff::cells::annotations(a),
+                });
+            }
+        }
+    }
+    for c in gatehouse::vocab::PromptCategory::ALL {
+        queries.push(Query::Prompt { category: *c });
+    }
+    queries.push(Query::WebSearch);
+    let mut regions = 0;
+    for _ in 0..pairs {
+        let a = agents.new_tree(&mut runner).unwrap().current();
+        let b = agents.new_tree(&mut runner).unwrap().current();
+        let (old, new) = (side(&a.text()), side(&b.text()));
+        let diff = gatehouse::diff::diff(&old.build, &new.build).unwrap();
+        let ctx = || format!("old:\n{}\nnew:\n{}", old.text, new.text);
+        for r in &diff.policies[0].regions {
+            regions += 1;
+            assert_ne!(
+                engine(&old, &r.witness),
+                engine(&new, &r.witness),
+                "{}",
+                ctx()
+            );
+        }
+        for q in &queries {
+            let (x, y) = (engine(&old, q), engine(&new, q));
+            let region = diff.region_of("p", q);
+            assert_eq!(
+                region.is_some(),
+                x != y,
+                "query `{q}`: old {x:?} new {y:?}, region {:?}\n{}",
+                region.map(|r| &r.description),
+                ctx()
+            );
+            if let (Some(rx), Some(ry)) = (oracle(&old, q), oracle(&new, q))
+                && rx != ry
+            {
+                assert!(
+                    region.is_some(),
+                    "query `{q}`: reference {rx:?} -> {ry:?}\n{}",
+                    ctx()
+                );
+            }
+        }
+    }
+    eprintln!("diff (agent kinds): {pairs} pairs, {regions} regions");
+}

@@ -33,7 +33,11 @@ fn the_docs_example_is_what_it_prints() {
     let marker = format!("$ policyc prove --implies {NEW} {OLD}\n");
     let at = doc.find(&marker).expect("docs/diff.md shows prove") + marker.len();
     let shown = &doc[at..at + doc[at..].find("```\n").unwrap()];
-    assert_eq!(stdout(&o), shown, "docs/diff.md's prove example is out of date");
+    assert_eq!(
+        stdout(&o),
+        shown,
+        "docs/diff.md's prove example is out of date"
+    );
 }
 
 #[test]

@@ -23,7 +23,7 @@ use crate::normalize::pattern::DomainPattern;
 use crate::normalize::{Host, HostBuf, canonical_ip, canonical_prefixes, normalize_split};
 use crate::query::Via;
 use crate::syntax::ast::{
-    File, Item, NetStmt, NetTarget, Network, PortRange, SectionKind, SocketTarget,
+    File, Item, McpStmt, NetStmt, NetTarget, Network, PortRange, SectionKind, SocketTarget,
 };
 
 /// The transports a `connect` can name.
@@ -59,6 +59,9 @@ pub struct Atoms {
     pub ports: Vec<u16>,
     /// Socket paths named by `allow|deny socket PATH`, sorted.
     pub sockets: Vec<String>,
+    /// MCP servers named by `server S` or `tool S/T`, sorted, each with
+    /// the tools named for it, sorted.
+    pub mcp: Vec<(String, Vec<String>)>,
     /// Per base (as [`Atoms::bases`]): the port ranges of rules with ports
     /// that match the base itself, and those that match names below it.
     base_ports: Vec<(Vec<PortRange>, Vec<PortRange>)>,
@@ -109,6 +112,8 @@ impl Atoms {
         let mut v6 = BTreeSet::from([0u128]);
         let mut ports = BTreeSet::from([1u32]);
         let mut sockets = BTreeSet::new();
+        let mut mcp: std::collections::BTreeMap<String, BTreeSet<String>> =
+            std::collections::BTreeMap::new();
         let mut named_ports: Vec<(String, bool, bool, Vec<PortRange>)> = Vec::new();
         let mut star_ports = Vec::new();
         let mut prefix_ports = Vec::new();
@@ -145,6 +150,18 @@ impl Atoms {
                     continue;
                 };
                 for s in &b.sections {
+                    if let SectionKind::Mcp(stmts) = &s.kind {
+                        for st in stmts {
+                            match st {
+                                McpStmt::Server { server, .. } => {
+                                    mcp.entry(server.node.clone()).or_default();
+                                }
+                                McpStmt::Tool { server, tool, .. } => {
+                                    mcp.entry(server.clone()).or_default().insert(tool.clone());
+                                }
+                            }
+                        }
+                    }
                     let SectionKind::Network(Network::Block(stmts)) = &s.kind else {
                         continue;
                     };
@@ -218,6 +235,10 @@ impl Atoms {
                 .filter_map(|p| u16::try_from(p).ok())
                 .collect(),
             sockets: sockets.into_iter().collect(),
+            mcp: mcp
+                .into_iter()
+                .map(|(s, t)| (s, t.into_iter().collect()))
+                .collect(),
         }
     }
 
@@ -366,6 +387,70 @@ impl Atoms {
         None
     }
 
+    /// The most tools named for one server, plus one (any other tool).
+    pub fn mcp_tools(&self) -> usize {
+        self.mcp.iter().map(|(_, t)| t.len()).max().unwrap_or(0) + 1
+    }
+
+    /// An MCP call's item: `((server * tools) + tool) * 27 + annotations`,
+    /// where an unnamed server is `mcp.len()` and an unnamed tool the
+    /// server's tool count; each hint is unknown, true or false.
+    pub fn mcp_item(&self, server: &str, tool: &str, ann: &crate::query::Annotations) -> usize {
+        let s = self
+            .mcp
+            .binary_search_by(|(n, _)| n.as_str().cmp(server))
+            .unwrap_or(self.mcp.len());
+        let t = match self.mcp.get(s) {
+            Some((_, tools)) => tools
+                .binary_search_by(|n| n.as_str().cmp(tool))
+                .unwrap_or(tools.len()),
+            None => 0,
+        };
+        (s * self.mcp_tools() + t) * 27 + annotation_index(ann)
+    }
+
+    /// The `(server, tool, annotations)` of an MCP item, fresh names for
+    /// unnamed ones.
+    pub fn mcp_query(&self, item: usize) -> Option<(String, String, crate::query::Annotations)> {
+        let ann = annotations(item % 27);
+        let st = item / 27;
+        let (s, t) = (st / self.mcp_tools(), st % self.mcp_tools());
+        let (server, tools) = match self.mcp.get(s) {
+            Some((n, tools)) => (n.clone(), tools.as_slice()),
+            None if s == self.mcp.len() => (
+                (0..).map(|k| format!("gh-witness-{k}")).find(|n| {
+                    self.mcp
+                        .binary_search_by(|(m, _)| m.as_str().cmp(n))
+                        .is_err()
+                })?,
+                &[][..],
+            ),
+            None => return None,
+        };
+        let tool = match tools.get(t) {
+            Some(n) => n.clone(),
+            None if t == tools.len() => (0..)
+                .map(|k| format!("gh-witness-{k}"))
+                .find(|n| tools.binary_search(n).is_err())?,
+            None => return None,
+        };
+        Some((server, tool, ann))
+    }
+
+    /// Every MCP item a query can fall in.
+    pub fn mcp_items(&self) -> Vec<usize> {
+        let mut out = Vec::new();
+        for s in 0..=self.mcp.len() {
+            let tools = self.mcp.get(s).map_or(0, |(_, t)| t.len());
+            for t in 0..=tools {
+                for a in 0..27 {
+                    out.push((s * self.mcp_tools() + t) * 27 + a);
+                }
+            }
+        }
+        out
+    }
+
     /// A normal absolute path no socket rule names.
     pub fn fresh_socket(&self) -> String {
         (0..)
@@ -505,6 +590,31 @@ fn prefix_bounds(
         ));
     }
     out
+}
+
+/// The index of an annotation combination: each hint unknown (0), true
+/// (1) or false (2), destructive first.
+pub fn annotation_index(a: &crate::query::Annotations) -> usize {
+    let h = |x: Option<bool>| match x {
+        None => 0,
+        Some(true) => 1,
+        Some(false) => 2,
+    };
+    h(a.destructive_hint) * 9 + h(a.read_only_hint) * 3 + h(a.open_world_hint)
+}
+
+/// The annotations of an index (see [`annotation_index`]).
+pub fn annotations(i: usize) -> crate::query::Annotations {
+    let h = |x: usize| match x % 3 {
+        1 => Some(true),
+        2 => Some(false),
+        _ => None,
+    };
+    crate::query::Annotations {
+        destructive_hint: h(i / 9),
+        read_only_hint: h(i / 3),
+        open_world_hint: h(i),
+    }
 }
 
 fn net_cut(v4: &mut BTreeSet<u32>, v6: &mut BTreeSet<u128>, n: ipnet::IpNet) {

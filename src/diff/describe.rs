@@ -67,6 +67,7 @@ pub(super) fn describe(atoms: &Atoms, d: &Draft) -> String {
             below: true,
         }) if d.self_too => format!("**.{}", atoms.bases.get(i).map_or("?", String::as_str)),
         Some(h) => describe_host(atoms, h),
+        None if d.kind == Kind::Mcp => describe_mcp(atoms, d),
         None => describe_item(atoms, d.kind, d.item),
     };
     let mut names: Vec<String> = d
@@ -90,7 +91,9 @@ pub(super) fn describe(atoms: &Atoms, d: &Draft) -> String {
     match d.kind {
         Kind::Dns => format!("dns {host}{except}"),
         Kind::Upstream | Kind::WebSearch => host,
-        Kind::Socket | Kind::Tool | Kind::Prompt => format!("{} {host}", d.kind.as_str()),
+        Kind::Socket | Kind::Tool | Kind::Prompt | Kind::Mcp => {
+            format!("{} {host}", d.kind.as_str())
+        }
         Kind::Connect => {
             let parts: Vec<String> = d
                 .shape
@@ -153,6 +156,69 @@ fn describe_item(atoms: &Atoms, kind: Kind, item: Option<usize>) -> String {
             .to_string(),
         k => k.as_str().to_string(),
     }
+}
+
+/// An MCP region: `SERVER/TOOL` (or `any other server`, `any other
+/// tool`) and the annotations it holds: nothing when it holds every
+/// combination, each hint's values when they form a product
+/// (`destructive=true`, `read_only=false|unknown`), else a count.
+fn describe_mcp(atoms: &Atoms, d: &Draft) -> String {
+    let Some((server, tool, _)) = d.item.and_then(|i| atoms.mcp_query(i)) else {
+        return "?".into();
+    };
+    let named = atoms.mcp.iter().find(|(s, _)| *s == server);
+    let s = if named.is_some() {
+        server
+    } else {
+        "any other server".into()
+    };
+    let t = if named.is_some_and(|(_, t)| t.contains(&tool)) {
+        tool
+    } else {
+        "any other tool".into()
+    };
+    let mut anns = d.anns.clone();
+    anns.sort_unstable();
+    anns.dedup();
+    if anns.len() == 27 {
+        return format!("{s}/{t}");
+    }
+    let values = |shift: usize| -> Vec<usize> {
+        let mut v: Vec<usize> = anns.iter().map(|a| a / shift % 3).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    let (dv, rv, ov) = (values(9), values(3), values(1));
+    if dv.len() * rv.len() * ov.len() != anns.len() {
+        return format!(
+            "{s}/{t} (with {} of the 27 annotation combinations)",
+            anns.len()
+        );
+    }
+    let word = |name: &str, v: &[usize]| -> Option<String> {
+        if v.len() == 3 {
+            return None;
+        }
+        let spelled: Vec<&str> = v
+            .iter()
+            .map(|x| match x {
+                1 => "true",
+                2 => "false",
+                _ => "unknown",
+            })
+            .collect();
+        Some(format!("{name}={}", spelled.join("|")))
+    };
+    let words: Vec<String> = [
+        word("destructive", &dv),
+        word("read_only", &rv),
+        word("open_world", &ov),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    format!("{s}/{t} {}", words.join(" "))
 }
 
 /// The host class in words (the names it leaves out are listed apart).

@@ -41,6 +41,9 @@ pub(super) struct Draft {
     /// family), inclusive.
     pub(super) v4: Vec<(u32, u32)>,
     pub(super) v6: Vec<(u128, u128)>,
+    /// The annotation combinations an MCP region holds (indexes as
+    /// [`super::cells::annotation_index`]).
+    pub(super) anns: Vec<usize>,
 }
 
 /// Cells of one kind and host class whose two decisions are the same
@@ -102,6 +105,10 @@ pub(super) fn group(atoms: &Atoms, changed: Vec<Changed>) -> Vec<Region> {
                 Some(HostClass::V6(i)) => atoms.v6_range(i).into_iter().collect(),
                 _ => Vec::new(),
             },
+            anns: match (kind, item) {
+                (Kind::Mcp, Some(i)) => vec![i % 27],
+                _ => Vec::new(),
+            },
         });
     }
     // A stable order first: merges keep the first draft's witness.
@@ -109,6 +116,7 @@ pub(super) fn group(atoms: &Atoms, changed: Vec<Changed>) -> Vec<Region> {
     merge_below(atoms, &mut drafts);
     merge_self(&mut drafts);
     merge_family(&mut drafts);
+    merge_annotations(&mut drafts);
     let mut out: Vec<Region> = drafts
         .into_iter()
         .filter(|d| !d.absorbed)
@@ -280,6 +288,37 @@ fn merge_family(drafts: &mut [Draft]) {
                 me.cells.extend(cells);
                 me.v4.extend(a);
                 me.v6.extend(b);
+            }
+        }
+    }
+}
+
+/// The MCP regions of one server and tool that moved alike are one,
+/// whatever the annotations.
+fn merge_annotations(drafts: &mut [Draft]) {
+    for k in 0..drafts.len() {
+        let Some(d) = drafts.get(k) else { continue };
+        if d.absorbed || d.kind != Kind::Mcp {
+            continue;
+        }
+        let call = d.item.map(|i| i / 27);
+        let into: Vec<usize> = (k + 1..drafts.len())
+            .filter(|&j| {
+                drafts.get(j).is_some_and(|x| {
+                    !x.absorbed
+                        && x.kind == Kind::Mcp
+                        && x.item.map(|i| i / 27) == call
+                        && alike(x, d)
+                })
+            })
+            .collect();
+        for j in into {
+            let Some(x) = drafts.get_mut(j) else { continue };
+            x.absorbed = true;
+            let (cells, anns) = (std::mem::take(&mut x.cells), std::mem::take(&mut x.anns));
+            if let Some(me) = drafts.get_mut(k) {
+                me.cells.extend(cells);
+                me.anns.extend(anns);
             }
         }
     }

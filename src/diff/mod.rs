@@ -4,7 +4,7 @@
 //! sides' decisions.
 //!
 //! Exact for the kinds it covers (`connect`, `dns`, and the finite ones:
-//! `socket`, `upstream`, `tool`, `prompt`, `web_search`): the query space is
+//! `socket`, `upstream`, `tool`, `prompt`, `web_search`, `mcp`): the query space is
 //! cut into cells that every rule of both sides and every built-in test
 //! of the engine treats alike ([`cells`]); one witness per cell is decided
 //! by both compiled policies, and the cells whose decisions differ are
@@ -101,11 +101,13 @@ pub enum Kind {
     Prompt,
     /// `web_search`.
     WebSearch,
+    /// `mcp SERVER/TOOL [annotations]`.
+    Mcp,
 }
 
 impl Kind {
     /// Every kind a diff compares.
-    pub const ALL: [Kind; 7] = [
+    pub const ALL: [Kind; 8] = [
         Kind::Connect,
         Kind::Dns,
         Kind::Socket,
@@ -113,6 +115,7 @@ impl Kind {
         Kind::Tool,
         Kind::Prompt,
         Kind::WebSearch,
+        Kind::Mcp,
     ];
 
     /// The query keyword.
@@ -125,6 +128,7 @@ impl Kind {
             Kind::Tool => "tool",
             Kind::Prompt => "prompt",
             Kind::WebSearch => "web_search",
+            Kind::Mcp => "mcp",
         }
     }
 }
@@ -254,6 +258,14 @@ impl Diff {
             Query::Tool { permission } => crate::vocab::Permission::parse(permission)
                 .map(|p| Cell::item(Kind::Tool, p.index())),
             Query::Prompt { category } => Some(Cell::item(Kind::Prompt, category.index())),
+            Query::Mcp {
+                server,
+                tool,
+                annotations,
+            } => Some(Cell::item(
+                Kind::Mcp,
+                self.atoms.mcp_item(server, tool, annotations),
+            )),
             _ => None,
         }
     }
@@ -413,6 +425,18 @@ fn regions(atoms: &Atoms, hosts: &[(HostClass, String)], a: &Policy, b: &Policy)
             Cell::item(Kind::Prompt, c.index()),
             Query::Prompt { category: *c },
         ));
+    }
+    for item in atoms.mcp_items() {
+        if let Some((server, tool, annotations)) = atoms.mcp_query(item) {
+            finite.push((
+                Cell::item(Kind::Mcp, item),
+                Query::Mcp {
+                    server,
+                    tool,
+                    annotations,
+                },
+            ));
+        }
     }
     for (cell, q) in finite {
         let (x, y) = (a.decide(&q), b.decide(&q));
