@@ -18,20 +18,9 @@ pub fn run(a: &DiffArgs) -> Exit {
         Ok(s) => s,
         Err(e) => return e,
     };
-    let (old, new) = (gatehouse::build(old), gatehouse::build(new));
-    for (side, b) in [("old", &old), ("new", &new)] {
-        if b.has_errors() {
-            err!("{}", b.render());
-            errln!("error: the {side} side does not build: nothing compared");
-            return Exit::Failed;
-        }
-    }
-    let diff = match gatehouse::diff::diff(&old, &new) {
-        Ok(d) => d,
-        Err(e) => {
-            errln!("error: {e}");
-            return Exit::Failed;
-        }
+    let (old, new, diff) = match compare(old, new, ["the old side", "the new side"]) {
+        Ok(c) => c,
+        Err(e) => return e,
     };
     let text = match a.format {
         DiffFormat::Text => text(&diff, &old, &new),
@@ -48,6 +37,30 @@ pub fn run(a: &DiffArgs) -> Exit {
             .any(|p| p.old != p.new || !p.regions.is_empty()),
     };
     if failed { Exit::Failed } else { Exit::Ok }
+}
+
+/// Both sides built and compared; a side that does not build prints its
+/// diagnostics and fails (`names`: how the messages call the sides).
+pub(crate) fn compare(
+    old: SourceMap,
+    new: SourceMap,
+    names: [&str; 2],
+) -> Result<(Build, Build, Diff), Exit> {
+    let (old, new) = (gatehouse::build(old), gatehouse::build(new));
+    for (side, b) in names.iter().zip([&old, &new]) {
+        if b.has_errors() {
+            err!("{}", b.render());
+            errln!("error: {side} does not build: nothing compared");
+            return Err(Exit::Failed);
+        }
+    }
+    match gatehouse::diff::diff(&old, &new) {
+        Ok(d) => Ok((old, new, d)),
+        Err(e) => {
+            errln!("error: {e}");
+            Err(Exit::Failed)
+        }
+    }
 }
 
 /// The two sides' sources.

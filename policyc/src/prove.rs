@@ -34,25 +34,14 @@ pub fn run(a: &ProveArgs) -> Exit {
     let [pa, pb] = paths.as_slice() else {
         return Exit::Usage("give two paths, A and B".into());
     };
-    let load =
-        |p: &String| crate::load::sources(std::slice::from_ref(p), &[]).map(gatehouse::build);
+    let load = |p: &String| crate::load::sources(std::slice::from_ref(p), &[]);
     let (old, new) = match (load(pa), load(pb)) {
         (Ok(x), Ok(y)) => (x, y),
         (Err(e), _) | (_, Err(e)) => return e,
     };
-    for (side, b) in [("A", &old), ("B", &new)] {
-        if b.has_errors() {
-            err!("{}", b.render());
-            errln!("error: {side} does not build: nothing proved");
-            return Exit::Failed;
-        }
-    }
-    let diff = match gatehouse::diff::diff(&old, &new) {
-        Ok(d) => d,
-        Err(e) => {
-            errln!("error: {e}");
-            return Exit::Failed;
-        }
+    let (old, new, diff) = match crate::diff::compare(old, new, ["A", "B"]) {
+        Ok(c) => c,
+        Err(e) => return e,
     };
     let verdicts = verdicts(&diff, claim);
     let text = match a.format {

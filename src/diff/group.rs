@@ -137,19 +137,6 @@ pub(super) fn group(atoms: &Atoms, changed: Vec<Changed>) -> Vec<Region> {
     out
 }
 
-/// The base a base lies strictly below, the deepest such (`None`: none).
-pub(super) fn parent_base(atoms: &Atoms, i: usize) -> Option<usize> {
-    let name = atoms.bases.get(i)?;
-    let mut rest = name.as_str();
-    while let Some((_, r)) = rest.split_once('.') {
-        if let Ok(j) = atoms.bases.binary_search_by(|b| b.as_str().cmp(r)) {
-            return Some(j);
-        }
-        rest = r;
-    }
-    None
-}
-
 fn merge_below(atoms: &Atoms, drafts: &mut [Draft]) {
     // Deepest bases first, so that a chain folds into its top.
     let mut order: Vec<usize> = (0..drafts.len())
@@ -175,7 +162,7 @@ fn merge_below(atoms: &Atoms, drafts: &mut [Draft]) {
         let Some(HostClass::Name { base: Some(i), .. }) = d.host else {
             continue;
         };
-        let parent = parent_base(atoms, i);
+        let parent = atoms.parent(i);
         let same = |x: &Draft, host: Option<HostClass>| {
             !x.absorbed
                 && x.host == host
@@ -330,7 +317,7 @@ fn excepted(atoms: &Atoms, host: HostClass) -> Vec<Except> {
         return Vec::new();
     };
     (0..atoms.bases.len())
-        .filter(|&j| Some(j) != base && parent_base(atoms, j) == base)
+        .filter(|&j| Some(j) != base && atoms.parent(j) == base)
         .map(Except::Tree)
         .collect()
 }
