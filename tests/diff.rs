@@ -375,7 +375,7 @@ fn agent_regions_are_exactly_the_queries_whose_decision_changed() {
                 queries.push(Query::Mcp {
                     server: s.into(),
                     tool: t.into(),
-                    annotations: gatehouse::diff::cells::annotations(a),
+                    annotations: gatehouse::diff::annotations(a),
                 });
             }
         }

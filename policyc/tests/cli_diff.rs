@@ -195,3 +195,18 @@ fn prove_equivalence_and_implication_with_a_counterexample() {
     );
     assert_eq!(policyc(&["prove", OLD]).status.code(), Some(2));
 }
+
+/// Every shipped policy against itself: nothing changes, for every policy
+/// of the folder, and `--fail-on changed` passes.
+#[test]
+fn the_shipped_policies_against_themselves_change_nothing() {
+    let o = in_root(&["diff", "--fail-on", "changed", "policies/", "policies/"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let policies: Vec<&str> = out.lines().filter(|l| l.starts_with("policy ")).collect();
+    assert!(policies.len() > 5, "{out}");
+    assert!(policies.iter().all(|l| l.ends_with(": no change")), "{out}");
+    assert!(
+        out.contains("0 regions opened, 0 closed, 0 changed reason; 0 policies added, 0 removed")
+    );
+}

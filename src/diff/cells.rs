@@ -35,7 +35,7 @@ pub enum HostClass {
     /// A name: the index of the deepest base it equals or lies below
     /// (`None`: under no base), and whether it lies strictly below it.
     Name {
-        /// The base's index in [`Atoms::bases`].
+        /// The base's index among the sorted base names.
         base: Option<usize>,
         /// Strictly below the base (or, with no base, more than one label).
         below: bool,

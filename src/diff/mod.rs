@@ -6,14 +6,14 @@
 //! Exact for the kinds it covers (`connect`, `dns`, and the finite ones:
 //! `socket`, `upstream`, `tool`, `prompt`, `web_search`, `mcp`): the query space is
 //! cut into cells that every rule of both sides and every built-in test
-//! of the engine treats alike ([`cells`]); one witness per cell is decided
+//! of the engine treats alike (`cells.rs`); one witness per cell is decided
 //! by both compiled policies, and the cells whose decisions differ are
 //! grouped into regions. So no query whose decision changed lies outside
 //! a region (complete), and every query inside a region changed, witness
 //! included (sound). `tests/diff.rs` checks both against brute force, with
 //! the compiled engine and the reference evaluator.
 
-pub mod cells;
+mod cells;
 mod describe;
 mod group;
 
@@ -23,7 +23,8 @@ use crate::build::Build;
 use crate::compile::{Policy, PolicySet};
 use crate::decision::{Decision, Escalation, Outcome, Reason};
 use crate::query::{Query, Via};
-pub use cells::{Atoms, HostClass};
+use cells::Atoms;
+pub use cells::{HostClass, annotation_index, annotations};
 
 /// Which way a region's decision moved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -144,9 +145,10 @@ pub struct Cell {
     pub port: Option<usize>,
     /// The transport (`connect`).
     pub via: Option<Via>,
-    /// The item of a finite kind: a socket path's index in
-    /// [`Atoms::sockets`] (its length: any other path), a permission's
-    /// or a prompt category's index in its vocabulary.
+    /// The item of a finite kind: a socket path's index among the paths
+    /// the rules name (their count: any other path), a permission's or a
+    /// prompt category's index in its vocabulary, an MCP call's server,
+    /// tool and annotations.
     pub item: Option<usize>,
 }
 

@@ -27,10 +27,9 @@ pub(crate) mod pattern;
 mod scan;
 
 pub use addr::{
-    canonical_ip, canonical_net, canonical_prefixes, is_loopback, is_non_public, non_public_v4,
-    non_public_v6_in_global,
+    canonical_ip, canonical_net, is_loopback, is_non_public, non_public_v4, non_public_v6_in_global,
 };
-pub(crate) use addr::{non_public_v4_prefixes, non_public_v6_prefixes};
+pub(crate) use addr::{canonical_prefixes, non_public_v4_prefixes, non_public_v6_prefixes};
 pub use authority::{HostPortError, split_authority, split_host_port};
 
 /// `localhost` and every `*.localhost` name (RFC 6761): local by name, as
