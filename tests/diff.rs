@@ -232,6 +232,22 @@ fn check_pair(a: &Gen, b: &Gen, rng: &mut TestRng, random: usize) -> usize {
     }
     queries.push(Query::Upstream);
     queries.push(Query::WebSearch);
+    for p in [
+        "firefox",
+        "/Applications/Firefox.app/Contents/MacOS/firefox",
+        "C:\\Apps\\TERMINAL.exe",
+        "/usr/bin/vim",
+        "Google Chrome",
+        "/opt/Google Chrome.app/bin/helper",
+        "terminal",
+        "/usr/bin/firefox.exe/vim",
+        "",
+        "  ",
+    ] {
+        queries.push(Query::App {
+            program: p.to_string(),
+        });
+    }
     for q in &queries {
         n += 1;
         let (x, y) = (engine(&old, q), engine(&new, q));

@@ -89,8 +89,8 @@ inside it and both sides' decisions (reason, deciding rule). A region
 *closes*, or changes its *reason* (the same outcome for another reason or
 escalation: a deny a person could be asked about becoming one nobody can
 override). Exact for connect, dns, socket, upstream, tool, prompt,
-web_search and mcp: every query whose decision changed lies in a region,
-and every query in a region changed (docs/diff.md). The other kinds are not compared
+web_search, mcp and app: every query whose decision changed lies in a
+region, and every query in a region changed (docs/diff.md). The other kinds are not compared
 yet, and the output says so.
 
 Examples:
@@ -108,7 +108,7 @@ what --fail-on names was found, 2 usage.")]
 escalation) by A and B. --implies A B: every query A allows, B allows.
 Each policy present in both is proved over the query kinds `policyc diff`
 compares exactly (connect, dns, socket, upstream, tool, prompt,
-web_search, mcp); the output names the kinds not compared, and a failed proof
+web_search, mcp, app); the output names the kinds not compared, and a failed proof
 gives a counterexample query with both sides' decisions (docs/diff.md).
 
 Examples:

@@ -11,7 +11,7 @@ use crate::cli::{DiffArgs, DiffFormat, FailOn};
 
 /// The query kinds the diff does not compare yet: said in every output,
 /// never left out silently.
-pub(crate) const NOT_COMPARED: &str = "resolved, listen, write, read, exec, app, review";
+pub(crate) const NOT_COMPARED: &str = "resolved, listen, write, read, exec, review";
 
 pub fn run(a: &DiffArgs) -> Exit {
     let (old, new) = match sides(a) {
@@ -289,7 +289,7 @@ fn markdown(diff: &Diff, old: &Build, new: &Build) -> String {
         }
     }
     s.push_str(&format!(
-        "\n{}. Exact for connect, dns, socket, upstream, tool, prompt, web_search and mcp; not compared by this version: {NOT_COMPARED}.\n",
+        "\n{}. Exact for connect, dns, socket, upstream, tool, prompt, web_search, mcp and app; not compared by this version: {NOT_COMPARED}.\n",
         summary(diff)
     ));
     s

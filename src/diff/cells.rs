@@ -59,6 +59,11 @@ pub struct Atoms {
     pub ports: Vec<u16>,
     /// Socket paths named by `allow|deny socket PATH`, sorted.
     pub sockets: Vec<String>,
+    /// App names any `apps { deny ... }` names, as the engine compares
+    /// them (lower case, without one `.app` or `.exe`), sorted; a name
+    /// holding a path separator can match no path component and is left
+    /// out.
+    pub apps: Vec<String>,
     /// MCP servers named by `server S` or `tool S/T`, sorted, each with
     /// the tools named for it, sorted.
     pub mcp: Vec<(String, Vec<String>)>,
@@ -112,6 +117,7 @@ impl Atoms {
         let mut v6 = BTreeSet::from([0u128]);
         let mut ports = BTreeSet::from([1u32]);
         let mut sockets = BTreeSet::new();
+        let mut apps = BTreeSet::new();
         let mut mcp: std::collections::BTreeMap<String, BTreeSet<String>> =
             std::collections::BTreeMap::new();
         let mut named_ports: Vec<(String, bool, bool, Vec<PortRange>)> = Vec::new();
@@ -150,6 +156,14 @@ impl Atoms {
                     continue;
                 };
                 for s in &b.sections {
+                    if let SectionKind::Apps(stmts) = &s.kind {
+                        for n in stmts.iter().flat_map(|st| &st.names) {
+                            let key = crate::compile::app_key(&n.node);
+                            if !key.contains(['/', '\\']) && !key.is_empty() {
+                                apps.insert(key);
+                            }
+                        }
+                    }
                     if let SectionKind::Mcp(stmts) = &s.kind {
                         for st in stmts {
                             match st {
@@ -235,6 +249,7 @@ impl Atoms {
                 .filter_map(|p| u16::try_from(p).ok())
                 .collect(),
             sockets: sockets.into_iter().collect(),
+            apps: apps.into_iter().collect(),
             mcp: mcp
                 .into_iter()
                 .map(|(s, t)| (s, t.into_iter().collect()))

@@ -91,7 +91,7 @@ pub(super) fn describe(atoms: &Atoms, d: &Draft) -> String {
     match d.kind {
         Kind::Dns => format!("dns {host}{except}"),
         Kind::Upstream | Kind::WebSearch => host,
-        Kind::Socket | Kind::Tool | Kind::Prompt | Kind::Mcp => {
+        Kind::Socket | Kind::Tool | Kind::Prompt | Kind::Mcp | Kind::App => {
             format!("{} {host}", d.kind.as_str())
         }
         Kind::Connect => {

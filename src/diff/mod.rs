@@ -4,7 +4,8 @@
 //! sides' decisions.
 //!
 //! Exact for the kinds it covers (`connect`, `dns`, and the finite ones:
-//! `socket`, `upstream`, `tool`, `prompt`, `web_search`, `mcp`): the query space is
+//! `socket`, `upstream`, `tool`, `prompt`, `web_search`, `mcp`, and `app`,
+//! apps.rs): the query space is
 //! cut into cells that every rule of both sides and every built-in test
 //! of the engine treats alike (`cells.rs`); one witness per cell is decided
 //! by both compiled policies, and the cells whose decisions differ are
@@ -13,6 +14,7 @@
 //! included (sound). `tests/diff.rs` checks both against brute force, with
 //! the compiled engine and the reference evaluator.
 
+mod apps;
 mod cells;
 mod describe;
 mod group;
@@ -104,11 +106,13 @@ pub enum Kind {
     WebSearch,
     /// `mcp SERVER/TOOL [annotations]`.
     Mcp,
+    /// `app PROGRAM`.
+    App,
 }
 
 impl Kind {
     /// Every kind a diff compares.
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 9] = [
         Kind::Connect,
         Kind::Dns,
         Kind::Socket,
@@ -117,6 +121,7 @@ impl Kind {
         Kind::Prompt,
         Kind::WebSearch,
         Kind::Mcp,
+        Kind::App,
     ];
 
     /// The query keyword.
@@ -130,6 +135,7 @@ impl Kind {
             Kind::Prompt => "prompt",
             Kind::WebSearch => "web_search",
             Kind::Mcp => "mcp",
+            Kind::App => "app",
         }
     }
 }
@@ -207,6 +213,9 @@ pub struct PolicyDiff {
     pub new: bool,
     /// What changed, when both sides have it.
     pub regions: Vec<Region>,
+    /// The app names each side of this policy denies (what an `app`
+    /// query's cell depends on).
+    denied_apps: apps::Denied,
 }
 
 /// Why two builds cannot be compared.
@@ -274,13 +283,12 @@ impl Diff {
 
     /// The region of `policy` a query lies in, if its decision changed.
     pub fn region_of(&self, policy: &str, q: &Query) -> Option<&Region> {
-        let cell = self.cell_of(q)?;
-        self.policies
-            .iter()
-            .find(|p| p.name == policy)?
-            .regions
-            .iter()
-            .find(|r| r.cells.contains(&cell))
+        let p = self.policies.iter().find(|p| p.name == policy)?;
+        let cell = match q {
+            Query::App { program } => apps::cell(&p.denied_apps, program)?,
+            _ => self.cell_of(q)?,
+        };
+        p.regions.iter().find(|r| r.cells.contains(&cell))
     }
 
     /// Whether any region opens something (deny or ask to allow, deny to
@@ -310,15 +318,21 @@ pub fn diff(old: &Build, new: &Build) -> Result<Diff, DiffError> {
     for name in names {
         let a = find(old_set, name);
         let b = find(new_set, name);
-        let regions = match (a, b) {
-            (Some(a), Some(b)) => regions(&atoms, &hosts, a, b),
-            _ => Vec::new(),
+        let (regions, denied_apps) = match (a, b) {
+            (Some(a), Some(b)) => {
+                let (denied, mut app_regions) = apps::regions(&atoms.apps, a, b);
+                let mut r = regions(&atoms, &hosts, a, b);
+                r.append(&mut app_regions);
+                (r, denied)
+            }
+            _ => (Vec::new(), apps::Denied::default()),
         };
         policies.push(PolicyDiff {
             name: name.to_string(),
             old: a.is_some(),
             new: b.is_some(),
             regions,
+            denied_apps,
         });
     }
     Ok(Diff {
