@@ -67,6 +67,10 @@ pub struct Atoms {
     /// MCP servers named by `server S` or `tool S/T`, sorted, each with
     /// the tools named for it, sorted.
     pub mcp: Vec<(String, Vec<String>)>,
+    /// Per base: the base it lies strictly below, the deepest such.
+    parents: Vec<Option<usize>>,
+    /// Per base, and last for "under no base": the bases whose parent it is.
+    children: Vec<Vec<usize>>,
     /// Per base (as [`Atoms::bases`]): the port ranges of rules with ports
     /// that match the base itself, and those that match names below it.
     base_ports: Vec<(Vec<PortRange>, Vec<PortRange>)>,
@@ -236,7 +240,18 @@ impl Atoms {
                 }
             }
         }
+        let parents: Vec<Option<usize>> = (0..bases.len())
+            .map(|i| deepest_parent(&bases, i))
+            .collect();
+        let mut children = vec![Vec::new(); bases.len() + 1];
+        for (i, p) in parents.iter().enumerate() {
+            if let Some(c) = children.get_mut(p.unwrap_or(bases.len())) {
+                c.push(i);
+            }
+        }
         Atoms {
+            parents,
+            children,
             base_ports,
             star_ports,
             prefix_ports,
@@ -391,15 +406,14 @@ impl Atoms {
 
     /// The base a base lies strictly below, the deepest such.
     pub fn parent(&self, i: usize) -> Option<usize> {
-        let name = self.bases.get(i)?;
-        let mut rest = name.as_str();
-        while let Some((_, r)) = rest.split_once('.') {
-            if let Ok(j) = self.bases.binary_search_by(|b| b.as_str().cmp(r)) {
-                return Some(j);
-            }
-            rest = r;
-        }
-        None
+        self.parents.get(i).copied().flatten()
+    }
+
+    /// The bases whose parent is `base` (`None`: the bases under no other).
+    pub fn children(&self, base: Option<usize>) -> &[usize] {
+        self.children
+            .get(base.unwrap_or(self.bases.len()))
+            .map_or(&[], Vec::as_slice)
     }
 
     /// The most tools named for one server, plus one (any other tool).
@@ -576,6 +590,18 @@ impl Atoms {
         out.retain(|(c, h)| self.host_class(h) == Some(*c));
         out
     }
+}
+
+/// The deepest base of the sorted `bases` that base `i` lies strictly below.
+fn deepest_parent(bases: &[String], i: usize) -> Option<usize> {
+    let mut rest = bases.get(i)?.as_str();
+    while let Some((_, r)) = rest.split_once('.') {
+        if let Ok(j) = bases.binary_search_by(|b| b.as_str().cmp(r)) {
+            return Some(j);
+        }
+        rest = r;
+    }
+    None
 }
 
 /// A prefix rule's bounds in canonical form, when it has ports.

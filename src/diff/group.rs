@@ -163,14 +163,8 @@ fn merge_below(atoms: &Atoms, drafts: &mut [Draft]) {
             continue;
         };
         let parent = atoms.parent(i);
-        let same = |x: &Draft, host: Option<HostClass>| {
-            !x.absorbed
-                && x.host == host
-                && x.kind == d.kind
-                && x.old_key == d.old_key
-                && x.new_key == d.new_key
-                && x.shape == d.shape
-        };
+        let same =
+            |x: &Draft, host: Option<HostClass>| !x.absorbed && x.host == host && alike(x, d);
         let parent_host = Some(HostClass::Name {
             base: parent,
             below: true,
@@ -247,64 +241,52 @@ fn merge_self(drafts: &mut [Draft]) {
 
 /// The address regions of one family that moved alike are one region.
 fn merge_family(drafts: &mut [Draft]) {
-    for k in 0..drafts.len() {
-        let Some(d) = drafts.get(k) else { continue };
-        if d.absorbed || !matches!(d.host, Some(HostClass::V4(_) | HostClass::V6(_))) {
-            continue;
-        }
-        let v4 = matches!(d.host, Some(HostClass::V4(_)));
-        let into: Vec<usize> = (k + 1..drafts.len())
-            .filter(|&j| {
-                drafts.get(j).is_some_and(|x| {
-                    !x.absorbed
-                        && matches!(x.host, Some(HostClass::V4(_))) == v4
-                        && matches!(x.host, Some(HostClass::V4(_) | HostClass::V6(_)))
-                        && alike(x, d)
-                })
-            })
-            .collect();
-        for j in into {
-            let Some(x) = drafts.get_mut(j) else { continue };
-            x.absorbed = true;
-            let (cells, a, b) = (
-                std::mem::take(&mut x.cells),
-                std::mem::take(&mut x.v4),
-                std::mem::take(&mut x.v6),
-            );
-            if let Some(me) = drafts.get_mut(k) {
-                me.cells.extend(cells);
-                me.v4.extend(a);
-                me.v6.extend(b);
-            }
-        }
-    }
+    let family = |d: &Draft| match d.host {
+        Some(HostClass::V4(_)) => Some(4),
+        Some(HostClass::V6(_)) => Some(6),
+        _ => None,
+    };
+    absorb_alike(drafts, |x, d| family(d).is_some() && family(x) == family(d));
 }
 
 /// The MCP regions of one server and tool that moved alike are one,
 /// whatever the annotations.
 fn merge_annotations(drafts: &mut [Draft]) {
+    let call = |d: &Draft| d.item.map(|i| i / 27);
+    absorb_alike(drafts, |x, d| {
+        d.kind == Kind::Mcp && x.kind == Kind::Mcp && call(x) == call(d)
+    });
+}
+
+/// Each draft `d` not yet absorbed takes in every later draft `x` that
+/// moved alike and that `with(x, d)` accepts: its cells, address
+/// intervals and annotation combinations.
+fn absorb_alike(drafts: &mut [Draft], with: impl Fn(&Draft, &Draft) -> bool) {
     for k in 0..drafts.len() {
         let Some(d) = drafts.get(k) else { continue };
-        if d.absorbed || d.kind != Kind::Mcp {
+        if d.absorbed {
             continue;
         }
-        let call = d.item.map(|i| i / 27);
         let into: Vec<usize> = (k + 1..drafts.len())
             .filter(|&j| {
-                drafts.get(j).is_some_and(|x| {
-                    !x.absorbed
-                        && x.kind == Kind::Mcp
-                        && x.item.map(|i| i / 27) == call
-                        && alike(x, d)
-                })
+                drafts
+                    .get(j)
+                    .is_some_and(|x| !x.absorbed && alike(x, d) && with(x, d))
             })
             .collect();
         for j in into {
             let Some(x) = drafts.get_mut(j) else { continue };
             x.absorbed = true;
-            let (cells, anns) = (std::mem::take(&mut x.cells), std::mem::take(&mut x.anns));
+            let (cells, a, b, anns) = (
+                std::mem::take(&mut x.cells),
+                std::mem::take(&mut x.v4),
+                std::mem::take(&mut x.v6),
+                std::mem::take(&mut x.anns),
+            );
             if let Some(me) = drafts.get_mut(k) {
                 me.cells.extend(cells);
+                me.v4.extend(a);
+                me.v6.extend(b);
                 me.anns.extend(anns);
             }
         }
@@ -316,8 +298,9 @@ fn excepted(atoms: &Atoms, host: HostClass) -> Vec<Except> {
     let HostClass::Name { base, below: true } = host else {
         return Vec::new();
     };
-    (0..atoms.bases.len())
-        .filter(|&j| Some(j) != base && atoms.parent(j) == base)
-        .map(Except::Tree)
+    atoms
+        .children(base)
+        .iter()
+        .map(|&j| Except::Tree(j))
         .collect()
 }
