@@ -49,11 +49,11 @@ pub fn watch(policies: Arc<Policies>) {
     });
 }
 
-/// What the watcher knows of one policy file: its `stat` identity, the
-/// digest of what it last read, and when it last saw it change.
+/// What the watcher knows of one policy file: its `stat` identity and
+/// when it last saw it change. The digest of what is in force is the
+/// policy's own ([`Policies::seen`]), whoever read it last.
 pub(crate) struct FileWatch {
     key: Option<[i128; 5]>,
-    last: String,
     changed_at: std::time::Instant,
 }
 
@@ -62,10 +62,8 @@ impl FileWatch {
     /// from a read of its own: a change between `p`'s read and this one
     /// would be taken as in force and never reloaded).
     pub(crate) fn new(p: &Policies) -> FileWatch {
-        let Seen { key, digest } = p.seen();
         FileWatch {
-            key,
-            last: digest,
+            key: p.seen().key,
             changed_at: std::time::Instant::now(),
         }
     }
@@ -87,10 +85,9 @@ impl FileWatch {
             return false;
         }
         let (seen, text) = Seen::read(&p.path);
-        if seen.digest == self.last {
+        if seen.digest == p.seen().digest {
             return false;
         }
-        self.last = seen.digest.clone();
         self.changed_at = std::time::Instant::now();
         p.set_seen(seen);
         p.reload_text(text);
