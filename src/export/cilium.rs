@@ -62,67 +62,127 @@ pub fn cilium(
 ) -> Result<String, ExportError> {
     let policy = super::policy(set, name)?;
     let network = policy.network();
-    // Problems in source order: rule ids follow the statements.
-    let mut problems: Vec<(RuleId, Unexpressible)> = Vec::new();
-    let problem = |problems: &mut Vec<_>, id: RuleId, why: &str| {
-        problems.push((id, Unexpressible::rule(set, id, why)));
-    };
-    let at = |id: RuleId| Unexpressible::rule(set, id, "");
-    let mut notes: Vec<String> = Vec::new();
+    let vetted = vet(
+        set,
+        network.rules,
+        network.default_allow,
+        network.local_allow.is_some(),
+        network.dns_off.is_some(),
+    )?;
 
-    let local_allow = network.local_allow.is_some();
-    let dns_off = network.dns_off.is_some();
-    let rules: &[NetworkRule] = network.rules;
-    if let Some(id) = network.default_allow {
-        problem(
-            &mut problems,
+    let mut y = header(policy.name(), &vetted.notes, options);
+    match network.mode {
+        NetworkMode::Unrestricted => {
+            let _ = writeln!(y, "  # network unrestricted");
+            let _ = writeln!(y, "  egress:");
+            let _ = writeln!(y, "    - toEntities:");
+            let _ = writeln!(y, "        - all");
+            return Ok(y);
+        }
+        NetworkMode::Constrained => {}
+        _ => {
+            let _ = writeln!(y, "  # network off: no egress rule, so nothing leaves");
+            let _ = writeln!(y, "  egress: []");
+            return Ok(y);
+        }
+    }
+
+    let mut egress = String::new();
+    let mut deny = String::new();
+    if network.dns_off.is_none() && !vetted.allow_domains.is_empty() {
+        dns_rule(&mut egress, &vetted.allow_domains);
+    }
+    for r in network.rules {
+        let Some((key, items)) = selector_of(r) else {
+            continue;
+        };
+        let comment = Unexpressible::rule(set, r.rule, "");
+        let out = if r.allow { &mut egress } else { &mut deny };
+        let _ = writeln!(out, "    # {} ({})", comment.rule, comment.at);
+        let _ = writeln!(out, "    - {key}:");
+        for i in &items {
+            let _ = writeln!(out, "        - {i}");
+        }
+        write_ports(out, &r.ports);
+    }
+    if network.local_allow.is_none() {
+        local_deny(&mut deny, &vetted.exceptions);
+    }
+    if egress.is_empty() {
+        let _ = writeln!(y, "  egress: []");
+    } else {
+        let _ = writeln!(y, "  egress:");
+        y.push_str(&egress);
+    }
+    if !deny.is_empty() {
+        let _ = writeln!(y, "  egressDeny:");
+        y.push_str(&deny);
+    }
+    Ok(y)
+}
+
+/// What the export needs to know before it writes anything: the allowed
+/// names, the exact local exceptions and the header's notes — or every
+/// rule Cilium cannot express, in source order.
+struct Vetted<'a> {
+    allow_domains: Vec<(&'a NetworkRule, DomainPattern)>,
+    exceptions: Vec<IpNet>,
+    notes: Vec<String>,
+}
+
+/// The rules' problems found all at once (rule ids follow the statements,
+/// so sorting by id gives source order).
+struct Problems<'a> {
+    set: &'a PolicySet,
+    found: Vec<(RuleId, Unexpressible)>,
+}
+
+impl Problems<'_> {
+    fn add(&mut self, id: RuleId, why: &str) {
+        self.found
+            .push((id, Unexpressible::rule(self.set, id, why)));
+    }
+
+    /// `rule (file:line:col)` of a rule, for messages.
+    fn cite(&self, id: RuleId) -> String {
+        let at = Unexpressible::rule(self.set, id, "");
+        format!("`{}` ({})", at.rule, at.at)
+    }
+}
+
+fn vet<'a>(
+    set: &PolicySet,
+    rules: &'a [NetworkRule],
+    default_allow: Option<RuleId>,
+    local_allow: bool,
+    dns_off: bool,
+) -> Result<Vetted<'a>, ExportError> {
+    let mut problems = Problems {
+        set,
+        found: Vec::new(),
+    };
+    let mut notes: Vec<String> = Vec::new();
+    if let Some(id) = default_allow {
+        problems.add(
             id,
             "Cilium policies are allow lists: `default allow` would be an egress rule to `world`, from which Cilium cannot subtract names",
         );
     }
-
-    // Allowed names, for toFQDNs and the DNS rule.
-    let mut allow_domains: Vec<(&NetworkRule, DomainPattern)> = Vec::new();
-    for r in rules {
-        if let NetworkTarget::Domain(text) = &r.target
-            && r.allow
-            && let Ok(p) = DomainPattern::parse(text)
-        {
-            allow_domains.push((r, p));
-        }
-    }
-    for r in rules {
-        if let (NetworkTarget::Domain(text), false) = (&r.target, r.allow)
-            && let Ok(deny) = DomainPattern::parse(text)
-        {
-            if let Some((a, _)) = allow_domains
-                .iter()
-                .find(|(a, allow)| overlaps(&deny, allow) && ports_overlap(&r.ports, &a.ports))
-            {
-                let at = at(a.rule);
-                problem(
-                    &mut problems,
-                    r.rule,
-                    &format!(
-                        "it carves names out of `{}` ({}), and Cilium cannot deny names (`egressDeny` has no `toFQDNs`)",
-                        at.rule, at.at
-                    ),
-                );
-            } else {
-                notes.push(format!(
-                    "`{}` needs no rule: nothing here allows those names, and Cilium denies what it does not allow",
-                    at(r.rule).rule
-                ));
-            }
-        }
-    }
+    let allow_domains: Vec<(&NetworkRule, DomainPattern)> = rules
+        .iter()
+        .filter(|r| r.allow)
+        .filter_map(|r| match &r.target {
+            NetworkTarget::Domain(text) => DomainPattern::parse(text).ok().map(|p| (r, p)),
+            _ => None,
+        })
+        .collect();
+    denied_names(rules, &allow_domains, &mut problems, &mut notes);
     for (r, p) in &allow_domains {
         // The CRD's maxLength for matchName and matchPattern.
         if let DomainPattern::Sub(n) | DomainPattern::SelfAndSub(n) = p
             && n.len() + 3 > 255
         {
-            problem(
-                &mut problems,
+            problems.add(
                 r.rule,
                 "its name is too long for Cilium's matchPattern once `**.` is added (255 characters at most)",
             );
@@ -141,58 +201,101 @@ pub fn cilium(
             "narrower: `dns off` leaves no DNS rule, and Cilium learns a name's addresses only from DNS, so the allowed names are unreachable",
         ));
     }
-
-    // Exact local exceptions: addresses the non-public deny spares.
-    let mut exceptions: Vec<IpNet> = Vec::new();
-    if !local_allow {
-        for r in rules {
-            if let (NetworkTarget::Ip(ip), true) = (&r.target, r.allow) {
-                let ip = *ip;
-                if !crate::normalize::is_non_public(ip) {
-                    continue;
-                }
-                if r.ports.is_some()
-                    && let Some(broad) = rules.iter().find(|b| {
-                        b.allow
-                            && b.rule != r.rule
-                            && match &b.target {
-                                NetworkTarget::Cidr(n) => {
-                                    crate::normalize::addr::canonical_net(*n).contains(&ip)
-                                }
-                                _ => false,
-                            }
-                    })
-                {
-                    let at = at(broad.rule);
-                    problem(
-                        &mut problems,
-                        r.rule,
-                        &format!(
-                            "under `local deny` it opens {ip} on its ports only, but Cilium's exception would let `{}` ({}) open every port of it",
-                            at.rule, at.at
-                        ),
-                    );
-                }
-                let net = IpNet::from(ip);
-                if !exceptions.contains(&net) {
-                    exceptions.push(net);
-                }
-            }
-        }
-    }
-    if !problems.is_empty() {
-        problems.sort_by_key(|(id, _)| id.0);
+    let exceptions = if local_allow {
+        Vec::new()
+    } else {
+        local_exceptions(rules, &mut problems)
+    };
+    if !problems.found.is_empty() {
+        let mut found = problems.found;
+        found.sort_by_key(|(id, _)| id.0);
         return Err(ExportError::Unexpressible {
             format: "a CiliumNetworkPolicy",
-            rules: problems.into_iter().map(|(_, u)| u).collect(),
+            rules: found.into_iter().map(|(_, u)| u).collect(),
         });
     }
+    Ok(Vetted {
+        allow_domains,
+        exceptions,
+        notes,
+    })
+}
 
+/// `deny domain` rules: a problem where they carve names out of an allowed
+/// pattern (Cilium cannot deny names), otherwise a note that they need no
+/// rule.
+fn denied_names(
+    rules: &[NetworkRule],
+    allow_domains: &[(&NetworkRule, DomainPattern)],
+    problems: &mut Problems<'_>,
+    notes: &mut Vec<String>,
+) {
+    for r in rules {
+        let (NetworkTarget::Domain(text), false) = (&r.target, r.allow) else {
+            continue;
+        };
+        let Ok(deny) = DomainPattern::parse(text) else {
+            continue;
+        };
+        if let Some((a, _)) = allow_domains
+            .iter()
+            .find(|(a, allow)| overlaps(&deny, allow) && ports_overlap(&r.ports, &a.ports))
+        {
+            let why = format!(
+                "it carves names out of {}, and Cilium cannot deny names (`egressDeny` has no `toFQDNs`)",
+                problems.cite(a.rule)
+            );
+            problems.add(r.rule, &why);
+        } else {
+            notes.push(format!(
+                "`{}` needs no rule: nothing here allows those names, and Cilium denies what it does not allow",
+                Unexpressible::rule(problems.set, r.rule, "").rule
+            ));
+        }
+    }
+}
+
+/// Under `local deny`, the exact `allow ip` addresses the non-public deny
+/// spares; a problem where such an exception has ports a broader `allow
+/// cidr` would open on every port.
+fn local_exceptions(rules: &[NetworkRule], problems: &mut Problems<'_>) -> Vec<IpNet> {
+    let mut exceptions: Vec<IpNet> = Vec::new();
+    for r in rules {
+        let (NetworkTarget::Ip(ip), true) = (&r.target, r.allow) else {
+            continue;
+        };
+        let ip = *ip;
+        if !crate::normalize::is_non_public(ip) {
+            continue;
+        }
+        if r.ports.is_some()
+            && let Some(broad) = rules.iter().find(|b| {
+                b.allow
+                    && b.rule != r.rule
+                    && matches!(&b.target, NetworkTarget::Cidr(n)
+                        if crate::normalize::addr::canonical_net(*n).contains(&ip))
+            })
+        {
+            let why = format!(
+                "under `local deny` it opens {ip} on its ports only, but Cilium's exception would let {} open every port of it",
+                problems.cite(broad.rule)
+            );
+            problems.add(r.rule, &why);
+        }
+        let net = IpNet::from(ip);
+        if !exceptions.contains(&net) {
+            exceptions.push(net);
+        }
+    }
+    exceptions
+}
+
+/// The comments, metadata and selector above the egress rules.
+fn header(policy: &str, notes: &[String], options: &CiliumOptions) -> String {
     let mut y = String::new();
     let _ = writeln!(
         y,
-        "# gatehouse policy `{}` as a CiliumNetworkPolicy, generated by `policyc export cilium`.",
-        policy.name()
+        "# gatehouse policy `{policy}` as a CiliumNetworkPolicy, generated by `policyc export cilium`."
     );
     let _ = writeln!(
         y,
@@ -202,13 +305,13 @@ pub fn cilium(
         y,
         "# (earlier versions read it as exactly one label, which is narrower)."
     );
-    for n in &notes {
+    for n in notes {
         let _ = writeln!(y, "# {n}");
     }
     let _ = writeln!(y, "apiVersion: cilium.io/v2");
     let _ = writeln!(y, "kind: CiliumNetworkPolicy");
     let _ = writeln!(y, "metadata:");
-    let _ = writeln!(y, "  name: {}", q(&metadata_name(policy.name())));
+    let _ = writeln!(y, "  name: {}", q(&metadata_name(policy)));
     if let Some(ns) = &options.namespace {
         let _ = writeln!(y, "  namespace: {}", q(ns));
     }
@@ -225,115 +328,86 @@ pub fn cilium(
     let _ = writeln!(y, "  enableDefaultDeny:");
     let _ = writeln!(y, "    egress: true");
     let _ = writeln!(y, "    ingress: false");
+    y
+}
 
-    let mut egress = String::new();
-    let mut deny = String::new();
-    match network.mode {
-        NetworkMode::Unrestricted => {
-            let _ = writeln!(y, "  # network unrestricted");
-            let _ = writeln!(y, "  egress:");
-            let _ = writeln!(y, "    - toEntities:");
-            let _ = writeln!(y, "        - all");
-            return Ok(y);
-        }
-        NetworkMode::Constrained => {}
-        _ => {
-            let _ = writeln!(y, "  # network off: no egress rule, so nothing leaves");
-            let _ = writeln!(y, "  egress: []");
-            return Ok(y);
-        }
-    }
-
-    if !dns_off && !allow_domains.is_empty() {
-        let _ = writeln!(
-            egress,
-            "    # DNS through Cilium's DNS proxy (needed for toFQDNs): only the allowed names resolve"
-        );
-        let _ = writeln!(egress, "    - toEndpoints:");
-        let _ = writeln!(egress, "        - matchLabels:");
-        let _ = writeln!(
-            egress,
-            "            k8s:io.kubernetes.pod.namespace: kube-system"
-        );
-        let _ = writeln!(egress, "            k8s:k8s-app: kube-dns");
-        let _ = writeln!(egress, "      toPorts:");
-        let _ = writeln!(egress, "        - ports:");
-        let _ = writeln!(egress, "            - port: \"53\"");
-        let _ = writeln!(egress, "              protocol: ANY");
-        let _ = writeln!(egress, "          rules:");
-        let _ = writeln!(egress, "            dns:");
-        let mut seen = Vec::new();
-        for (_, p) in &allow_domains {
-            for sel in selectors(p) {
-                if !seen.contains(&sel) {
-                    let _ = writeln!(egress, "              - {sel}");
-                    seen.push(sel);
-                }
+/// The rule to kube-dns through Cilium's DNS proxy, naming exactly the
+/// allowed names (toFQDNs needs it).
+fn dns_rule(egress: &mut String, allow_domains: &[(&NetworkRule, DomainPattern)]) {
+    let _ = writeln!(
+        egress,
+        "    # DNS through Cilium's DNS proxy (needed for toFQDNs): only the allowed names resolve"
+    );
+    let _ = writeln!(egress, "    - toEndpoints:");
+    let _ = writeln!(egress, "        - matchLabels:");
+    let _ = writeln!(
+        egress,
+        "            k8s:io.kubernetes.pod.namespace: kube-system"
+    );
+    let _ = writeln!(egress, "            k8s:k8s-app: kube-dns");
+    let _ = writeln!(egress, "      toPorts:");
+    let _ = writeln!(egress, "        - ports:");
+    let _ = writeln!(egress, "            - port: \"53\"");
+    let _ = writeln!(egress, "              protocol: ANY");
+    let _ = writeln!(egress, "          rules:");
+    let _ = writeln!(egress, "            dns:");
+    let mut seen = Vec::new();
+    for (_, p) in allow_domains {
+        for sel in selectors(p) {
+            if !seen.contains(&sel) {
+                let _ = writeln!(egress, "              - {sel}");
+                seen.push(sel);
             }
         }
     }
-    for r in rules {
-        let comment = at(r.rule);
-        let target: Option<(&str, Vec<String>)> = match (&r.target, r.allow) {
-            (NetworkTarget::Domain(_), false)
-            | (NetworkTarget::Socket(_) | NetworkTarget::AnySocket, _) => None,
-            (NetworkTarget::Domain(text), true) => DomainPattern::parse(text)
-                .ok()
-                .map(|p| ("toFQDNs", selectors(&p))),
-            (NetworkTarget::Ip(ip), _) => Some((
-                "toCIDRSet",
-                vec![format!("cidr: {}", q(&IpNet::from(*ip).to_string()))],
-            )),
-            (NetworkTarget::Cidr(n), _) => Some((
-                "toCIDRSet",
-                vec![format!(
-                    "cidr: {}",
-                    q(&crate::normalize::addr::canonical_net(*n).to_string())
-                )],
-            )),
-        };
-        let Some((key, items)) = target else { continue };
-        let out = if r.allow { &mut egress } else { &mut deny };
-        let _ = writeln!(out, "    # {} ({})", comment.rule, comment.at);
-        let _ = writeln!(out, "    - {key}:");
-        for i in &items {
-            let _ = writeln!(out, "        - {i}");
-        }
-        write_ports(out, &r.ports);
+}
+
+/// A rule's Cilium selector key and items; none for what needs no rule
+/// (`deny domain`, sockets).
+fn selector_of(r: &NetworkRule) -> Option<(&'static str, Vec<String>)> {
+    match (&r.target, r.allow) {
+        (NetworkTarget::Domain(_), false)
+        | (NetworkTarget::Socket(_) | NetworkTarget::AnySocket, _) => None,
+        (NetworkTarget::Domain(text), true) => DomainPattern::parse(text)
+            .ok()
+            .map(|p| ("toFQDNs", selectors(&p))),
+        (NetworkTarget::Ip(ip), _) => Some((
+            "toCIDRSet",
+            vec![format!("cidr: {}", q(&IpNet::from(*ip).to_string()))],
+        )),
+        (NetworkTarget::Cidr(n), _) => Some((
+            "toCIDRSet",
+            vec![format!(
+                "cidr: {}",
+                q(&crate::normalize::addr::canonical_net(*n).to_string())
+            )],
+        )),
     }
-    if !local_allow {
-        let _ = writeln!(
-            deny,
-            "    # local deny: non-public destinations only through an exact `allow ip`"
-        );
-        let _ = writeln!(deny, "    - toCIDRSet:");
-        let v4 = crate::normalize::addr::non_public_v4().map(IpNet::V4);
-        let outside = ["::/3", "4000::/2", "8000::/1"]
-            .into_iter()
-            .filter_map(|s| s.parse::<IpNet>().ok());
-        let v6 = crate::normalize::addr::non_public_v6_in_global().map(IpNet::V6);
-        for net in v4.chain(outside).chain(v6) {
-            let _ = writeln!(deny, "        - cidr: {}", q(&net.to_string()));
-            let inside: Vec<&IpNet> = exceptions.iter().filter(|e| net.contains(*e)).collect();
-            if !inside.is_empty() {
-                let _ = writeln!(deny, "          except:");
-                for e in inside {
-                    let _ = writeln!(deny, "            - {}", q(&e.to_string()));
-                }
+}
+
+/// `local deny`: every non-public range denied, except the exact `allow
+/// ip` addresses inside it.
+fn local_deny(deny: &mut String, exceptions: &[IpNet]) {
+    let _ = writeln!(
+        deny,
+        "    # local deny: non-public destinations only through an exact `allow ip`"
+    );
+    let _ = writeln!(deny, "    - toCIDRSet:");
+    let v4 = crate::normalize::addr::non_public_v4().map(IpNet::V4);
+    let outside = ["::/3", "4000::/2", "8000::/1"]
+        .into_iter()
+        .filter_map(|s| s.parse::<IpNet>().ok());
+    let v6 = crate::normalize::addr::non_public_v6_in_global().map(IpNet::V6);
+    for net in v4.chain(outside).chain(v6) {
+        let _ = writeln!(deny, "        - cidr: {}", q(&net.to_string()));
+        let inside: Vec<&IpNet> = exceptions.iter().filter(|e| net.contains(*e)).collect();
+        if !inside.is_empty() {
+            let _ = writeln!(deny, "          except:");
+            for e in inside {
+                let _ = writeln!(deny, "            - {}", q(&e.to_string()));
             }
         }
     }
-    if egress.is_empty() {
-        let _ = writeln!(y, "  egress: []");
-    } else {
-        let _ = writeln!(y, "  egress:");
-        y.push_str(&egress);
-    }
-    if !deny.is_empty() {
-        let _ = writeln!(y, "  egressDeny:");
-        y.push_str(&deny);
-    }
-    Ok(y)
 }
 
 /// A double-quoted YAML scalar (JSON's escapes are YAML's).
