@@ -155,7 +155,6 @@ pub fn import(text: &str) -> Import {
             };
         }
     };
-    let mut skipped = Vec::new();
     let empty = serde_json::Map::new();
     let section = |doc: &mut Doc<'_>, key: &str| -> (&serde_json::Map<String, Value>, usize) {
         let line = doc.line_of(key, 1);
@@ -170,6 +169,40 @@ pub fn import(text: &str) -> Import {
     };
     let (net, net_line) = section(&mut doc, "network");
     let (fs, fs_line) = section(&mut doc, "filesystem");
+    let skipped = known_keys(&mut doc, &root, (net, net_line), (fs, fs_line));
+    let lists = NetLists::read(&mut doc, net, net_line);
+    let fs_lists = FsLists::read(&mut doc, fs, fs_line);
+
+    let mut out = String::new();
+    out.push_str("# Imported from sandbox-runtime settings by `policyc import srt`.\n");
+    if !skipped.is_empty() {
+        let _ = writeln!(
+            out,
+            "# Skipped (they decide nothing here): {}.",
+            skipped.join(", ")
+        );
+    }
+    out.push_str("policy srt {\n");
+    fs_sandbox(&mut doc, &mut out, &fs_lists);
+    out.push_str(
+        "  approvals never  # sandbox-runtime has no approvals: what it does not allow fails\n",
+    );
+    network_block(&mut doc, &mut out, &lists, net_line);
+    out.push_str("}\n");
+    super::validated(out, doc.notes)
+}
+
+type Section<'a> = (&'a serde_json::Map<String, Value>, usize);
+
+/// Warns of every unknown key (with a did-you-mean) and returns the known
+/// keys that decide nothing here, for the header.
+fn known_keys(
+    doc: &mut Doc<'_>,
+    root: &serde_json::Map<String, Value>,
+    (net, net_line): Section<'_>,
+    (fs, fs_line): Section<'_>,
+) -> Vec<String> {
+    let mut skipped = Vec::new();
     for k in root.keys() {
         let line = doc.line_of(k, 1);
         match k.as_str() {
@@ -208,63 +241,54 @@ pub fn import(text: &str) -> Import {
             other => doc.unknown(&format!("filesystem.{other}"), line, FILESYSTEM),
         }
     }
+    skipped
+}
 
-    let line = |doc: &Doc<'_>, k: &str, from: usize| doc.line_of(k, from);
-    let l = line(&doc, "allowedDomains", net_line);
-    let allowed = doc.strings(net.get("allowedDomains"), "network.allowedDomains", l);
-    let l = line(&doc, "deniedDomains", net_line);
-    let denied = doc.strings(net.get("deniedDomains"), "network.deniedDomains", l);
-    let l = line(&doc, "deniedResolvedAddresses", net_line);
-    let resolved_denied = doc.strings(
-        net.get("deniedResolvedAddresses"),
-        "network.deniedResolvedAddresses",
-        l,
-    );
-    let l = line(&doc, "allowUnixSockets", net_line);
-    let sockets = doc.strings(net.get("allowUnixSockets"), "network.allowUnixSockets", l);
-    let l = line(&doc, "allowAllUnixSockets", net_line);
-    let all_sockets = doc
-        .boolean(
-            net.get("allowAllUnixSockets"),
-            "network.allowAllUnixSockets",
-            l,
-        )
-        .then_some(l);
-    let l = line(&doc, "allowLocalBinding", net_line);
-    let local = doc
-        .boolean(net.get("allowLocalBinding"), "network.allowLocalBinding", l)
-        .then_some(l);
-    let l = line(&doc, "allowWrite", fs_line);
-    let allow_write = doc.strings(fs.get("allowWrite"), "filesystem.allowWrite", l);
-    let l = line(&doc, "denyWrite", fs_line);
-    let deny_write = doc.strings(fs.get("denyWrite"), "filesystem.denyWrite", l);
-    let l = line(&doc, "denyRead", fs_line);
-    let deny_read = doc.strings(fs.get("denyRead"), "filesystem.denyRead", l);
-    let l = line(&doc, "allowRead", fs_line);
-    let allow_read = doc.strings(fs.get("allowRead"), "filesystem.allowRead", l);
+/// The `network` lists and switches gatehouse reads, each entry with its
+/// line.
+struct NetLists {
+    allowed: Vec<(String, usize)>,
+    denied: Vec<(String, usize)>,
+    resolved_denied: Vec<(String, usize)>,
+    sockets: Vec<(String, usize)>,
+    /// `allowAllUnixSockets: true`, at this line.
+    all_sockets: Option<usize>,
+    /// `allowLocalBinding: true`, at this line.
+    local: Option<usize>,
+}
 
-    let mut out = String::new();
-    out.push_str("# Imported from sandbox-runtime settings by `policyc import srt`.\n");
-    if !skipped.is_empty() {
-        let _ = writeln!(
-            out,
-            "# Skipped (they decide nothing here): {}.",
-            skipped.join(", ")
-        );
+impl NetLists {
+    fn read(doc: &mut Doc<'_>, net: &serde_json::Map<String, Value>, net_line: usize) -> Self {
+        let list = |doc: &mut Doc<'_>, key: &str| {
+            let l = doc.line_of(key, net_line);
+            doc.strings(net.get(key), &format!("network.{key}"), l)
+        };
+        let allowed = list(doc, "allowedDomains");
+        let denied = list(doc, "deniedDomains");
+        let resolved_denied = list(doc, "deniedResolvedAddresses");
+        let sockets = list(doc, "allowUnixSockets");
+        let switch = |doc: &mut Doc<'_>, key: &str| {
+            let l = doc.line_of(key, net_line);
+            doc.boolean(net.get(key), &format!("network.{key}"), l)
+                .then_some(l)
+        };
+        let all_sockets = switch(doc, "allowAllUnixSockets");
+        let local = switch(doc, "allowLocalBinding");
+        NetLists {
+            allowed,
+            denied,
+            resolved_denied,
+            sockets,
+            all_sockets,
+            local,
+        }
     }
-    out.push_str("policy srt {\n");
-    let lists = FsLists {
-        allow_write,
-        deny_write,
-        deny_read,
-        allow_read,
-    };
-    fs_sandbox(&mut doc, &mut out, &lists);
-    out.push_str(
-        "  approvals never  # sandbox-runtime has no approvals: what it does not allow fails\n",
-    );
-    let deny_all = denied.iter().find(|(d, _)| d == "*").map(|(_, l)| *l);
-    if let Some((d, l)) = denied.iter().find(|(d, _)| d.starts_with("*:")) {
+}
+
+/// The `network { … }` block: allow-only, local deny, the lists as rules.
+fn network_block(doc: &mut Doc<'_>, out: &mut String, lists: &NetLists, net_line: usize) {
+    let deny_all = lists.denied.iter().find(|(d, _)| d == "*").map(|(_, l)| *l);
+    if let Some((d, l)) = lists.denied.iter().find(|(d, _)| d.starts_with("*:")) {
         doc.note(
             Severity::Error,
             *l,
@@ -283,13 +307,13 @@ pub fn import(text: &str) -> Import {
     // refuses 127.0.0.1 unless a list names it). On macOS it also opens
     // connections to the host's loopback. gatehouse takes the Linux
     // reading, the stricter: nothing opens (tests/srt/compare.sh holds it).
-    if let Some(l) = local {
+    if let Some(l) = lists.local {
         let _ = writeln!(
             out,
             "    # network.allowLocalBinding (line {l}): binding inside the sandbox needs no rule; the host's loopback stays closed, as under sandbox-runtime on Linux (for a local server, `allow ip 127.0.0.1 port N`)"
         );
     }
-    for (d, l) in &denied {
+    for (d, l) in &lists.denied {
         if d == "*" || d.starts_with("*:") {
             continue;
         }
@@ -297,14 +321,14 @@ pub fn import(text: &str) -> Import {
             let _ = writeln!(out, "    {rule}  # network.deniedDomains (line {l})");
         }
     }
-    for (a, l) in &resolved_denied {
+    for (a, l) in &lists.resolved_denied {
         let target = if a.contains('/') { "cidr" } else { "ip" };
         let _ = writeln!(
             out,
             "    deny {target} {a}  # network.deniedResolvedAddresses (line {l})"
         );
     }
-    for (d, l) in &allowed {
+    for (d, l) in &lists.allowed {
         if let Some(at) = deny_all {
             doc.note(
                 Severity::Warning,
@@ -317,7 +341,7 @@ pub fn import(text: &str) -> Import {
             let _ = writeln!(out, "    {rule}  # network.allowedDomains (line {l})");
         }
     }
-    for (s, l) in &sockets {
+    for (s, l) in &lists.sockets {
         // sandbox-runtime expands `~` when it starts; a policy's socket path
         // is absolute and fixed, and the home is not known here. Left out
         // (the socket stays refused: the stricter reading), never an error.
@@ -335,14 +359,13 @@ pub fn import(text: &str) -> Import {
             crate::query::quote_string(s)
         );
     }
-    if let Some(l) = all_sockets {
+    if let Some(l) = lists.all_sockets {
         let _ = writeln!(
             out,
             "    allow socket *  # network.allowAllUnixSockets (line {l})"
         );
     }
-    out.push_str("  }\n}\n");
-    super::validated(out, doc.notes)
+    out.push_str("  }\n");
 }
 
 /// The four `filesystem` lists, each entry with its line.
@@ -351,6 +374,21 @@ struct FsLists {
     deny_write: Vec<(String, usize)>,
     deny_read: Vec<(String, usize)>,
     allow_read: Vec<(String, usize)>,
+}
+
+impl FsLists {
+    fn read(doc: &mut Doc<'_>, fs: &serde_json::Map<String, Value>, fs_line: usize) -> Self {
+        let list = |doc: &mut Doc<'_>, key: &str| {
+            let l = doc.line_of(key, fs_line);
+            doc.strings(fs.get(key), &format!("filesystem.{key}"), l)
+        };
+        FsLists {
+            allow_write: list(doc, "allowWrite"),
+            deny_write: list(doc, "denyWrite"),
+            deny_read: list(doc, "denyRead"),
+            allow_read: list(doc, "allowRead"),
+        }
+    }
 }
 
 /// An entry as a gatehouse path: `./` and a trailing `/` or `/**` dropped
