@@ -252,6 +252,46 @@ pub fn plan(set: &PolicySet, policy: &Policy, ws: &Workspace, allow_weaker: bool
     }
     out.write_roots = view.write_roots.iter().map(PathBuf::from).collect();
     out.protect = view.protect.clone();
+    let (anchors, missing) = places(set, &view, ws, allow_weaker, &mut out);
+    let blocks = blocks(policy, ws, &missing, &mut out.notes);
+    let mut grants = grants_and_mounts(policy, ws, &anchors, &mut out);
+    // Not beneath another block, and after every other mount.
+    for b in &blocks {
+        if !blocks.iter().any(|o| beneath(o, b)) {
+            out.mounts.push(Mount {
+                path: b.into(),
+                kind: MountKind::Block,
+                dir: false,
+            });
+        }
+    }
+    for dev in ["/dev/null", "/dev/tty"] {
+        if Path::new(dev).exists() {
+            grants.push(Grant {
+                path: dev.into(),
+                rights: Rights::WriteFile,
+                dir: false,
+            });
+        }
+    }
+    out.pins = pins(&out.mounts, &grants);
+    out.grants = Some(grants);
+    out
+}
+
+/// The places whose access the plan must set, as they exist now (the
+/// workspace, the write roots, the git directory, protected names in any
+/// case, every repository's code-running parts, every rule's path, and with
+/// `allow_weaker` what each glob matches now), sorted so that parents come
+/// before their children; and the paths that do not exist where the policy
+/// gives less than the tree around them.
+fn places(
+    set: &PolicySet,
+    view: &gatehouse::FileView,
+    ws: &Workspace,
+    allow_weaker: bool,
+    out: &mut Plan,
+) -> (Vec<String>, BTreeSet<String>) {
     let place = |id| {
         set.rule(id)
             .map(|r| format!("`{}` ({}:{})", r.source, r.file, r.line))
@@ -263,8 +303,6 @@ pub fn plan(set: &PolicySet, policy: &Policy, ws: &Workspace, allow_weaker: bool
     if let Some(g) = &ws.gitdir {
         anchors.insert(g.clone());
     }
-    // Paths that do not exist, where the policy gives less than the tree
-    // around them: blocked, so that they cannot be created.
     let mut missing: BTreeSet<String> = BTreeSet::new();
     for root in &view.write_roots {
         // Protected names as they exist, in any case; those that do not
@@ -313,8 +351,20 @@ pub fn plan(set: &PolicySet, policy: &Policy, ws: &Workspace, allow_weaker: bool
         }
     }
     anchors.retain(|a| Path::new(a).symlink_metadata().is_ok());
+    (anchors.into_iter().collect(), missing)
+}
+
+/// Of the paths that do not exist, the first missing component of each
+/// that must not be created during the run (where the policy gives less
+/// than the folder it would be made in).
+fn blocks(
+    policy: &Policy,
+    ws: &Workspace,
+    missing: &BTreeSet<String>,
+    notes: &mut Vec<String>,
+) -> BTreeSet<String> {
     let mut blocks: BTreeSet<String> = BTreeSet::new();
-    for p in &missing {
+    for p in missing {
         let Some(first) = first_missing(p) else {
             continue;
         };
@@ -328,18 +378,29 @@ pub fn plan(set: &PolicySet, policy: &Policy, ws: &Workspace, allow_weaker: bool
         if !there.1 {
             // Nothing can be created there anyway, and a `none` path that
             // does not exist has nothing to read.
-            out.notes.push(format!(
+            notes.push(format!(
                 "`{p}` does not exist: its rule holds if it is made before the command starts"
             ));
             continue;
         }
         if blocks.insert(first.clone()) && first != *p {
-            out.notes.push(format!(
+            notes.push(format!(
                 "`{p}` does not exist: `{first}` cannot be created during the run"
             ));
         }
     }
-    let anchors: Vec<String> = anchors.into_iter().collect();
+    blocks
+}
+
+/// Landlock grants where a place gives more than its nearest anchored
+/// parent, and mounts where it gives less (hidden or read-only) or more
+/// again beneath a weakened one (bound back).
+fn grants_and_mounts(
+    policy: &Policy,
+    ws: &Workspace,
+    anchors: &[String],
+    out: &mut Plan,
+) -> Vec<Grant> {
     let mut grants = Vec::new();
     let is_dir = |p: &str| Path::new(p).symlink_metadata().is_ok_and(|m| m.is_dir());
     let root = access(policy, ws, "/");
@@ -352,7 +413,7 @@ pub fn plan(set: &PolicySet, policy: &Policy, ws: &Workspace, allow_weaker: bool
     }
     // Parents sort before their children.
     let mut weakened: Vec<&str> = Vec::new();
-    for a in &anchors {
+    for a in anchors {
         if a == "/" {
             continue;
         }
@@ -402,28 +463,7 @@ pub fn plan(set: &PolicySet, policy: &Policy, ws: &Workspace, allow_weaker: bool
             }
         }
     }
-    // Not beneath another block, and after every other mount.
-    for b in &blocks {
-        if !blocks.iter().any(|o| beneath(o, b)) {
-            out.mounts.push(Mount {
-                path: b.into(),
-                kind: MountKind::Block,
-                dir: false,
-            });
-        }
-    }
-    for dev in ["/dev/null", "/dev/tty"] {
-        if Path::new(dev).exists() {
-            grants.push(Grant {
-                path: dev.into(),
-                rights: Rights::WriteFile,
-                dir: false,
-            });
-        }
-    }
-    out.pins = pins(&out.mounts, &grants);
-    out.grants = Some(grants);
-    out
+    grants
 }
 
 #[cfg(test)]
