@@ -304,125 +304,55 @@ impl SandboxTable {
             if table.sandboxes.iter().any(|s| s.id == entry.id) {
                 return Err(problem("a second sandbox with this id".into()));
             }
-            if entry.addresses.is_empty() {
-                return Err(problem("no addresses: it could never be told apart".into()));
-            }
-            let mut addresses = Vec::new();
-            for text in &entry.addresses {
-                let ip = text
-                    .parse::<IpAddr>()
-                    .map(canonical)
-                    .map_err(|_| problem(format!("`{text}` is not an IP address")))?;
-                if !usable(ip) {
-                    return Err(problem(format!(
-                        "`{text}` cannot be a sandbox's source address"
-                    )));
-                }
-                // An address the daemon depends on is no sandbox's: every
-                // sandbox's DNS would then go nowhere.
-                if ip == canonical(shared.resolver.server.ip()) {
-                    return Err(problem(format!(
-                        "`{text}` is the daemon's upstream resolver (--upstream-dns): no sandbox may have it"
-                    )));
-                }
-                if let Some(other) = table.by_address.get(&ip) {
-                    return Err(problem(format!(
-                        "`{text}` is already sandbox `{}`'s",
-                        other.id
-                    )));
-                }
-                if !addresses.contains(&ip) {
-                    addresses.push(ip);
-                }
-            }
+            let addresses = table.addresses_of(&entry, shared).map_err(problem)?;
             let policy_path = base.join(&entry.policy);
             let kept = previous.and_then(|p| p.get(&entry.id)).filter(|s| {
                 s.addresses == addresses
                     && s.policies().path == policy_path
                     && s.policies().name == entry.policy_name
             });
-            if let Some(kept) = kept {
-                for ip in &kept.addresses {
-                    table.by_address.insert(*ip, kept.clone());
-                }
-                table.sandboxes.push(kept.clone());
-                continue;
-            }
-            let log = shared.options.log.clone().map(|inner| {
-                Arc::new(Tagged {
-                    id: entry.id.clone(),
-                    inner,
-                }) as Arc<dyn DecisionSink>
-            });
-            let log = match (log, shared.telemetry.is_on()) {
-                (log, false) => log,
-                (None, true) => Some(shared.telemetry.sink_with("gatehouse.sandbox", &entry.id)
-                    as Arc<dyn DecisionSink>),
-                (Some(json), true) => Some(Arc::new(gatehouse::log::Tee(vec![
-                    json,
-                    shared.telemetry.sink_with("gatehouse.sandbox", &entry.id),
-                ])) as Arc<dyn DecisionSink>),
+            let sandbox = match kept {
+                Some(kept) => kept.clone(),
+                None => Sandbox::open(path, policy_path, entry, addresses, shared, previous)?,
             };
-            // A sandbox that changed keeps its counters (its policy moved
-            // into the state directory, its addresses edited): `/metrics`
-            // counts per sandbox id, not per table entry.
-            let tally = previous.and_then(|p| p.get(&entry.id)).map_or_else(
-                || Arc::new(crate::metrics::Tally::default()),
-                |s| s.tally.clone(),
-            );
-            let policies = Policies::open(
-                PolicyOptions {
-                    path: policy_path,
-                    name: entry.policy_name.clone(),
-                    log,
-                    tally: Some(tally.clone()),
-                    telemetry: shared.telemetry.clone(),
-                    sandbox: Some(entry.id.clone()),
-                    ..shared.options.clone()
-                },
-                shared.metrics.clone(),
-            )
-            .map_err(|source| HostError::Policy {
-                path: path.to_path_buf(),
-                id: entry.id.clone(),
-                source,
-            })?;
-            // The serial check holds on every path a policy enters: a
-            // sandbox whose entry changed (and so is opened afresh) may not
-            // go back to a bundle older than the one it had in force.
-            if !shared.options.trusted.is_empty()
-                && let Some(before) = previous.and_then(|p| p.get(&entry.id))
-            {
-                let (now, was) = (policies.newest_serial(), before.policies().newest_serial());
-                if now < was {
-                    return Err(problem(format!(
-                        "its policy is a bundle older (serial {now}) than the one in force (serial {was}): a rollback, refused"
-                    )));
-                }
-            }
-            let ctx = Arc::new(Ctx {
-                policies: Arc::new(policies),
-                resolver: shared.resolver.clone(),
-                upstream_proxy: None,
-                timeouts: shared.timeouts,
-                pool: crate::pool::Pool::new(shared.metrics.clone(), 0),
-                metrics: shared.metrics.clone(),
-                max_connections: shared.max_connections,
-            });
-            let sandbox = Arc::new(Sandbox {
-                key: Arc::from(entry.id.as_str()),
-                id: entry.id,
-                addresses,
-                ctx,
-                answered: super::answered::Answered::default(),
-                tally,
-            });
             for ip in &sandbox.addresses {
                 table.by_address.insert(*ip, sandbox.clone());
             }
             table.sandboxes.push(sandbox);
         }
         Ok(table)
+    }
+
+    /// An entry's addresses, canonical and without repeats; why not, where
+    /// one cannot be a sandbox's source or is already another's.
+    fn addresses_of(&self, entry: &Entry, shared: &Shared) -> Result<Vec<IpAddr>, String> {
+        if entry.addresses.is_empty() {
+            return Err("no addresses: it could never be told apart".into());
+        }
+        let mut addresses = Vec::new();
+        for text in &entry.addresses {
+            let ip = text
+                .parse::<IpAddr>()
+                .map(canonical)
+                .map_err(|_| format!("`{text}` is not an IP address"))?;
+            if !usable(ip) {
+                return Err(format!("`{text}` cannot be a sandbox's source address"));
+            }
+            // An address the daemon depends on is no sandbox's: every
+            // sandbox's DNS would then go nowhere.
+            if ip == canonical(shared.resolver.server.ip()) {
+                return Err(format!(
+                    "`{text}` is the daemon's upstream resolver (--upstream-dns): no sandbox may have it"
+                ));
+            }
+            if let Some(other) = self.by_address.get(&ip) {
+                return Err(format!("`{text}` is already sandbox `{}`'s", other.id));
+            }
+            if !addresses.contains(&ip) {
+                addresses.push(ip);
+            }
+        }
+        Ok(addresses)
     }
 
     /// The host-side interfaces sandbox traffic arrives on.
@@ -455,6 +385,97 @@ impl SandboxTable {
     /// Every sandbox, in the table's order.
     pub fn sandboxes(&self) -> impl Iterator<Item = &Arc<Sandbox>> {
         self.sandboxes.iter()
+    }
+}
+
+impl Sandbox {
+    /// A sandbox opened afresh from its table entry (`table` is the table
+    /// file, for errors): its decision log or telemetry tagged with its id,
+    /// its counters kept from `previous`, its policy opened — and refused if
+    /// it is a signed bundle older than the one `previous` had in force.
+    fn open(
+        table: &Path,
+        policy_path: PathBuf,
+        entry: Entry,
+        addresses: Vec<IpAddr>,
+        shared: &Shared,
+        previous: Option<&SandboxTable>,
+    ) -> Result<Arc<Sandbox>, HostError> {
+        let before = previous.and_then(|p| p.get(&entry.id));
+        let log = shared.options.log.clone().map(|inner| {
+            Arc::new(Tagged {
+                id: entry.id.clone(),
+                inner,
+            }) as Arc<dyn DecisionSink>
+        });
+        let log =
+            match (log, shared.telemetry.is_on()) {
+                (log, false) => log,
+                (None, true) => Some(shared.telemetry.sink_with("gatehouse.sandbox", &entry.id)
+                    as Arc<dyn DecisionSink>),
+                (Some(json), true) => Some(Arc::new(gatehouse::log::Tee(vec![
+                    json,
+                    shared.telemetry.sink_with("gatehouse.sandbox", &entry.id),
+                ])) as Arc<dyn DecisionSink>),
+            };
+        // A sandbox that changed keeps its counters (its policy moved
+        // into the state directory, its addresses edited): `/metrics`
+        // counts per sandbox id, not per table entry.
+        let tally = before.map_or_else(
+            || Arc::new(crate::metrics::Tally::default()),
+            |s| s.tally.clone(),
+        );
+        let policies = Policies::open(
+            PolicyOptions {
+                path: policy_path,
+                name: entry.policy_name.clone(),
+                log,
+                tally: Some(tally.clone()),
+                telemetry: shared.telemetry.clone(),
+                sandbox: Some(entry.id.clone()),
+                ..shared.options.clone()
+            },
+            shared.metrics.clone(),
+        )
+        .map_err(|source| HostError::Policy {
+            path: table.to_path_buf(),
+            id: entry.id.clone(),
+            source,
+        })?;
+        // The serial check holds on every path a policy enters: a
+        // sandbox whose entry changed (and so is opened afresh) may not
+        // go back to a bundle older than the one it had in force.
+        if !shared.options.trusted.is_empty()
+            && let Some(before) = before
+        {
+            let (now, was) = (policies.newest_serial(), before.policies().newest_serial());
+            if now < was {
+                return Err(HostError::Sandbox {
+                    path: table.to_path_buf(),
+                    id: entry.id,
+                    problem: format!(
+                        "its policy is a bundle older (serial {now}) than the one in force (serial {was}): a rollback, refused"
+                    ),
+                });
+            }
+        }
+        let ctx = Arc::new(Ctx {
+            policies: Arc::new(policies),
+            resolver: shared.resolver.clone(),
+            upstream_proxy: None,
+            timeouts: shared.timeouts,
+            pool: crate::pool::Pool::new(shared.metrics.clone(), 0),
+            metrics: shared.metrics.clone(),
+            max_connections: shared.max_connections,
+        });
+        Ok(Arc::new(Sandbox {
+            key: Arc::from(entry.id.as_str()),
+            id: entry.id,
+            addresses,
+            ctx,
+            answered: super::answered::Answered::default(),
+            tally,
+        }))
     }
 }
 
