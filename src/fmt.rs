@@ -321,6 +321,26 @@ impl Printer<'_> {
                     }
                 });
             }
+            Item::Properties(t) => {
+                let header = match &t.description {
+                    Some(d) => format!("properties {}", string(d)),
+                    None => "properties".to_string(),
+                };
+                self.block(&header, t.span, t.stmts.is_empty(), |p| {
+                    for s in &t.stmts {
+                        match s {
+                            PropStmt::Policy(n) => {
+                                p.emit(&format!("policy {}", name(&n.node)), n.span)
+                            }
+                            PropStmt::Claim(c) => {
+                                let q = if c.always { "always" } else { "never" };
+                                let text = format!("{q} {} {}", c.outcome.node, c.pattern_text);
+                                p.emit(&text, c.span);
+                            }
+                        }
+                    }
+                });
+            }
         }
     }
 

@@ -18,7 +18,7 @@
 //! ```
 
 use crate::source::FileId;
-use crate::syntax::ast::{Item, TestStmt};
+use crate::syntax::ast::{Item, PropStmt, TestStmt};
 
 /// What a top-level item is.
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]
@@ -127,6 +127,35 @@ pub fn outline(text: &str) -> Outline {
                     end: t.span.end as usize,
                     name_start: t.description.span.start as usize,
                     name_end: t.description.span.end as usize,
+                    children: Vec::new(),
+                });
+            }
+            Item::Properties(t) => {
+                for s in &t.stmts {
+                    if let PropStmt::Policy(p) = s {
+                        out.references.push(Reference {
+                            name: p.node.clone(),
+                            start: p.span.start as usize,
+                            end: p.span.end as usize,
+                        });
+                    }
+                }
+                let (name, at) = match &t.description {
+                    Some(d) => (d.value.clone(), d.span),
+                    None => ("properties".to_string(), t.span),
+                };
+                out.items.push(Symbol {
+                    kind: ItemKind::Test,
+                    name,
+                    start: t.span.start as usize,
+                    end: t.span.end as usize,
+                    name_start: at.start as usize,
+                    name_end: at.start as usize
+                        + if t.description.is_some() {
+                            (at.end - at.start) as usize
+                        } else {
+                            "properties".len()
+                        },
                     children: Vec::new(),
                 });
             }

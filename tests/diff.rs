@@ -32,13 +32,13 @@ use proptest::test_runner::{Config, TestRng, TestRunner};
 use crate::differential::{Gen, policy};
 use crate::reference;
 
-struct Side {
-    build: gatehouse::Build,
-    file: gatehouse::testing::ast::File,
-    text: String,
+pub(crate) struct Side {
+    pub(crate) build: gatehouse::Build,
+    pub(crate) file: gatehouse::testing::ast::File,
+    pub(crate) text: String,
 }
 
-fn side(text: &str) -> Side {
+pub(crate) fn side(text: &str) -> Side {
     let mut sources = SourceMap::new();
     let id = sources.add("gen.policy", text);
     let build = gatehouse::build(sources);
@@ -51,11 +51,11 @@ fn side(text: &str) -> Side {
     }
 }
 
-fn engine(s: &Side, q: &Query) -> Key {
+pub(crate) fn engine(s: &Side, q: &Query) -> Key {
     Key::of(&s.build.set.as_ref().unwrap().single().unwrap().decide(q))
 }
 
-fn oracle(s: &Side, q: &Query) -> Option<(String, String)> {
+pub(crate) fn oracle(s: &Side, q: &Query) -> Option<(String, String)> {
     let Item::Policy(block) = &s.file.items[0] else {
         panic!("no policy")
     };
@@ -63,7 +63,7 @@ fn oracle(s: &Side, q: &Query) -> Option<(String, String)> {
     Some((r.outcome.to_string(), r.reason.to_string()))
 }
 
-const SOCKETS: &[&str] = &[
+pub(crate) const SOCKETS: &[&str] = &[
     "/var/run/docker.sock",
     "/run/user/1000/bus",
     "/tmp/x.sock",
@@ -84,7 +84,7 @@ fn socket_rule(rng: &mut TestRng) -> Option<String> {
 
 /// Names around every sample name: itself, one and two labels below, and
 /// its parent.
-fn names(rng: &mut TestRng, random: usize) -> Vec<String> {
+pub(crate) fn names(rng: &mut TestRng, random: usize) -> Vec<String> {
     let mut out = BTreeSet::new();
     for n in NAMES {
         out.insert(n.to_string());
@@ -110,7 +110,7 @@ fn names(rng: &mut TestRng, random: usize) -> Vec<String> {
 }
 
 /// Addresses around every sample address and prefix end, and random ones.
-fn addrs(rng: &mut TestRng, random: usize) -> Vec<String> {
+pub(crate) fn addrs(rng: &mut TestRng, random: usize) -> Vec<String> {
     let mut out = BTreeSet::new();
     let v4 = |x: u32, out: &mut BTreeSet<String>| {
         for d in [x.wrapping_sub(1), x, x.wrapping_add(1)] {
@@ -158,12 +158,12 @@ fn addrs(rng: &mut TestRng, random: usize) -> Vec<String> {
     out.into_iter().collect()
 }
 
-const PORTS: &[i64] = &[
+pub(crate) const PORTS: &[i64] = &[
     0, 1, 22, 79, 80, 81, 442, 443, 444, 7999, 8000, 8080, 8500, 8999, 9000, 65535,
 ];
 const VIAS: [Via; 4] = [Via::Http, Via::Https, Via::Socks5, Via::Socks5Udp];
 
-fn env(name: &str, default: usize) -> usize {
+pub(crate) fn env(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
         .and_then(|v| v.parse().ok())

@@ -23,6 +23,7 @@ mod limits;
 mod live_update;
 mod log;
 mod no_alloc;
+mod properties;
 mod rulings;
 mod shell_words;
 mod wasm_debug;

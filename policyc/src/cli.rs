@@ -101,9 +101,17 @@ Examples:
 Exit codes: 0 compared (and nothing --fail-on names), 1 policy errors or
 what --fail-on names was found, 2 usage.")]
     Diff(DiffArgs),
-    /// Prove two policy sets equivalent, or one implied by another, with a
-    /// counterexample when it fails
+    /// Prove the properties a policy set claims, or two sets equivalent, or
+    /// one implied by another, with a counterexample when it fails
     #[command(after_help = "\
+PATH...: every claim of every `properties` block (`never allow connect
+169.254.169.254:*`, `always deny dns *.internal`) is proved for its policy
+(or every policy of the set) over every query of its pattern: `proved` over
+connect, dns, socket, upstream, web_search, tool, prompt, app and mcp;
+`not refuted (sampled N)` over write, read and exec, whose queries are drawn
+from the pattern; a failed claim gives a counterexample query and the rule
+that decided it (docs/language.md#properties).
+
 --equivalent A B: every query is decided alike (outcome, reason,
 escalation) by A and B. --implies A B: every query A allows, B allows.
 Each policy present in both is proved over the query kinds `policyc diff`
@@ -112,11 +120,13 @@ web_search, mcp, app); the output names the kinds not compared, and a failed pro
 gives a counterexample query with both sides' decisions (docs/diff.md).
 
 Examples:
+  policyc prove policies/
   policyc prove --equivalent policies/agent.policy refactored/agent.policy
   policyc prove --implies strict.policy lenient.policy
 
-Exit codes: 0 proved over the kinds compared, 1 a counterexample (or,
-with --fail-on unproved, a kind not compared) or policy errors, 2 usage.")]
+Exit codes: 0 proved (over the kinds compared, or sampled without a
+counterexample), 1 a counterexample (or, with --fail-on unproved, anything
+not proved exactly) or policy errors, 2 usage.")]
     Prove(ProveArgs),
     /// Rewrite policy files in the canonical layout, comments kept
     #[command(after_help = "\
@@ -517,8 +527,11 @@ pub struct DiffArgs {
 
 /// `policyc prove`'s arguments.
 #[derive(Args, Debug)]
-#[command(group(clap::ArgGroup::new("claim").required(true).args(["equivalent", "implies"])))]
+#[command(group(clap::ArgGroup::new("claim").args(["equivalent", "implies", "paths"])))]
 pub struct ProveArgs {
+    /// Policy files or folders whose `properties` blocks to prove
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<String>,
     /// A and B decide every query alike
     #[arg(long, num_args = 2, value_names = ["A", "B"])]
     pub equivalent: Option<Vec<String>>,
@@ -528,7 +541,8 @@ pub struct ProveArgs {
     /// Output format
     #[arg(long, value_enum, default_value_t)]
     pub format: ProveFormat,
-    /// Also exit 1 when a query kind is not compared (`unproved`)
+    /// Also exit 1 when something is not proved exactly: a query kind not
+    /// compared, or a property only sampled (`unproved`)
     #[arg(long, value_enum, value_name = "WHAT")]
     pub fail_on: Option<ProveFailOn>,
 }

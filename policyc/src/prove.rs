@@ -5,7 +5,7 @@
 //! claim gives the counterexample, its witness.
 
 use gatehouse::Build;
-use gatehouse::diff::{Diff, Kind, Region};
+use gatehouse::diff::{Diff, Kind, PropertyCase, Region, Verdict as PropVerdict};
 
 use crate::Exit;
 use crate::cli::{ProveArgs, ProveFailOn, ProveFormat};
@@ -29,7 +29,13 @@ pub fn run(a: &ProveArgs) -> Exit {
     let (claim, paths) = match (&a.equivalent, &a.implies) {
         (Some(p), None) => (Claim::Equivalent, p),
         (None, Some(p)) => (Claim::Implies, p),
-        _ => return Exit::Usage("give one of --equivalent A B and --implies A B".into()),
+        (None, None) if !a.paths.is_empty() => return properties(a),
+        _ => {
+            return Exit::Usage(
+                "give policy paths whose properties to prove, or one of --equivalent A B and --implies A B"
+                    .into(),
+            );
+        }
     };
     let [pa, pb] = paths.as_slice() else {
         return Exit::Usage("give two paths, A and B".into());
@@ -150,4 +156,144 @@ fn json(verdicts: &[Verdict<'_>], claim: Claim, old: &Build, new: &Build) -> Str
         "not_compared": NOT_COMPARED.split(", ").collect::<Vec<_>>(),
     });
     serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+}
+
+/// One claim proved for one policy.
+pub(crate) struct Proof {
+    pub(crate) case: PropertyCase,
+    pub(crate) policy: String,
+    pub(crate) verdict: PropVerdict,
+}
+
+impl Proof {
+    pub(crate) fn refuted(&self) -> bool {
+        matches!(self.verdict, PropVerdict::Refuted { .. })
+    }
+
+    pub(crate) fn sampled(&self) -> bool {
+        matches!(self.verdict, PropVerdict::NotRefuted { .. })
+    }
+
+    /// The verdict in words, and for a counterexample the query and how it
+    /// was decided.
+    pub(crate) fn describe(&self, b: &Build) -> (String, Option<(String, String)>) {
+        match &self.verdict {
+            PropVerdict::Proved { cells } => (
+                format!(
+                    "proved ({} of queries, every query decided)",
+                    crate::output::count(*cells, "class", "classes")
+                ),
+                None,
+            ),
+            PropVerdict::NotRefuted { sampled } => {
+                (format!("not refuted (sampled {sampled})"), None)
+            }
+            PropVerdict::Refuted {
+                counterexample,
+                decision: d,
+            } => (
+                "refuted".into(),
+                Some((counterexample.to_string(), decision(b, &self.policy, d))),
+            ),
+            _ => ("not proved".into(), None),
+        }
+    }
+}
+
+/// Every claim of the build proved for its policy, or for every policy of
+/// the set when its block names none.
+pub(crate) fn prove_all(b: &Build, set: &gatehouse::PolicySet) -> Vec<Proof> {
+    let mut out = Vec::new();
+    for case in b.properties() {
+        let policies: Vec<&gatehouse::Policy> = match &case.policy {
+            Some(name) => set.policy(name).into_iter().collect(),
+            None => set.policies().collect(),
+        };
+        for p in policies {
+            out.push(Proof {
+                verdict: b.prove(&case, p),
+                policy: p.name().to_string(),
+                case: case.clone(),
+            });
+        }
+    }
+    out
+}
+
+/// `policyc prove PATH...`: the properties of the files.
+fn properties(a: &ProveArgs) -> Exit {
+    let sources = match crate::load::sources(&a.paths, &[]) {
+        Ok(s) => s,
+        Err(e) => return e,
+    };
+    let (b, set) = match crate::load::compiled(sources) {
+        Ok(x) => x,
+        Err(e) => return e,
+    };
+    let proofs = prove_all(&b, &set);
+    let refuted = proofs.iter().filter(|p| p.refuted()).count();
+    let sampled = proofs.iter().filter(|p| p.sampled()).count();
+    let proved = proofs.len() - refuted - sampled;
+    match a.format {
+        ProveFormat::Text => {
+            let mut last: Option<(&str, usize, usize)> = None;
+            for p in &proofs {
+                let at = (p.case.file.as_str(), p.case.line, p.case.column);
+                if last != Some(at) {
+                    outln!("{}:{}:{}: {}", at.0, at.1, at.2, p.case.text);
+                    last = Some(at);
+                }
+                let (verdict, counter) = p.describe(&b);
+                outln!("  policy {}: {verdict}", p.policy);
+                if let Some((q, d)) = counter {
+                    outln!("    counterexample: {q}");
+                    outln!("    decided: {d}");
+                }
+            }
+            if proofs.is_empty() {
+                errln!(
+                    "warning: no `properties` block in {}: nothing was proved\n  = help: add `properties {{ never allow connect 169.254.169.254:* }}` next to the policy",
+                    a.paths.join(", ")
+                );
+            }
+            outln!("{proved} proved, {refuted} refuted, {sampled} not refuted (sampled)");
+        }
+        ProveFormat::Json => {
+            let doc = serde_json::json!({
+                "properties": proofs.iter().map(|p| {
+                    let (verdict, counter) = p.describe(&b);
+                    serde_json::json!({
+                        "file": p.case.file,
+                        "line": p.case.line,
+                        "column": p.case.column,
+                        "claim": p.case.text,
+                        "policy": p.policy,
+                        "verdict": match &p.verdict {
+                            PropVerdict::Proved { .. } => "proved",
+                            PropVerdict::Refuted { .. } => "refuted",
+                            _ => "not_refuted",
+                        },
+                        "sampled": match &p.verdict {
+                            PropVerdict::NotRefuted { sampled } => Some(*sampled),
+                            _ => None,
+                        },
+                        "summary": verdict,
+                        "counterexample": counter.map(|(q, d)| serde_json::json!({"query": q, "decided": d})),
+                    })
+                }).collect::<Vec<_>>(),
+                "proved": proved,
+                "refuted": refuted,
+                "not_refuted": sampled,
+            });
+            out!(
+                "{}",
+                serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+            );
+        }
+    }
+    if refuted > 0 || (sampled > 0 && a.fail_on == Some(ProveFailOn::Unproved)) {
+        Exit::Failed
+    } else {
+        Exit::Ok
+    }
 }

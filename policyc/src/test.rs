@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use crate::Exit;
 use crate::cli::{TestArgs, TestFormat};
 use crate::output::count;
+use crate::prove::Proof;
 
 /// One case, run.
 struct Ran {
@@ -46,7 +47,8 @@ pub fn run(a: &TestArgs) -> Exit {
             actual,
         });
     }
-    if ran.is_empty() {
+    let proofs = crate::prove::prove_all(&b, set);
+    if ran.is_empty() && proofs.is_empty() {
         errln!(
             "warning: no `test` block in {}: nothing was tested\n  = help: add `test \"what it shows\" {{ expect allow connect github.com:443 }}` next to the policy",
             a.paths.paths.join(", ")
@@ -55,23 +57,37 @@ pub fn run(a: &TestArgs) -> Exit {
     let coverage = a.coverage.then(|| Coverage::of(set, &decided));
     let failed = ran.iter().filter(|r| r.failure.is_some()).count();
     let passed = ran.len() - failed;
+    let refuted = proofs.iter().filter(|p| p.refuted()).count();
     match a.format {
-        TestFormat::Human => human(&ran, passed, failed, coverage.as_ref()),
+        TestFormat::Human => {
+            properties_failed(&b, &proofs);
+            human(&ran, passed, failed, coverage.as_ref());
+            properties_summary(&proofs);
+        }
         TestFormat::Json => {
-            let v = json!({
+            let mut v = json!({
                 "passed": passed,
                 "failed": failed,
                 "cases": ran.iter().map(case_json).collect::<Vec<_>>(),
                 "coverage": coverage.as_ref().map(Coverage::json),
             });
+            if !proofs.is_empty()
+                && let Some(o) = v.as_object_mut()
+            {
+                o.insert("properties".into(), properties_json(&b, &proofs));
+            }
             outln!(
                 "{}",
                 serde_json::to_string_pretty(&v).unwrap_or_else(|_| "{}".into())
             );
         }
-        TestFormat::Junit => out!("{}", junit(&ran, failed)),
+        TestFormat::Junit => out!("{}", junit(&ran, failed, &b, &proofs)),
     }
-    let mut result = if failed > 0 { Exit::Failed } else { Exit::Ok };
+    let mut result = if failed + refuted > 0 {
+        Exit::Failed
+    } else {
+        Exit::Ok
+    };
     if let (Some(c), Some(min)) = (&coverage, a.fail_under) {
         if c.percent() < min {
             errln!(
@@ -131,6 +147,62 @@ fn human(ran: &[Ran], passed: usize, failed: usize, coverage: Option<&Coverage>)
     }
 }
 
+/// Each refuted claim with its counterexample.
+fn properties_failed(b: &gatehouse::Build, proofs: &[Proof]) {
+    for p in proofs.iter().filter(|p| p.refuted()) {
+        let c = &p.case;
+        outln!(
+            "FAIL {}:{}:{} in properties{}",
+            c.file,
+            c.line,
+            c.column,
+            c.block
+                .as_ref()
+                .map(|d| format!(" \"{d}\""))
+                .unwrap_or_default()
+        );
+        outln!("  claim:   {} (policy {})", c.text, p.policy);
+        if let (_, Some((q, d))) = p.describe(b) {
+            outln!("  counterexample: {q}");
+            outln!("  actual:  {d}\n");
+        }
+    }
+}
+
+fn properties_summary(proofs: &[Proof]) {
+    if proofs.is_empty() {
+        return;
+    }
+    let refuted = proofs.iter().filter(|p| p.refuted()).count();
+    let sampled = proofs.iter().filter(|p| p.sampled()).count();
+    outln!(
+        "properties: {} proved, {refuted} refuted, {sampled} not refuted (sampled)",
+        proofs.len() - refuted - sampled
+    );
+}
+
+fn properties_json(b: &gatehouse::Build, proofs: &[Proof]) -> Value {
+    Value::Array(
+        proofs
+            .iter()
+            .map(|p| {
+                let (verdict, counter) = p.describe(b);
+                json!({
+                    "file": p.case.file,
+                    "line": p.case.line,
+                    "column": p.case.column,
+                    "claim": p.case.text,
+                    "policy": p.policy,
+                    "proved": !p.refuted() && !p.sampled(),
+                    "refuted": p.refuted(),
+                    "summary": verdict,
+                    "counterexample": counter.map(|(q, d)| json!({"query": q, "decided": d})),
+                })
+            })
+            .collect(),
+    )
+}
+
 fn case_json(r: &Ran) -> Value {
     let c = &r.case;
     json!({
@@ -148,7 +220,7 @@ fn case_json(r: &Ran) -> Value {
 
 /// JUnit XML: one `testsuite` per `test` block (in order of first
 /// appearance), one `testcase` per `expect` line.
-fn junit(ran: &[Ran], failed: usize) -> String {
+fn junit(ran: &[Ran], failed: usize, b: &gatehouse::Build, proofs: &[Proof]) -> String {
     let mut suites: Vec<(&str, &str, Vec<&Ran>)> = Vec::new();
     for r in ran {
         match suites
@@ -160,9 +232,11 @@ fn junit(ran: &[Ran], failed: usize) -> String {
         }
     }
     let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let refuted = proofs.iter().filter(|p| p.refuted()).count();
     x.push_str(&format!(
-        "<testsuites name=\"policyc test\" tests=\"{}\" failures=\"{failed}\" errors=\"0\">\n",
-        ran.len()
+        "<testsuites name=\"policyc test\" tests=\"{}\" failures=\"{}\" errors=\"0\">\n",
+        ran.len() + proofs.len(),
+        failed + refuted
     ));
     for (file, test, cases) in suites {
         let fails = cases.iter().filter(|r| r.failure.is_some()).count();
@@ -191,6 +265,42 @@ fn junit(ran: &[Ran], failed: usize) -> String {
                     c.column,
                     xml(&expected(c)),
                     xml(why)
+                )),
+            }
+        }
+        x.push_str("  </testsuite>\n");
+    }
+    if !proofs.is_empty() {
+        x.push_str(&format!(
+            "  <testsuite name=\"properties\" tests=\"{}\" failures=\"{refuted}\" errors=\"0\" skipped=\"0\">\n",
+            proofs.len()
+        ));
+        for p in proofs {
+            let c = &p.case;
+            let open = format!(
+                "    <testcase name=\"{}\" classname=\"{}\" file=\"{}\" line=\"{}\"",
+                xml(&format!(
+                    "{}:{} {} (policy {})",
+                    c.line, c.column, c.text, p.policy
+                )),
+                xml(&format!("{}.properties", c.file)),
+                xml(&c.file),
+                c.line
+            );
+            let (verdict, counter) = p.describe(b);
+            match counter {
+                None => x.push_str(&format!(
+                    "{open}>\n      <system-out>{}</system-out>\n    </testcase>\n",
+                    xml(&verdict)
+                )),
+                Some((q, d)) => x.push_str(&format!(
+                    "{open}>\n      <failure message=\"{}\" type=\"property\">{}:{}:{}\ncounterexample: {}\ndecided: {}</failure>\n    </testcase>\n",
+                    xml(&format!("counterexample: {q}")),
+                    xml(&c.file),
+                    c.line,
+                    c.column,
+                    xml(&q),
+                    xml(&d)
                 )),
             }
         }

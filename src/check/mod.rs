@@ -231,7 +231,7 @@ pub fn check_with(files: &[File], limits: &crate::Limits) -> Vec<Diagnostic> {
                     block(b, true, regex_bytes, &mut diags);
                     requirements::check_block(b, &mut diags);
                 }
-                Item::Test(_) => {}
+                Item::Test(_) | Item::Properties(_) => {}
             }
         }
     }
@@ -250,6 +250,19 @@ pub fn check_with(files: &[File], limits: &crate::Limits) -> Vec<Diagnostic> {
             if let Item::Test(t) = item {
                 let own = file.only_policy();
                 test_block(t, &names, own, &mut diags);
+            }
+            if let Item::Properties(p) = item {
+                for s in &p.stmts {
+                    if let PropStmt::Policy(n) = s
+                        && !names.contains(&n.node.as_str())
+                    {
+                        let help = did_you_mean(&n.node, names.iter().copied());
+                        diags.push(
+                            error(CheckError::UnknownPolicy(n.node.clone()), n.span)
+                                .with_help(help),
+                        );
+                    }
+                }
             }
         }
     }

@@ -18,6 +18,7 @@ mod apps;
 mod cells;
 mod describe;
 mod group;
+mod prove;
 
 use serde::Serialize;
 
@@ -27,6 +28,7 @@ use crate::decision::{Decision, Escalation, Outcome, Reason};
 use crate::query::{Query, Via};
 use cells::Atoms;
 pub use cells::{HostClass, annotation_index, annotations};
+pub use prove::{PropertyCase, SAMPLE_HOME, SAMPLE_WORKSPACE, Verdict, outcome_class};
 
 /// Which way a region's decision moved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]

@@ -87,6 +87,7 @@ pub enum Item {
     Policy(Block),
     Requirements(Block),
     Test(TestBlock),
+    Properties(PropertiesBlock),
 }
 
 impl Item {
@@ -94,6 +95,7 @@ impl Item {
         match self {
             Item::Policy(b) | Item::Requirements(b) => b.span,
             Item::Test(t) => t.span,
+            Item::Properties(p) => p.span,
         }
     }
 }
@@ -462,6 +464,96 @@ pub enum GuardianStmt {
 pub struct LogStmt {
     pub fields: Vec<Spanned<LogField>>,
     pub span: Span,
+}
+
+// --------------------------------------------------------------- properties
+
+/// `properties ["DESCRIPTION"] { ... }`: claims over every query of a
+/// pattern, proved by `policyc prove` and `policyc test`.
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
+pub struct PropertiesBlock {
+    pub description: Option<Str>,
+    pub stmts: Vec<PropStmt>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
+pub enum PropStmt {
+    /// `policy NAME`: the policy the following claims hold for (before
+    /// any: every policy of the set).
+    Policy(Spanned<String>),
+    Claim(Claim),
+}
+
+/// `never|always OUTCOME PATTERN`.
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
+pub struct Claim {
+    /// `always` (every query of the pattern is decided so) rather than
+    /// `never` (no query of it is).
+    pub always: bool,
+    /// `allow`, `ask` or `deny`.
+    pub outcome: Spanned<String>,
+    pub pattern: Pattern,
+    /// The pattern as written, for reports.
+    pub pattern_text: String,
+    pub span: Span,
+}
+
+/// A set of queries (docs/language.md#properties).
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
+pub enum Pattern {
+    /// `connect HOST[:PORTS]`, every transport.
+    Connect {
+        host: HostPattern,
+        /// `None`: every port.
+        ports: Option<Vec<PortRange>>,
+    },
+    /// `dns NAME-PATTERN`.
+    Dns(String),
+    /// `socket "PATH"` or `socket *`.
+    Socket(Option<String>),
+    Upstream,
+    WebSearch,
+    /// `tool PERMISSION` or `tool *`.
+    Tool(Option<String>),
+    /// `prompt CATEGORY` or `prompt *`.
+    Prompt(Option<String>),
+    /// `app NAME` or `app *`.
+    App(Option<String>),
+    /// `mcp SERVER/TOOL`, either part `*`, every annotation.
+    Mcp {
+        server: Option<String>,
+        tool: Option<String>,
+    },
+    /// `write GLOB [in "WORKSPACE"]` (sampled).
+    Write {
+        glob: String,
+        workspace: Option<String>,
+    },
+    /// `read GLOB [in "WORKSPACE"]` (sampled).
+    Read {
+        glob: String,
+        workspace: Option<String>,
+    },
+    /// `exec WORD... [*]`: argv of exactly these words, or with `*`
+    /// beginning with them (sampled).
+    Exec {
+        words: Vec<String>,
+        rest: bool,
+    },
+}
+
+/// The hosts of a `connect` pattern.
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
+pub enum HostPattern {
+    /// `*`: every name and every address.
+    Any,
+    /// A domain pattern as rules write it (`x.com`, `*.x.com`, `**.x.com`).
+    Domain(String),
+    /// One address, canonical.
+    Ip(std::net::IpAddr),
+    /// A prefix.
+    Cidr(ipnet::IpNet),
 }
 
 // -------------------------------------------------------------------- tests

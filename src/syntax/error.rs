@@ -46,6 +46,11 @@ pub enum SyntaxError {
         message: String,
         help: Option<String>,
     },
+    #[error("{message}")]
+    InvalidProperty {
+        message: String,
+        help: Option<String>,
+    },
     #[error("unterminated string")]
     UnterminatedString,
     #[error("this `{{` is never closed")]
@@ -72,6 +77,7 @@ impl SyntaxError {
             SyntaxError::BadEscape { .. } => "bad_escape",
             SyntaxError::UnquotedNonAscii { .. } => "unquoted_non_ascii",
             SyntaxError::InvalidQuery { .. } => "invalid_query",
+            SyntaxError::InvalidProperty { .. } => "invalid_property",
             SyntaxError::UnterminatedString => "unterminated_string",
             SyntaxError::UnclosedBrace { .. } => "unclosed_brace",
             SyntaxError::Internal => "internal",
@@ -95,7 +101,9 @@ impl SyntaxError {
                 Some("strings take `\\\"`, `\\\\`, `\\n`, `\\t` and `\\u{HEX}`; use r\"...\" for no escapes".into())
             }
             SyntaxError::UnquotedNonAscii { text, .. } => Some(format!("write it as \"{text}\"")),
-            SyntaxError::InvalidQuery { help, .. } => help.clone(),
+            SyntaxError::InvalidQuery { help, .. } | SyntaxError::InvalidProperty { help, .. } => {
+                help.clone()
+            }
             SyntaxError::UnterminatedString => Some(
                 "close it with `\"` on the same line: a string cannot span lines (write `\\n` for a line break)".into(),
             ),

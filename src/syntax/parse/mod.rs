@@ -13,6 +13,7 @@
 //! helpers (ports, escapes).
 
 mod lex;
+mod property;
 mod query;
 mod recover;
 mod sections;
@@ -215,6 +216,7 @@ impl Builder {
             Rule::policy_block => self.block(p).map(Item::Policy),
             Rule::requirements_block => self.block(p).map(Item::Requirements),
             Rule::test_block => self.test_block(p).map(Item::Test),
+            Rule::properties_block => self.properties_block(p).map(Item::Properties),
             _ => {
                 self.internal(&p);
                 None

@@ -13,7 +13,7 @@ pub(super) struct Ctx {
 
 pub(super) const FILE_CTX: Ctx = Ctx {
     what: "a file",
-    keywords: &["policy", "requirements", "test"],
+    keywords: &["policy", "requirements", "test", "properties"],
     rule: Rule::item,
 };
 pub(super) const BLOCK_CTX: Ctx = Ctx {
@@ -83,6 +83,12 @@ pub(super) const TEST_CTX: Ctx = Ctx {
     rule: Rule::test_stmt,
 };
 
+pub(super) const PROPERTIES_CTX: Ctx = Ctx {
+    what: "a `properties` block",
+    keywords: &["policy", "never", "always"],
+    rule: Rule::prop_stmt,
+};
+
 /// The statement keywords of a block, by the keyword that opens it
 /// (`"file"` for the top level; `"approvals"` is its `granular` block).
 pub(crate) fn block_keywords(block: &str) -> &'static [&'static str] {
@@ -100,6 +106,7 @@ pub(crate) fn block_keywords(block: &str) -> &'static [&'static str] {
         "guardian" => GUARDIAN_CTX.keywords,
         "log" => LOG_CTX.keywords,
         "test" => TEST_CTX.keywords,
+        "properties" => PROPERTIES_CTX.keywords,
         _ => &[],
     }
 }
