@@ -140,22 +140,22 @@ pub fn outline(text: &str) -> Outline {
                         });
                     }
                 }
-                let (name, at) = match &t.description {
-                    Some(d) => (d.value.clone(), d.span),
-                    None => ("properties".to_string(), t.span),
+                // Named by its description, else by its keyword.
+                let (name, name_start, name_end) = match &t.description {
+                    Some(d) => (d.value.clone(), d.span.start, d.span.end),
+                    None => (
+                        "properties".to_string(),
+                        t.span.start,
+                        t.span.start + "properties".len() as u32,
+                    ),
                 };
                 out.items.push(Symbol {
                     kind: ItemKind::Test,
                     name,
                     start: t.span.start as usize,
                     end: t.span.end as usize,
-                    name_start: at.start as usize,
-                    name_end: at.start as usize
-                        + if t.description.is_some() {
-                            (at.end - at.start) as usize
-                        } else {
-                            "properties".len()
-                        },
+                    name_start: name_start as usize,
+                    name_end: name_end as usize,
                     children: Vec::new(),
                 });
             }

@@ -374,22 +374,15 @@ fn a_readable_region_with_its_witness() {
 /// combination; `prompt`; `web_search`) on pairs of generated agent
 /// policies (sandbox, approvals, reviewer, mcp, commands, guardian), the
 /// same way: a query lies in a region exactly when its decision differs.
-#[test]
-fn agent_regions_are_exactly_the_queries_whose_decision_changed() {
-    let pairs = env("GATEHOUSE_DIFF_PAIRS", 12) as u32 * 4;
-    let mut runner = TestRunner::new(Config {
-        cases: pairs,
-        ..Config::default()
-    });
-    let agents = crate::agent_differential::policy();
-    let servers = ["github", "slack", "other", "GitHub"];
-    let tools = ["delete_repo", "post", "list", "other"];
+/// Every MCP call to these servers' sample tools under every combination
+/// of annotations, every prompt category, and a web search.
+pub(crate) fn agent_queries(servers: &[&str]) -> Vec<Query> {
     let mut queries = Vec::new();
     for s in servers {
-        for t in tools {
+        for t in ["delete_repo", "post", "list", "other"] {
             for a in 0..27 {
                 queries.push(Query::Mcp {
-                    server: s.into(),
+                    server: (*s).into(),
                     tool: t.into(),
                     annotations: gatehouse::diff::annotations(a),
                 });
@@ -400,6 +393,18 @@ fn agent_regions_are_exactly_the_queries_whose_decision_changed() {
         queries.push(Query::Prompt { category: *c });
     }
     queries.push(Query::WebSearch);
+    queries
+}
+
+#[test]
+fn agent_regions_are_exactly_the_queries_whose_decision_changed() {
+    let pairs = env("GATEHOUSE_DIFF_PAIRS", 12) as u32 * 4;
+    let mut runner = TestRunner::new(Config {
+        cases: pairs,
+        ..Config::default()
+    });
+    let agents = crate::agent_differential::policy();
+    let queries = agent_queries(&["github", "slack", "other", "GitHub"]);
     let mut regions = 0;
     for _ in 0..pairs {
         let a = agents.new_tree(&mut runner).unwrap().current();

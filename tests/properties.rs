@@ -311,3 +311,52 @@ fn sampled_kinds_are_never_proved() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn mcp_and_prompt_claims_on_agent_policies() {
+    let policies = crate::diff::env("GATEHOUSE_PROPERTY_POLICIES", 16) as u32 * 3;
+    let mut runner = TestRunner::new(Config {
+        cases: policies,
+        ..Config::default()
+    });
+    let mut rng = TestRng::deterministic_rng(RngAlgorithm::ChaCha);
+    let agents = crate::agent_differential::policy();
+    let queries =
+        crate::diff::agent_queries(&["github", "slack", "other", "GitHub", "gh-witness-0"]);
+    let patterns = [
+        "mcp github/delete_repo",
+        "mcp github",
+        "mcp */delete_repo",
+        "mcp *",
+        "mcp slack/post",
+        "mcp other/*",
+        "prompt *",
+        "prompt rules",
+        "web_search",
+    ];
+    let (mut proved, mut total) = (0, 0);
+    for _ in 0..policies {
+        let g = agents.new_tree(&mut runner).unwrap().current();
+        let lines: Vec<String> = (0..12)
+            .map(|_| {
+                let q = if rng.random_bool(0.6) {
+                    "never"
+                } else {
+                    "always"
+                };
+                let o = ["allow", "deny", "ask"][rng.random_range(0..3usize)];
+                let p = patterns[rng.random_range(0..patterns.len())];
+                format!("{q} {o} {p}")
+            })
+            .collect();
+        let text = format!("{}properties {{\n  {}\n}}\n", g.text(), lines.join("\n  "));
+        let s = side(&text);
+        for case in &s.build.properties() {
+            let (_, p) = check(&s, case, &queries);
+            proved += usize::from(p);
+            total += 1;
+        }
+    }
+    eprintln!("properties (agent kinds): {total} claims, {proved} proved");
+    assert!(proved > 0 && proved < total, "{proved} of {total}");
+}

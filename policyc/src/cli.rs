@@ -101,8 +101,7 @@ Examples:
 Exit codes: 0 compared (and nothing --fail-on names), 1 policy errors or
 what --fail-on names was found, 2 usage.")]
     Diff(DiffArgs),
-    /// Prove the properties a policy set claims, or two sets equivalent, or
-    /// one implied by another, with a counterexample when it fails
+    /// Prove properties of a policy set, or that two sets agree, with counterexamples
     #[command(after_help = "\
 PATH...: every claim of every `properties` block (`never allow connect
 169.254.169.254:*`, `always deny dns *.internal`) is proved for its policy

@@ -40,6 +40,61 @@ fn the_docs_example_is_what_it_prints() {
     );
 }
 
+/// The properties example of docs/diff.md, as it prints: proved against
+/// the old policy, refuted (with the rule) against the new one.
+#[test]
+fn the_docs_properties_example_is_what_it_prints() {
+    let doc = std::fs::read_to_string(root().join("docs/diff.md")).unwrap();
+    let props = "examples/diff/properties.policy";
+    for (side, code) in [(OLD, 0), (NEW, 1)] {
+        let o = in_root(&["prove", side, props]);
+        assert_eq!(o.status.code(), Some(code), "{}", stderr(&o));
+        let marker = format!("$ policyc prove {side} {props}\n");
+        let at = doc.find(&marker).expect("docs/diff.md shows prove PATH") + marker.len();
+        let shown = &doc[at..at + doc[at..].find("```\n").unwrap()];
+        assert_eq!(
+            stdout(&o),
+            shown,
+            "docs/diff.md's properties example is out of date"
+        );
+    }
+    // The sampled claim fails the run under --fail-on unproved.
+    let o = in_root(&["prove", "--fail-on", "unproved", OLD, props]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    // JSON: one record per claim and policy.
+    let o = in_root(&["prove", "--format", "json", NEW, props]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let verdicts: Vec<&str> = v["properties"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        verdicts,
+        ["refuted", "proved", "proved", "proved", "not_refuted"]
+    );
+    assert_eq!(
+        v["properties"][0]["counterexample"]["query"],
+        "connect 169.254.169.254:443 via http"
+    );
+    // `policyc test` runs them too: the refuted claim fails it.
+    let o = in_root(&["test", NEW, props]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("counterexample: connect 169.254.169.254:443 via http"),
+        "{}",
+        stdout(&o)
+    );
+    let o = in_root(&["test", OLD, props]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(
+        stdout(&o).ends_with("properties: 4 proved, 0 refuted, 1 not refuted (sampled)\n"),
+        "{}",
+        stdout(&o)
+    );
+}
+
 #[test]
 fn json_markdown_and_exit_codes() {
     let o = in_root(&["diff", "--format", "json", OLD, NEW]);
@@ -193,7 +248,22 @@ fn prove_equivalence_and_implication_with_a_counterexample() {
             .code(),
         Some(1)
     );
-    assert_eq!(policyc(&["prove", OLD]).status.code(), Some(2));
+    assert_eq!(policyc(&["prove"]).status.code(), Some(2));
+    // Paths alone prove their properties; a set with none says so.
+    let o = in_root(&["prove", OLD]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(
+        stderr(&o).contains("no `properties` block"),
+        "{}",
+        stderr(&o)
+    );
+    // Paths and a claim between two sets do not mix.
+    assert_eq!(
+        policyc(&["prove", OLD, "--equivalent", OLD, NEW])
+            .status
+            .code(),
+        Some(2)
+    );
 }
 
 /// Every shipped policy against itself: nothing changes, for every policy

@@ -39,8 +39,9 @@ pub struct PropertyCase {
     pub always: bool,
     /// `allow`, `ask` or `deny`.
     pub outcome: String,
-    /// The set of queries.
-    pub pattern: Pattern,
+    /// The set of queries ([`PropertyCase::covers`] asks whether a query
+    /// lies in it).
+    pub(crate) pattern: Pattern,
     /// The claim as written (`never allow connect 169.254.169.254:*`).
     pub text: String,
 }
