@@ -405,7 +405,7 @@ fn agent_regions_are_exactly_the_queries_whose_decision_changed() {
     });
     let agents = crate::agent_differential::policy();
     let queries = agent_queries(&["github", "slack", "other", "GitHub"]);
-    let mut regions = 0;
+    let (mut regions, mut sampled) = (0, 0);
     for _ in 0..pairs {
         let a = agents.new_tree(&mut runner).unwrap().current();
         let b = agents.new_tree(&mut runner).unwrap().current();
@@ -414,6 +414,15 @@ fn agent_regions_are_exactly_the_queries_whose_decision_changed() {
         let ctx = || format!("old:\n{}\nnew:\n{}", old.text, new.text);
         for r in &diff.policies[0].regions {
             regions += 1;
+            sampled += usize::from(r.sampled);
+            // Sampled exactly for the kinds not decided for every query.
+            assert_eq!(r.sampled, !r.kind.is_exact(), "{}", r.description);
+            // A changed outcome is a change for the reference too.
+            if let (Some(x), Some(y)) = (oracle(&old, &r.witness), oracle(&new, &r.witness))
+                && r.change != Change::Reason
+            {
+                assert_ne!(x.0, y.0, "witness {}\n{}", r.witness, ctx());
+            }
             assert_ne!(
                 engine(&old, &r.witness),
                 engine(&new, &r.witness),
@@ -442,5 +451,5 @@ fn agent_regions_are_exactly_the_queries_whose_decision_changed() {
             }
         }
     }
-    eprintln!("diff (agent kinds): {pairs} pairs, {regions} regions");
+    eprintln!("diff (agent kinds): {pairs} pairs, {regions} regions, {sampled} sampled");
 }

@@ -11,7 +11,9 @@ use crate::cli::{DiffArgs, DiffFormat, FailOn};
 
 /// The query kinds the diff does not compare yet: said in every output,
 /// never left out silently.
-pub(crate) const NOT_COMPARED: &str = "resolved, listen, write, read, exec, review";
+pub(crate) const NOT_COMPARED: &str = "resolved, listen, review";
+/// The kinds compared on drawn queries only.
+pub(crate) const SAMPLED: &str = "write, read, exec";
 
 pub fn run(a: &DiffArgs) -> Exit {
     let (old, new) = match sides(a) {
@@ -207,7 +209,7 @@ fn text(diff: &Diff, old: &Build, new: &Build) -> String {
         }
     }
     s.push_str(&format!(
-        "{}\nnot compared by this version: {NOT_COMPARED}\n",
+        "{}\nsampled (drawn queries, not every one): {SAMPLED}; not compared by this version: {NOT_COMPARED}\n",
         summary(diff)
     ));
     s
@@ -247,7 +249,8 @@ fn json(diff: &Diff, old: &Build, new: &Build) -> String {
         })).collect::<Vec<_>>(),
         "opens": diff.opens(),
         "summary": {"opened": o, "closed": c, "reason": r, "added": added, "removed": removed},
-        "compared": gatehouse::diff::Kind::ALL.iter().map(|k| k.as_str()).collect::<Vec<_>>(),
+        "compared": gatehouse::diff::Kind::EXACT.iter().map(|k| k.as_str()).collect::<Vec<_>>(),
+        "sampled": gatehouse::diff::Kind::SAMPLED.iter().map(|k| k.as_str()).collect::<Vec<_>>(),
         "not_compared": NOT_COMPARED.split(", ").collect::<Vec<_>>(),
     });
     serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
@@ -289,7 +292,7 @@ fn markdown(diff: &Diff, old: &Build, new: &Build) -> String {
         }
     }
     s.push_str(&format!(
-        "\n{}. Exact for connect, dns, socket, upstream, tool, prompt, web_search, mcp and app; not compared by this version: {NOT_COMPARED}.\n",
+        "\n{}. Exact for connect, dns, socket, upstream, tool, prompt, web_search, mcp and app; sampled (drawn queries, not every one) for {SAMPLED}; not compared by this version: {NOT_COMPARED}.\n",
         summary(diff)
     ));
     s

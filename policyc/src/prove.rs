@@ -9,7 +9,7 @@ use gatehouse::diff::{Diff, Kind, PropertyCase, Region, Verdict as PropVerdict};
 
 use crate::Exit;
 use crate::cli::{ProveArgs, ProveFailOn, ProveFormat};
-use crate::diff::{NOT_COMPARED, decision};
+use crate::diff::{NOT_COMPARED, SAMPLED, decision};
 
 /// What was claimed.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -107,7 +107,7 @@ fn verdicts(diff: &Diff, claim: Claim) -> Vec<Verdict<'_>> {
 }
 
 fn kinds() -> String {
-    Kind::ALL
+    Kind::EXACT
         .iter()
         .map(|k| k.as_str())
         .collect::<Vec<_>>()
@@ -134,7 +134,9 @@ fn text(verdicts: &[Verdict<'_>], claim: Claim, old: &Build, new: &Build) -> Str
             )),
         }
     }
-    s.push_str(&format!("not compared by this version: {NOT_COMPARED}\n"));
+    s.push_str(&format!(
+        "sampled (drawn queries, not every one): {SAMPLED}; not compared by this version: {NOT_COMPARED}\n"
+    ));
     s
 }
 
@@ -152,7 +154,8 @@ fn json(verdicts: &[Verdict<'_>], claim: Claim, old: &Build, new: &Build) -> Str
                 "region": r.description,
             })),
         })).collect::<Vec<_>>(),
-        "compared": Kind::ALL.iter().map(|k| k.as_str()).collect::<Vec<_>>(),
+        "compared": Kind::EXACT.iter().map(|k| k.as_str()).collect::<Vec<_>>(),
+        "sampled": Kind::SAMPLED.iter().map(|k| k.as_str()).collect::<Vec<_>>(),
         "not_compared": NOT_COMPARED.split(", ").collect::<Vec<_>>(),
     });
     serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"

@@ -40,6 +40,59 @@ fn the_docs_example_is_what_it_prints() {
     );
 }
 
+/// Files and commands are compared on drawn queries: each region is
+/// marked sampled, and its witness is decided as it says on each side
+/// (asked through `policyc eval`).
+#[test]
+fn sampled_regions_for_files_and_commands() {
+    let dir = std::env::temp_dir().join(format!("gatehouse-diff-sampled-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let old = dir.join("old.policy");
+    let new = dir.join("new.policy");
+    std::fs::write(
+        &old,
+        "policy p {\n  sandbox workspace-write {\n    none \"~/.ssh\"\n  }\n  commands {\n    prompt git push\n  }\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        &new,
+        "policy p {\n  sandbox workspace-write {\n    writable \"~/.cache\"\n    none \"**/*.env\"\n  }\n  commands {\n    allow git push\n    forbid rm -rf\n  }\n}\n",
+    )
+    .unwrap();
+    let (o, n) = (old.to_str().unwrap(), new.to_str().unwrap());
+    let out = policyc(&["diff", "--format", "json", o, n]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let regions = v["policies"][0]["regions"].as_array().unwrap();
+    let kinds: std::collections::BTreeSet<&str> = regions
+        .iter()
+        .map(|r| r["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["exec", "read", "write"].into_iter().collect(),
+        "{regions:?}"
+    );
+    for r in regions {
+        assert_eq!(r["sampled"], true, "{r}");
+        let q = r["witness"].as_str().unwrap();
+        let decide = |path: &str| {
+            let e = policyc(&["eval", path, "--query", q]);
+            let d: serde_json::Value = serde_json::from_slice(&e.stdout).unwrap();
+            (d["decision"].clone(), d["reason"].clone())
+        };
+        let (before, after) = (decide(o), decide(n));
+        assert_ne!(before, after, "{q}");
+        assert_eq!(before.0, r["old"]["decision"], "{q}");
+        assert_eq!(after.0, r["new"]["decision"], "{q}");
+    }
+    // The opening of `git push` is found and said to be sampled.
+    let text = stdout(&policyc(&["diff", o, n]));
+    assert!(text.contains("opens  exec git push and "), "{text}");
+    assert!(text.contains("sampled (drawn queries, not every one): write, read, exec"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The properties example of docs/diff.md, as it prints: proved against
 /// the old policy, refuted (with the rule) against the new one.
 #[test]
@@ -113,8 +166,9 @@ fn json_markdown_and_exit_codes() {
             .as_array()
             .unwrap()
             .iter()
-            .any(|k| k == "exec")
+            .any(|k| k == "review")
     );
+    assert_eq!(v["sampled"], serde_json::json!(["write", "read", "exec"]));
     // Markdown for a pull request; --fail-on opened fails it.
     let o = in_root(&[
         "diff",

@@ -91,7 +91,14 @@ pub(super) fn describe(atoms: &Atoms, d: &Draft) -> String {
     match d.kind {
         Kind::Dns => format!("dns {host}{except}"),
         Kind::Upstream | Kind::WebSearch => host,
-        Kind::Socket | Kind::Tool | Kind::Prompt | Kind::Mcp | Kind::App => {
+        Kind::Socket
+        | Kind::Tool
+        | Kind::Prompt
+        | Kind::Mcp
+        | Kind::App
+        | Kind::Write
+        | Kind::Read
+        | Kind::Exec => {
             format!("{} {host}", d.kind.as_str())
         }
         Kind::Connect => {

@@ -19,6 +19,7 @@ mod cells;
 mod describe;
 mod group;
 mod prove;
+mod sampled;
 
 use serde::Serialize;
 
@@ -110,11 +111,34 @@ pub enum Kind {
     Mcp,
     /// `app PROGRAM`.
     App,
+    /// `write PATH` (sampled).
+    Write,
+    /// `read PATH` (sampled).
+    Read,
+    /// `exec ARGV` (sampled).
+    Exec,
 }
 
 impl Kind {
-    /// Every kind a diff compares.
-    pub const ALL: [Kind; 9] = [
+    /// Every kind a diff compares: [`Kind::EXACT`], then [`Kind::SAMPLED`].
+    pub const ALL: [Kind; 12] = [
+        Kind::Connect,
+        Kind::Dns,
+        Kind::Socket,
+        Kind::Upstream,
+        Kind::Tool,
+        Kind::Prompt,
+        Kind::WebSearch,
+        Kind::Mcp,
+        Kind::App,
+        Kind::Write,
+        Kind::Read,
+        Kind::Exec,
+    ];
+
+    /// The kinds compared for every query: a query whose decision changed
+    /// lies in a region.
+    pub const EXACT: [Kind; 9] = [
         Kind::Connect,
         Kind::Dns,
         Kind::Socket,
@@ -138,7 +162,20 @@ impl Kind {
             Kind::WebSearch => "web_search",
             Kind::Mcp => "mcp",
             Kind::App => "app",
+            Kind::Write => "write",
+            Kind::Read => "read",
+            Kind::Exec => "exec",
         }
+    }
+
+    /// The kinds compared on queries drawn from both sides' rules and the
+    /// shared vocabulary: every region found is real (its witness changes)
+    /// and marked `sampled`, but a change no drawn query meets is missed.
+    pub const SAMPLED: [Kind; 3] = [Kind::Write, Kind::Read, Kind::Exec];
+
+    /// Whether the kind is compared for every query.
+    pub fn is_exact(self) -> bool {
+        !Kind::SAMPLED.contains(&self)
     }
 }
 
@@ -325,6 +362,7 @@ pub fn diff(old: &Build, new: &Build) -> Result<Diff, DiffError> {
                 let (denied, mut app_regions) = apps::regions(&atoms.apps, a, b);
                 let mut r = regions(&atoms, &hosts, a, b);
                 r.append(&mut app_regions);
+                r.append(&mut sampled::regions(&[&old.files, &new.files], a, b));
                 (r, denied)
             }
             _ => (Vec::new(), apps::Denied::default()),

@@ -507,7 +507,7 @@ fn samples(p: &Pattern) -> Vec<Query> {
 
 /// Paths a glob matches: each `**` as nothing, one and two folders, each
 /// `*` as a few names, `?` as one letter, `[...]` as its first member.
-fn instances(glob: &str) -> Vec<String> {
+pub(crate) fn instances(glob: &str) -> Vec<String> {
     let mut out = vec![String::new()];
     let mut chars = glob.chars().peekable();
     while let Some(c) = chars.next() {

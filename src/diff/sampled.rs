@@ -1,0 +1,342 @@
+//! The kinds the diff samples (`write`, `read`, `exec`): their domains —
+//! paths under globs, command lines under prefix rules and the shell
+//! reader — are not cut into cells yet, so each side is asked about
+//! queries drawn from both sides' rules and the shared vocabulary. Every
+//! region found is real (its witness is decided differently) and marked
+//! `sampled`; a change no drawn query meets is missed, which every output
+//! says.
+
+use std::collections::BTreeSet;
+
+use crate::compile::Policy;
+use crate::eval::Workspace;
+use crate::normalize::glob::Segment;
+use crate::query::Query;
+use crate::syntax::ast::{File, Item, SectionKind};
+
+use super::prove::{SAMPLE_HOME, SAMPLE_WORKSPACE, instances};
+use super::{Cell, Change, Key, Kind, Region, change};
+use crate::decision::{Decision, RuleId};
+
+/// Paths any policy may treat specially, relative to the workspace (`WS`)
+/// or the home (`~`), or absolute.
+const PATHS: &[&str] = &[
+    "/",
+    "/etc/passwd",
+    "/etc/shadow",
+    "/tmp",
+    "/tmp/x",
+    "/var/cache/build/x",
+    "~",
+    "~/.ssh/id_rsa",
+    "~/.bashrc",
+    "~/.cache/x",
+    "WS",
+    "WS/src/main.rs",
+    "WS/.env",
+    "WS/sub/.env",
+    "WS/.gitignore",
+    "WS/.git",
+    "WS/.git/hooks/pre-commit",
+    "WS/.git/config",
+    "WS/.git/objects/ab/cd",
+    "WS/.GIT/hooks/pre-commit",
+    "WS/sub/.git/hooks/pre-commit",
+    "WS/sub/.git/config",
+    "WS/sub/.git/objects/x",
+    "WS/.agents/x",
+    "WS/.zerocode/x",
+    "WS/.claude/settings.json",
+    "WS/.codex/config.toml",
+    "WS/target/release/x",
+    "WS/secrets/k",
+    "WS/secrets/public/a",
+];
+
+/// Argument tails tried after each command rule's words.
+const EXEC_TAILS: &[&[&str]] = &[
+    &[],
+    &["x"],
+    &["-rf", "/"],
+    &["--force"],
+    &["origin", "main"],
+];
+
+/// Regions of the sampled kinds between two policies: the drawn queries
+/// whose decision changed, those of one kind changed alike (the same
+/// outcomes, reasons and deciding rules on both sides) as one region, its
+/// witness the shortest of them.
+pub(crate) fn regions(sides: &[&[File]], a: &Policy, b: &Policy) -> Vec<Region> {
+    let mut queries: Vec<(Kind, Query)> = Vec::new();
+    for path in paths(a, b) {
+        let (workspace, home) = (
+            Some(SAMPLE_WORKSPACE.to_string()),
+            Some(SAMPLE_HOME.to_string()),
+        );
+        queries.push((
+            Kind::Write,
+            Query::Write {
+                path: path.clone(),
+                workspace: workspace.clone(),
+                home: home.clone(),
+            },
+        ));
+        queries.push((
+            Kind::Read,
+            Query::Read {
+                path,
+                workspace,
+                home,
+            },
+        ));
+    }
+    for argv in argvs(sides) {
+        for escalate in [false, true] {
+            queries.push((
+                Kind::Exec,
+                Query::Exec {
+                    argv: argv.clone(),
+                    escalate,
+                },
+            ));
+        }
+    }
+    // (kind, change, old key and rule, new key and rule) -> the queries.
+    type Group = (Kind, Change, Key, Option<RuleId>, Key, Option<RuleId>);
+    // Each query with its two decisions.
+    type Found = Vec<(Query, Decision, Decision)>;
+    let mut groups: Vec<(Group, Found)> = Vec::new();
+    for (kind, q) in queries {
+        let (x, y) = (a.decide(&q), b.decide(&q));
+        let (kx, ky) = (Key::of(&x), Key::of(&y));
+        let Some(ch) = change(&kx, &ky) else { continue };
+        let g = (kind, ch, kx, x.rule, ky, y.rule);
+        match groups.iter_mut().find(|(k, _)| *k == g) {
+            Some((_, v)) => v.push((q, x, y)),
+            None => groups.push((g, vec![(q, x, y)])),
+        }
+    }
+    let mut out: Vec<Region> = groups
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, ((kind, ch, ..), mut found))| {
+            found.sort_by_key(|(q, ..)| (describe(q).len(), describe(q)));
+            let more = found.len().saturating_sub(1);
+            let (witness, old, new) = found.into_iter().next()?;
+            let what = if kind == Kind::Exec {
+                "command lines"
+            } else {
+                "paths"
+            };
+            let description = match more {
+                0 => format!("{} (sampled)", describe(&witness)),
+                n => format!(
+                    "{} and {n} more sampled {what} decided alike",
+                    describe(&witness)
+                ),
+            };
+            Some(Region {
+                kind,
+                change: ch,
+                description,
+                witness,
+                old,
+                new,
+                sampled: true,
+                cells: vec![Cell {
+                    kind,
+                    host: None,
+                    port: None,
+                    via: None,
+                    item: Some(i),
+                }],
+            })
+        })
+        .collect();
+    out.sort_by(|x, y| (x.change, x.kind, &x.description).cmp(&(y.change, y.kind, &y.description)));
+    out
+}
+
+/// The region's words: the query without the sample workspace and home
+/// it was asked in.
+fn describe(q: &Query) -> String {
+    match q {
+        Query::Write { path, .. } | Query::Read { path, .. } => {
+            let kind = if matches!(q, Query::Write { .. }) {
+                "write"
+            } else {
+                "read"
+            };
+            format!("{kind} {}", crate::query::quote_string(path))
+        }
+        Query::Exec { argv, escalate } => {
+            let words: Vec<String> = argv.iter().map(|w| crate::query::quote_word(w)).collect();
+            let esc = if *escalate { " escalate" } else { "" };
+            format!("exec {}{esc}", words.join(" "))
+        }
+        other => other.to_string(),
+    }
+}
+
+/// An absolute path from a `PATHS` entry.
+fn absolute(p: &str) -> String {
+    if let Some(rest) = p.strip_prefix("WS") {
+        format!("{SAMPLE_WORKSPACE}{rest}")
+    } else if let Some(rest) = p.strip_prefix('~') {
+        format!("{SAMPLE_HOME}{rest}")
+    } else {
+        p.to_string()
+    }
+}
+
+/// Paths drawn from both sides' file rules bound to the sample workspace
+/// (each literal path, a child, a grandchild and its parent; each glob's
+/// instances and a child of each; every write root with each protected
+/// name under it), and the fixed ones.
+fn paths(a: &Policy, b: &Policy) -> BTreeSet<String> {
+    let mut out: BTreeSet<String> = PATHS.iter().map(|p| absolute(p)).collect();
+    let ws = Workspace {
+        root: SAMPLE_WORKSPACE.into(),
+        gitdir: None,
+        home: Some(SAMPLE_HOME.into()),
+    };
+    for view in [a.files(&ws), b.files(&ws)].into_iter().flatten() {
+        for root in &view.write_roots {
+            out.insert(root.clone());
+            out.insert(format!("{root}/x"));
+            for name in view.protect.iter().map(String::as_str).chain([".git"]) {
+                out.insert(format!("{root}/{name}"));
+                out.insert(format!("{root}/{name}/x"));
+                out.insert(format!("{root}/{}/x", name.to_ascii_uppercase()));
+            }
+        }
+        for r in &view.rules {
+            if let Some(p) = &r.path {
+                out.insert(p.clone());
+                out.insert(format!("{p}/x"));
+                out.insert(format!("{p}/x/y"));
+                if let Some((parent, _)) = p.rsplit_once('/') {
+                    out.insert(if parent.is_empty() {
+                        "/".into()
+                    } else {
+                        parent.into()
+                    });
+                }
+            } else if let Some(base) = &r.base {
+                let mut text = String::new();
+                for s in r.pattern.segments() {
+                    text.push('/');
+                    match s {
+                        Segment::Literal(l) | Segment::Glob(l) => text.push_str(l),
+                        Segment::AnyDepth => text.push_str("**"),
+                    }
+                }
+                for inst in instances(&text).into_iter().take(64) {
+                    let p = format!("{}{}", base.trim_end_matches('/'), inst);
+                    let p = if p.len() > 1 {
+                        p.trim_end_matches('/').to_string()
+                    } else {
+                        p
+                    };
+                    out.insert(format!("{p}/x"));
+                    out.insert(p);
+                }
+            }
+        }
+    }
+    out.retain(|p| p.starts_with('/') && !p.contains("//"));
+    out
+}
+
+/// Command lines drawn from both sides' `commands` rules (each
+/// alternative, with a few argument tails, behind `sudo` and inside `bash
+/// -lc`) and the shared vocabulary of tails and wrappers.
+fn argvs(sides: &[&[File]]) -> BTreeSet<Vec<String>> {
+    let mut out: BTreeSet<Vec<String>> = BTreeSet::new();
+    let mut heads: BTreeSet<Vec<String>> = BTreeSet::new();
+    for file in sides.iter().flat_map(|f| f.iter()) {
+        for item in &file.items {
+            let (Item::Policy(block) | Item::Requirements(block)) = item else {
+                continue;
+            };
+            for section in &block.sections {
+                let SectionKind::Commands(rules) = &section.kind else {
+                    continue;
+                };
+                for rule in rules {
+                    let mut words: Vec<Vec<String>> = vec![Vec::new()];
+                    for w in &rule.pattern {
+                        let choices: &Vec<String> = &w.alternatives;
+                        words = words
+                            .iter()
+                            .flat_map(|prefix| {
+                                choices.iter().map(move |c| {
+                                    let mut v = prefix.clone();
+                                    v.push(c.clone());
+                                    v
+                                })
+                            })
+                            .take(16)
+                            .collect();
+                    }
+                    heads.extend(words);
+                }
+            }
+        }
+    }
+    for tail in crate::samples::TAILS {
+        heads.insert(tail.split_whitespace().map(String::from).collect());
+    }
+    for head in heads {
+        if head.is_empty() {
+            continue;
+        }
+        for tail in EXEC_TAILS {
+            let argv: Vec<String> = head
+                .iter()
+                .cloned()
+                .chain(tail.iter().map(|t| t.to_string()))
+                .collect();
+            out.insert(
+                vec!["sudo".to_string()]
+                    .into_iter()
+                    .chain(argv.clone())
+                    .collect(),
+            );
+            out.insert(vec![
+                "bash".to_string(),
+                "-lc".to_string(),
+                argv.iter()
+                    .map(|w| crate::query::quote_word(w))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ]);
+            out.insert(argv);
+        }
+        if head.len() > 1 {
+            out.insert(head.iter().take(1).cloned().collect());
+        }
+    }
+    for wrapper in crate::samples::COMMAND_WRAPPERS.iter().take(6) {
+        out.insert(
+            wrapper
+                .split_whitespace()
+                .chain(["rm", "-rf", "x"])
+                .map(String::from)
+                .collect(),
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absolute_paths() {
+        assert_eq!(absolute("WS/.git"), format!("{SAMPLE_WORKSPACE}/.git"));
+        assert_eq!(absolute("~/.ssh"), format!("{SAMPLE_HOME}/.ssh"));
+        assert_eq!(absolute("/etc"), "/etc");
+    }
+}
