@@ -90,8 +90,10 @@ inside it and both sides' decisions (reason, deciding rule). A region
 escalation: a deny a person could be asked about becoming one nobody can
 override). Exact for connect, dns, socket, upstream, tool, prompt,
 web_search, mcp and app: every query whose decision changed lies in a
-region, and every query in a region changed (docs/diff.md). The other kinds are not compared
-yet, and the output says so.
+region, and every query in a region changed (docs/diff.md). Write, read,
+exec, review, resolved and listen are compared on queries drawn from both
+sides' rules and a shared vocabulary: their regions are real and marked
+sampled, but a change no drawn query meets is missed, and the output says so.
 
 Examples:
   policyc diff old/agent.policy policies/agent.policy
@@ -115,8 +117,9 @@ that decided it (docs/language.md#properties).
 escalation) by A and B. --implies A B: every query A allows, B allows.
 Each policy present in both is proved over the query kinds `policyc diff`
 compares exactly (connect, dns, socket, upstream, tool, prompt,
-web_search, mcp, app); the output names the kinds not compared, and a failed proof
-gives a counterexample query with both sides' decisions (docs/diff.md).
+web_search, mcp, app), and the other kinds on drawn queries, which the
+output names; a failed proof gives a counterexample query with both sides'
+decisions (docs/diff.md).
 
 Examples:
   policyc prove policies/
@@ -540,8 +543,8 @@ pub struct ProveArgs {
     /// Output format
     #[arg(long, value_enum, default_value_t)]
     pub format: ProveFormat,
-    /// Also exit 1 when something is not proved exactly: a query kind not
-    /// compared, or a property only sampled (`unproved`)
+    /// Also exit 1 when something is not proved exactly: a query kind only
+    /// sampled, or a property only sampled (`unproved`)
     #[arg(long, value_enum, value_name = "WHAT")]
     pub fail_on: Option<ProveFailOn>,
 }

@@ -11,9 +11,22 @@ use crate::cli::{DiffArgs, DiffFormat, FailOn};
 
 /// The query kinds the diff does not compare yet: said in every output,
 /// never left out silently.
-pub(crate) const NOT_COMPARED: &str = "resolved, listen, review";
-/// The kinds compared on drawn queries only.
-pub(crate) const SAMPLED: &str = "write, read, exec";
+/// The kinds compared on drawn queries only, in words.
+pub(crate) fn sampled_kinds() -> String {
+    gatehouse::diff::Kind::SAMPLED
+        .iter()
+        .map(|k| k.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The closing line that says what was compared how.
+pub(crate) fn coverage_line() -> String {
+    format!(
+        "sampled (drawn queries, not every one): {}",
+        sampled_kinds()
+    )
+}
 
 pub fn run(a: &DiffArgs) -> Exit {
     let (old, new) = match sides(a) {
@@ -208,10 +221,7 @@ fn text(diff: &Diff, old: &Build, new: &Build) -> String {
             }
         }
     }
-    s.push_str(&format!(
-        "{}\nsampled (drawn queries, not every one): {SAMPLED}; not compared by this version: {NOT_COMPARED}\n",
-        summary(diff)
-    ));
+    s.push_str(&format!("{}\n{}\n", summary(diff), coverage_line()));
     s
 }
 
@@ -251,7 +261,7 @@ fn json(diff: &Diff, old: &Build, new: &Build) -> String {
         "summary": {"opened": o, "closed": c, "reason": r, "added": added, "removed": removed},
         "compared": gatehouse::diff::Kind::EXACT.iter().map(|k| k.as_str()).collect::<Vec<_>>(),
         "sampled": gatehouse::diff::Kind::SAMPLED.iter().map(|k| k.as_str()).collect::<Vec<_>>(),
-        "not_compared": NOT_COMPARED.split(", ").collect::<Vec<_>>(),
+        "not_compared": Vec::<&str>::new(),
     });
     serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
 }
@@ -292,8 +302,9 @@ fn markdown(diff: &Diff, old: &Build, new: &Build) -> String {
         }
     }
     s.push_str(&format!(
-        "\n{}. Exact for connect, dns, socket, upstream, tool, prompt, web_search, mcp and app; sampled (drawn queries, not every one) for {SAMPLED}; not compared by this version: {NOT_COMPARED}.\n",
-        summary(diff)
+        "\n{}. Exact for connect, dns, socket, upstream, tool, prompt, web_search, mcp and app; sampled (drawn queries, not every one) for {}.\n",
+        summary(diff),
+        sampled_kinds()
     ));
     s
 }

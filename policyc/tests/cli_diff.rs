@@ -154,21 +154,27 @@ fn json_markdown_and_exit_codes() {
     assert_eq!(o.status.code(), Some(0));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["opens"], true);
-    assert_eq!(v["summary"]["opened"], 3);
+    // Three exact regions open, and two sampled `resolved` ones (an
+    // allowed name answering with the newly allowed metadata address).
+    assert_eq!(v["summary"]["opened"], 5);
+    let regions = v["policies"][0]["regions"].as_array().unwrap();
+    let exact = regions.iter().filter(|r| r["sampled"] == false).count();
+    assert_eq!(exact, 5, "{regions:?}");
     let r = &v["policies"][0]["regions"][0];
     assert_eq!(r["change"], "opens");
     assert_eq!(r["kind"], "connect");
     assert_eq!(r["sampled"], false);
     assert_eq!(r["new"]["rule"]["line"], 5);
     assert!(r["witness"].as_str().unwrap().starts_with("connect "));
-    assert!(
-        v["not_compared"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|k| k == "review")
+    assert_eq!(v["not_compared"], serde_json::json!([]));
+    assert_eq!(
+        v["sampled"],
+        serde_json::json!(["write", "read", "exec", "review", "resolved", "listen"])
     );
-    assert_eq!(v["sampled"], serde_json::json!(["write", "read", "exec"]));
+    let sampled: Vec<&serde_json::Value> =
+        regions.iter().filter(|r| r["sampled"] == true).collect();
+    assert_eq!(sampled.len(), 3, "{sampled:?}");
+    assert!(sampled.iter().all(|r| r["kind"] == "resolved"));
     // Markdown for a pull request; --fail-on opened fails it.
     let o = in_root(&[
         "diff",
@@ -261,7 +267,7 @@ fn prove_equivalence_and_implication_with_a_counterexample() {
     assert!(
         stdout(&o).starts_with("policy agent: proved: A and B are equivalent over connect, dns")
     );
-    assert!(stdout(&o).contains("not compared by this version: "));
+    assert!(stdout(&o).contains("sampled (drawn queries, not every one): write, read, exec"));
     let o = in_root(&["prove", "--equivalent", OLD, NEW]);
     assert_eq!(o.status.code(), Some(1));
     let out = stdout(&o);

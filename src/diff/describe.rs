@@ -98,7 +98,10 @@ pub(super) fn describe(atoms: &Atoms, d: &Draft) -> String {
         | Kind::App
         | Kind::Write
         | Kind::Read
-        | Kind::Exec => {
+        | Kind::Exec
+        | Kind::Review
+        | Kind::Resolved
+        | Kind::Listen => {
             format!("{} {host}", d.kind.as_str())
         }
         Kind::Connect => {

@@ -117,11 +117,17 @@ pub enum Kind {
     Read,
     /// `exec ARGV` (sampled).
     Exec,
+    /// `review ACTION with ASSESSMENT` (sampled).
+    Review,
+    /// `resolved NAME -> ADDRESSES` (sampled).
+    Resolved,
+    /// `listen ADDRESS:PORT` (sampled).
+    Listen,
 }
 
 impl Kind {
     /// Every kind a diff compares: [`Kind::EXACT`], then [`Kind::SAMPLED`].
-    pub const ALL: [Kind; 12] = [
+    pub const ALL: [Kind; 15] = [
         Kind::Connect,
         Kind::Dns,
         Kind::Socket,
@@ -134,6 +140,9 @@ impl Kind {
         Kind::Write,
         Kind::Read,
         Kind::Exec,
+        Kind::Review,
+        Kind::Resolved,
+        Kind::Listen,
     ];
 
     /// The kinds compared for every query: a query whose decision changed
@@ -165,13 +174,23 @@ impl Kind {
             Kind::Write => "write",
             Kind::Read => "read",
             Kind::Exec => "exec",
+            Kind::Review => "review",
+            Kind::Resolved => "resolved",
+            Kind::Listen => "listen",
         }
     }
 
     /// The kinds compared on queries drawn from both sides' rules and the
     /// shared vocabulary: every region found is real (its witness changes)
     /// and marked `sampled`, but a change no drawn query meets is missed.
-    pub const SAMPLED: [Kind; 3] = [Kind::Write, Kind::Read, Kind::Exec];
+    pub const SAMPLED: [Kind; 6] = [
+        Kind::Write,
+        Kind::Read,
+        Kind::Exec,
+        Kind::Review,
+        Kind::Resolved,
+        Kind::Listen,
+    ];
 
     /// Whether the kind is compared for every query.
     pub fn is_exact(self) -> bool {
@@ -363,6 +382,10 @@ pub fn diff(old: &Build, new: &Build) -> Result<Diff, DiffError> {
                 let mut r = regions(&atoms, &hosts, a, b);
                 r.append(&mut app_regions);
                 r.append(&mut sampled::regions(&[&old.files, &new.files], a, b));
+                // Opened first, then closed, then reasons; by kind within.
+                r.sort_by(|x, y| {
+                    (x.change, x.kind, &x.description).cmp(&(y.change, y.kind, &y.description))
+                });
                 (r, denied)
             }
             _ => (Vec::new(), apps::Denied::default()),
