@@ -1,7 +1,9 @@
-//! The kinds the diff samples (`write`, `read`, `exec`): their domains —
-//! paths under globs, command lines under prefix rules and the shell
-//! reader — are not cut into cells yet, so each side is asked about
-//! queries drawn from both sides' rules and the shared vocabulary. Every
+//! The kinds the diff samples (`write`, `read`, `exec`, `review`,
+//! `resolved`, `listen`): their domains — paths under globs, command lines
+//! under prefix rules and the shell reader, a guardian's regular
+//! expressions, lists of addresses — are not cut into cells yet, so each
+//! side is asked about queries drawn from both sides' rules and the shared
+//! vocabulary. Every
 //! region found is real (its witness is decided differently) and marked
 //! `sampled`; a change no drawn query meets is missed, which every output
 //! says.
@@ -313,34 +315,27 @@ fn paths(a: &Policy, b: &Policy) -> BTreeSet<String> {
 fn argvs(sides: &[&[File]]) -> BTreeSet<Vec<String>> {
     let mut out: BTreeSet<Vec<String>> = BTreeSet::new();
     let mut heads: BTreeSet<Vec<String>> = BTreeSet::new();
-    for file in sides.iter().flat_map(|f| f.iter()) {
-        for item in &file.items {
-            let (Item::Policy(block) | Item::Requirements(block)) = item else {
-                continue;
-            };
-            for section in &block.sections {
-                let SectionKind::Commands(rules) = &section.kind else {
-                    continue;
-                };
-                for rule in rules {
-                    let mut words: Vec<Vec<String>> = vec![Vec::new()];
-                    for w in &rule.pattern {
-                        let choices: &Vec<String> = &w.alternatives;
-                        words = words
-                            .iter()
-                            .flat_map(|prefix| {
-                                choices.iter().map(move |c| {
-                                    let mut v = prefix.clone();
-                                    v.push(c.clone());
-                                    v
-                                })
-                            })
-                            .take(16)
-                            .collect();
-                    }
-                    heads.extend(words);
-                }
+    for section in sections(sides) {
+        let SectionKind::Commands(rules) = section else {
+            continue;
+        };
+        for rule in rules {
+            let mut words: Vec<Vec<String>> = vec![Vec::new()];
+            for w in &rule.pattern {
+                let choices: &Vec<String> = &w.alternatives;
+                words = words
+                    .iter()
+                    .flat_map(|prefix| {
+                        choices.iter().map(move |c| {
+                            let mut v = prefix.clone();
+                            v.push(c.clone());
+                            v
+                        })
+                    })
+                    .take(16)
+                    .collect();
             }
+            heads.extend(words);
         }
     }
     for tail in crate::samples::TAILS {
@@ -388,6 +383,19 @@ fn argvs(sides: &[&[File]]) -> BTreeSet<Vec<String>> {
     out
 }
 
+/// Every section of every policy and requirements block of both sides.
+fn sections<'f>(sides: &[&'f [File]]) -> impl Iterator<Item = &'f SectionKind> {
+    sides
+        .iter()
+        .flat_map(|f| f.iter())
+        .flat_map(|file| file.items.iter())
+        .filter_map(|item| match item {
+            Item::Policy(block) | Item::Requirements(block) => Some(block),
+            _ => None,
+        })
+        .flat_map(|block| block.sections.iter().map(|s| &s.kind))
+}
+
 /// Listener addresses: loopback and not, both families.
 const LISTEN: &[&str] = &[
     "127.0.0.1:3128",
@@ -415,16 +423,9 @@ const REVIEW_COMMANDS: &[&str] = &[
 /// Every statement of both sides' `guardian` sections.
 fn guardians<'f>(sides: &[&'f [File]]) -> Vec<&'f GuardianStmt> {
     let mut out = Vec::new();
-    for file in sides.iter().flat_map(|f| f.iter()) {
-        for item in &file.items {
-            let (Item::Policy(block) | Item::Requirements(block)) = item else {
-                continue;
-            };
-            for section in &block.sections {
-                if let SectionKind::Guardian(stmts) = &section.kind {
-                    out.extend(stmts.iter());
-                }
-            }
+    for section in sections(sides) {
+        if let SectionKind::Guardian(stmts) = section {
+            out.extend(stmts.iter());
         }
     }
     out
@@ -564,35 +565,28 @@ fn assessments() -> Vec<Assessment> {
 fn resolved(sides: &[&[File]]) -> Vec<Query> {
     let mut names: BTreeSet<String> = ["example.com".to_string()].into();
     let mut addrs: BTreeSet<String> = BTreeSet::new();
-    for file in sides.iter().flat_map(|f| f.iter()) {
-        for item in &file.items {
-            let (Item::Policy(block) | Item::Requirements(block)) = item else {
-                continue;
-            };
-            for section in &block.sections {
-                let SectionKind::Network(Network::Block(stmts)) = &section.kind else {
-                    continue;
-                };
-                for stmt in stmts {
-                    let NetStmt::Rule(rule) = stmt else { continue };
-                    match &rule.target {
-                        NetTarget::Domain(d) => {
-                            let base = d.trim_start_matches("**.").trim_start_matches("*.");
-                            if base != "*" && names.len() < 64 {
-                                names.insert(format!("x.{base}"));
-                                names.insert(base.to_string());
-                            }
-                        }
-                        NetTarget::Ip(ip) if addrs.len() < 128 => {
-                            addrs.insert(crate::normalize::addr::canonical_ip(*ip).to_string());
-                        }
-                        NetTarget::Cidr(n) if addrs.len() < 128 => {
-                            addrs.insert(n.network().to_string());
-                            addrs.insert(n.broadcast().to_string());
-                        }
-                        _ => {}
+    for section in sections(sides) {
+        let SectionKind::Network(Network::Block(stmts)) = section else {
+            continue;
+        };
+        for stmt in stmts {
+            let NetStmt::Rule(rule) = stmt else { continue };
+            match &rule.target {
+                NetTarget::Domain(d) => {
+                    let base = d.trim_start_matches("**.").trim_start_matches("*.");
+                    if base != "*" && names.len() < 64 {
+                        names.insert(format!("x.{base}"));
+                        names.insert(base.to_string());
                     }
                 }
+                NetTarget::Ip(ip) if addrs.len() < 128 => {
+                    addrs.insert(crate::normalize::addr::canonical_ip(*ip).to_string());
+                }
+                NetTarget::Cidr(n) if addrs.len() < 128 => {
+                    addrs.insert(n.network().to_string());
+                    addrs.insert(n.broadcast().to_string());
+                }
+                _ => {}
             }
         }
     }
