@@ -81,6 +81,7 @@ pub mod artifact;
 #[cfg(feature = "bundle")]
 pub mod bundle;
 pub mod diag;
+#[cfg(feature = "diff")]
 pub mod diff;
 pub mod export;
 pub mod fmt;

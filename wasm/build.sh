@@ -64,8 +64,8 @@ PY
 
 raw=$(stat -c %s "$out/gatehouse_wasm_bg.wasm")
 gz=$(gzip -9 -c "$out/gatehouse_wasm_bg.wasm" | wc -c)
-echo "gatehouse_wasm_bg.wasm: $raw bytes raw, $gz bytes gzipped (budget: 1020000 raw, 375000 gzipped)"
-if [ "$raw" -gt 1020000 ] || [ "$gz" -gt 375000 ]; then
+echo "gatehouse_wasm_bg.wasm: $raw bytes raw, $gz bytes gzipped (budget: 1040000 raw, 385000 gzipped)"
+if [ "$raw" -gt 1040000 ] || [ "$gz" -gt 385000 ]; then
   echo "OVER BUDGET" >&2
   # CI (and --strict) refuses a module over budget.
   if [ "${CI:-}" = true ] || [ "${1:-}" = --strict ]; then exit 1; fi

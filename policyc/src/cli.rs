@@ -89,9 +89,10 @@ inside it and both sides' decisions (reason, deciding rule). A region
 *closes*, or changes its *reason* (the same outcome for another reason or
 escalation: a deny a person could be asked about becoming one nobody can
 override). Exact for connect, dns, socket, upstream, tool, prompt,
-web_search, mcp and app: every query whose decision changed lies in a
-region, and every query in a region changed (docs/diff.md). Write, read,
-exec, review, resolved and listen are compared on queries drawn from both
+web_search, mcp, app, write and read (paths in the workspace
+/workspace/project, home /home/agent): every query whose decision changed
+lies in a region, and every query in a region changed (docs/diff.md).
+Exec, review, resolved and listen are compared on queries drawn from both
 sides' rules and a shared vocabulary: their regions are real and marked
 sampled, but a change no drawn query meets is missed, and the output says so.
 
@@ -117,7 +118,7 @@ that decided it (docs/language.md#properties).
 escalation) by A and B. --implies A B: every query A allows, B allows.
 Each policy present in both is proved over the query kinds `policyc diff`
 compares exactly (connect, dns, socket, upstream, tool, prompt,
-web_search, mcp, app), and the other kinds on drawn queries, which the
+web_search, mcp, app, write, read), and the other kinds on drawn queries, which the
 output names; a failed proof gives a counterexample query with both sides'
 decisions (docs/diff.md).
 

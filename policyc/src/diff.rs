@@ -302,7 +302,7 @@ fn markdown(diff: &Diff, old: &Build, new: &Build) -> String {
         }
     }
     s.push_str(&format!(
-        "\n{}. Exact for connect, dns, socket, upstream, tool, prompt, web_search, mcp and app; sampled (drawn queries, not every one) for {}.\n",
+        "\n{}. Exact for connect, dns, socket, upstream, tool, prompt, web_search, mcp, app, write and read; sampled (drawn queries, not every one) for {}.\n",
         summary(diff),
         sampled_kinds()
     ));

@@ -17,6 +17,8 @@
 mod apps;
 mod cells;
 mod describe;
+#[cfg(feature = "exact-files")]
+mod files;
 mod group;
 mod prove;
 mod sampled;
@@ -147,7 +149,24 @@ impl Kind {
 
     /// The kinds compared for every query: a query whose decision changed
     /// lies in a region.
-    pub const EXACT: [Kind; 9] = [
+    #[cfg(feature = "exact-files")]
+    pub const EXACT: &'static [Kind] = &[
+        Kind::Connect,
+        Kind::Dns,
+        Kind::Socket,
+        Kind::Upstream,
+        Kind::Tool,
+        Kind::Prompt,
+        Kind::WebSearch,
+        Kind::Mcp,
+        Kind::App,
+        Kind::Write,
+        Kind::Read,
+    ];
+    /// The kinds compared for every query (`write` and `read` need the
+    /// `exact-files` feature).
+    #[cfg(not(feature = "exact-files"))]
+    pub const EXACT: &'static [Kind] = &[
         Kind::Connect,
         Kind::Dns,
         Kind::Socket,
@@ -183,7 +202,11 @@ impl Kind {
     /// The kinds compared on queries drawn from both sides' rules and the
     /// shared vocabulary: every region found is real (its witness changes)
     /// and marked `sampled`, but a change no drawn query meets is missed.
-    pub const SAMPLED: [Kind; 6] = [
+    #[cfg(feature = "exact-files")]
+    pub const SAMPLED: &'static [Kind] = &[Kind::Exec, Kind::Review, Kind::Resolved, Kind::Listen];
+    /// The kinds compared on drawn queries.
+    #[cfg(not(feature = "exact-files"))]
+    pub const SAMPLED: &'static [Kind] = &[
         Kind::Write,
         Kind::Read,
         Kind::Exec,
@@ -192,7 +215,9 @@ impl Kind {
         Kind::Listen,
     ];
 
-    /// Whether the kind is compared for every query.
+    /// Whether the kind is compared for every query (`write` and `read`
+    /// are, unless a policy's file rules are too many for the comparison:
+    /// [`PolicyDiff::files_sampled`]).
     pub fn is_exact(self) -> bool {
         !Kind::SAMPLED.contains(&self)
     }
@@ -274,6 +299,27 @@ pub struct PolicyDiff {
     /// The app names each side of this policy denies (what an `app`
     /// query's cell depends on).
     denied_apps: apps::Denied,
+    /// The classes of paths both sides' file rules tell apart (what a
+    /// `write` or `read` query's cell depends on); `None` when files were
+    /// sampled.
+    #[cfg(feature = "exact-files")]
+    files: Option<std::sync::Arc<files::FileClasses>>,
+}
+
+impl PolicyDiff {
+    /// Whether this policy's `write` and `read` were sampled although the
+    /// build compares them exactly: its file rules did not fit the
+    /// comparison's size limit.
+    pub fn files_sampled(&self) -> bool {
+        #[cfg(feature = "exact-files")]
+        {
+            self.old && self.new && self.files.is_none()
+        }
+        #[cfg(not(feature = "exact-files"))]
+        {
+            false
+        }
+    }
 }
 
 /// Why two builds cannot be compared.
@@ -344,6 +390,32 @@ impl Diff {
         let p = self.policies.iter().find(|p| p.name == policy)?;
         let cell = match q {
             Query::App { program } => apps::cell(&p.denied_apps, program)?,
+            #[cfg(feature = "exact-files")]
+            Query::Write {
+                path,
+                workspace,
+                home,
+            }
+            | Query::Read {
+                path,
+                workspace,
+                home,
+            } => {
+                // Exact for the workspace and home the diff binds.
+                if workspace.as_deref() != Some(SAMPLE_WORKSPACE)
+                    || home.as_deref() != Some(SAMPLE_HOME)
+                {
+                    return None;
+                }
+                let path = crate::normalize::normalize_absolute_path(path)?;
+                let class = p.files.as_ref()?.class_of(&path)?;
+                let kind = if matches!(q, Query::Write { .. }) {
+                    Kind::Write
+                } else {
+                    Kind::Read
+                };
+                Cell::item(kind, class)
+            }
             _ => self.cell_of(q)?,
         };
         p.regions.iter().find(|r| r.cells.contains(&cell))
@@ -376,12 +448,30 @@ pub fn diff(old: &Build, new: &Build) -> Result<Diff, DiffError> {
     for name in names {
         let a = find(old_set, name);
         let b = find(new_set, name);
+        #[cfg(feature = "exact-files")]
+        let file_classes = match (a, b) {
+            (Some(a), Some(b)) => files::FileClasses::of(a, b).map(std::sync::Arc::new),
+            _ => None,
+        };
+        #[cfg(feature = "exact-files")]
+        let files_exact = file_classes.is_some();
+        #[cfg(not(feature = "exact-files"))]
+        let files_exact = false;
         let (regions, denied_apps) = match (a, b) {
             (Some(a), Some(b)) => {
                 let (denied, mut app_regions) = apps::regions(&atoms.apps, a, b);
                 let mut r = regions(&atoms, &hosts, a, b);
                 r.append(&mut app_regions);
-                r.append(&mut sampled::regions(&[&old.files, &new.files], a, b));
+                #[cfg(feature = "exact-files")]
+                if let Some(fc) = &file_classes {
+                    r.append(&mut fc.regions(a, b));
+                }
+                r.append(&mut sampled::regions(
+                    &[&old.files, &new.files],
+                    a,
+                    b,
+                    files_exact,
+                ));
                 // Opened first, then closed, then reasons; by kind within.
                 r.sort_by(|x, y| {
                     (x.change, x.kind, &x.description).cmp(&(y.change, y.kind, &y.description))
@@ -396,6 +486,8 @@ pub fn diff(old: &Build, new: &Build) -> Result<Diff, DiffError> {
             new: b.is_some(),
             regions,
             denied_apps,
+            #[cfg(feature = "exact-files")]
+            files: file_classes,
         });
     }
     Ok(Diff {

@@ -71,10 +71,16 @@ const EXEC_TAILS: &[&[&str]] = &[
 /// Regions of the sampled kinds between two policies: the drawn queries
 /// whose decision changed, those of one kind changed alike (the same
 /// outcomes, reasons and deciding rules on both sides) as one region, its
-/// witness the shortest of them.
-pub(crate) fn regions(sides: &[&[File]], a: &Policy, b: &Policy) -> Vec<Region> {
+/// witness the shortest of them. `files_exact`: `write` and `read` are
+/// compared for every path elsewhere ([`super::files`]), so not drawn here.
+pub(crate) fn regions(sides: &[&[File]], a: &Policy, b: &Policy, files_exact: bool) -> Vec<Region> {
     let mut queries: Vec<(Kind, Query)> = Vec::new();
-    for path in paths(a, b) {
+    let paths = if files_exact {
+        BTreeSet::new()
+    } else {
+        paths(a, b)
+    };
+    for path in paths {
         let (workspace, home) = (
             Some(SAMPLE_WORKSPACE.to_string()),
             Some(SAMPLE_HOME.to_string()),
@@ -127,32 +133,59 @@ pub(crate) fn regions(sides: &[&[File]], a: &Policy, b: &Policy) -> Vec<Region> 
             },
         ));
     }
+    let found = queries
+        .into_iter()
+        .enumerate()
+        .map(|(i, (kind, q))| {
+            let (x, y) = (a.decide(&q), b.decide(&q));
+            let cell = Cell {
+                kind,
+                host: None,
+                port: None,
+                via: None,
+                item: Some(i),
+            };
+            (kind, q, x, y, cell)
+        })
+        .collect();
+    alike(found, true)
+}
+
+/// One decided query: its kind, the query, both sides' decisions, its
+/// cell.
+pub(crate) type Decided = (Kind, Query, Decision, Decision, Cell);
+
+/// The changed queries grouped by kind, change, both sides' outcome,
+/// reason, escalation and deciding rule: one region each, its witness the
+/// shortest query (an answer keeps the order it was drawn in), its cells
+/// every query's. `sampled`: drawn queries, not every one; otherwise each
+/// query stands for a class of them.
+pub(crate) fn alike(found: Vec<Decided>, sampled: bool) -> Vec<Region> {
     // (kind, change, old key and rule, new key and rule) -> the queries.
     type Group = (Kind, Change, Key, Option<RuleId>, Key, Option<RuleId>);
     // Each query with its two decisions.
-    type Found = Vec<(Query, Decision, Decision)>;
+    type Found = Vec<(Query, Decision, Decision, Cell)>;
     let mut groups: Vec<(Group, Found)> = Vec::new();
-    for (kind, q) in queries {
-        let (x, y) = (a.decide(&q), b.decide(&q));
+    for (kind, q, x, y, cell) in found {
         let (kx, ky) = (Key::of(&x), Key::of(&y));
         let Some(ch) = change(&kx, &ky) else { continue };
         let g = (kind, ch, kx, x.rule, ky, y.rule);
         match groups.iter_mut().find(|(k, _)| *k == g) {
-            Some((_, v)) => v.push((q, x, y)),
-            None => groups.push((g, vec![(q, x, y)])),
+            Some((_, v)) => v.push((q, x, y, cell)),
+            None => groups.push((g, vec![(q, x, y, cell)])),
         }
     }
     let mut out: Vec<Region> = groups
         .into_iter()
-        .enumerate()
-        .filter_map(|(i, ((kind, ch, ..), mut found))| {
+        .filter_map(|((kind, ch, ..), mut found)| {
             // The shortest witness reads best; an answer keeps the order
             // it was drawn in (private addresses before the odd ones).
             if kind != Kind::Resolved {
                 found.sort_by_key(|(q, ..)| (describe(q).len(), describe(q)));
             }
             let more = found.len().saturating_sub(1);
-            let (witness, old, new) = found.into_iter().next()?;
+            let cells: Vec<Cell> = found.iter().map(|(.., c)| *c).collect();
+            let (witness, old, new, _) = found.into_iter().next()?;
             let what = match kind {
                 Kind::Exec => "command lines",
                 Kind::Write | Kind::Read => "paths",
@@ -160,11 +193,20 @@ pub(crate) fn regions(sides: &[&[File]], a: &Policy, b: &Policy) -> Vec<Region> 
                 Kind::Resolved => "answers",
                 _ => "addresses",
             };
-            let description = match more {
-                0 => format!("{} (sampled)", describe(&witness)),
-                n => format!(
+            let description = match (more, sampled) {
+                (0, true) => format!("{} (sampled)", describe(&witness)),
+                (n, true) => format!(
                     "{} and {n} more sampled {what} decided alike",
                     describe(&witness)
+                ),
+                (0, false) => format!(
+                    "{} and every path no rule tells from it",
+                    describe(&witness)
+                ),
+                (n, false) => format!(
+                    "{} and every path no rule tells from it, in {} classes",
+                    describe(&witness),
+                    n + 1
                 ),
             };
             Some(Region {
@@ -174,14 +216,8 @@ pub(crate) fn regions(sides: &[&[File]], a: &Policy, b: &Policy) -> Vec<Region> 
                 witness,
                 old,
                 new,
-                sampled: true,
-                cells: vec![Cell {
-                    kind,
-                    host: None,
-                    port: None,
-                    via: None,
-                    item: Some(i),
-                }],
+                sampled,
+                cells,
             })
         })
         .collect();

@@ -252,7 +252,7 @@ fn classes_closed(seg: &str) -> bool {
 }
 
 /// The index after the `]` closing the class opened at `open`.
-fn class_end(b: &[u8], open: usize) -> Option<usize> {
+pub(crate) fn class_end(b: &[u8], open: usize) -> Option<usize> {
     let mut i = open + 1;
     if matches!(b.get(i), Some(b'!' | b'^')) {
         i += 1;
@@ -270,7 +270,7 @@ fn class_end(b: &[u8], open: usize) -> Option<usize> {
 }
 
 /// Whether the class `b[open..end]` (its `]` at `end - 1`) holds `c`.
-fn class_holds(b: &[u8], open: usize, end: usize, c: u8) -> bool {
+pub(crate) fn class_holds(b: &[u8], open: usize, end: usize, c: u8) -> bool {
     let mut i = open + 1;
     let negated = matches!(b.get(i), Some(b'!' | b'^'));
     if negated {

@@ -60,7 +60,23 @@ impl Builder {
             return Some(PropStmt::Policy(self.name(inner.into_inner().nth(1)?)?));
         }
         let mut it = inner.into_inner();
-        let always = it.next()?.as_str() == "always";
+        let quantifier = it.next()?;
+        let always = match quantifier.as_str() {
+            "always" => true,
+            "never" => false,
+            other => {
+                let qspan = self.span(&quantifier);
+                self.err(
+                    SyntaxError::UnknownValue {
+                        what: "quantifier",
+                        found: other.to_string(),
+                        expected: vec!["never", "always"],
+                    },
+                    qspan,
+                );
+                return None;
+            }
+        };
         let word = it.next()?;
         let wspan = self.span(&word);
         let outcome = if OUTCOMES.contains(&word.as_str()) {
