@@ -66,7 +66,7 @@ const SEGMENTS: &[&str] = &[
 ];
 
 /// The paths around every rule and root, and random ones.
-fn paths(rng: &mut TestRng, random: usize) -> Vec<String> {
+pub(crate) fn paths(rng: &mut TestRng, random: usize) -> Vec<String> {
     let roots = [
         "/".to_string(),
         SAMPLE_WORKSPACE.to_string(),

@@ -278,7 +278,7 @@ fn a_proof_has_no_counterexample_and_a_counterexample_is_one() {
 }
 
 #[test]
-fn sampled_kinds_are_never_proved() {
+fn commands_are_sampled_and_files_proved() {
     let s = side(
         "policy p {\n  sandbox workspace-write\n  approvals on-request\n}\n\
          properties {\n  never allow write \".git/**\"\n  never allow exec rm -rf *\n  never allow read \"/etc/**\"\n}\n",
@@ -291,12 +291,13 @@ fn sampled_kinds_are_never_proved() {
         .iter()
         .map(|c| s.build.prove(c, p))
         .collect();
+    // Files are decided for every path, commands are sampled.
     assert!(
-        matches!(verdicts[0], Verdict::NotRefuted { sampled } if sampled > 0),
+        matches!(verdicts[0], Verdict::Proved { cells } if cells > 0),
         "{verdicts:?}"
     );
     assert!(
-        matches!(verdicts[1], Verdict::NotRefuted { .. }),
+        matches!(verdicts[1], Verdict::NotRefuted { sampled } if sampled > 0),
         "{verdicts:?}"
     );
     // Reading /etc is allowed under workspace-write: refuted, with a path
@@ -358,5 +359,76 @@ fn mcp_and_prompt_claims_on_agent_policies() {
         }
     }
     eprintln!("properties (agent kinds): {total} claims, {proved} proved");
+    assert!(proved > 0 && proved < total, "{proved} of {total}");
+}
+
+#[test]
+fn file_claims_on_agent_policies() {
+    let policies = crate::diff::env("GATEHOUSE_PROPERTY_POLICIES", 16) as u32 / 2;
+    let mut runner = TestRunner::new(Config {
+        cases: policies,
+        ..Config::default()
+    });
+    let mut rng = TestRng::deterministic_rng(RngAlgorithm::ChaCha);
+    let agents = crate::agent_differential::policy();
+    let mut queries = Vec::new();
+    for path in crate::diff_files::paths(&mut rng, 200) {
+        let (workspace, home) = (
+            Some(gatehouse::diff::SAMPLE_WORKSPACE.to_string()),
+            Some(gatehouse::diff::SAMPLE_HOME.to_string()),
+        );
+        queries.push(Query::Write {
+            path: path.clone(),
+            workspace: workspace.clone(),
+            home: home.clone(),
+        });
+        queries.push(Query::Read {
+            path,
+            workspace,
+            home,
+        });
+    }
+    let globs = [
+        "\".git/**\"",
+        "\".git\"",
+        "\"~/.ssh\"",
+        "\"secrets/**\"",
+        "\"**/*.env\"",
+        "\"/etc/**\"",
+        "\"/tmp/**\"",
+        "\"~/.cache/x\"",
+        "\"src/[!m]*.rs\"",
+        "\"/\"",
+        "\"**/.git/hooks/**\"",
+    ];
+    let (mut proved, mut total) = (0, 0);
+    for _ in 0..policies {
+        let g = agents.new_tree(&mut runner).unwrap().current();
+        let lines: Vec<String> = (0..10)
+            .map(|_| {
+                let q = if rng.random_bool(0.6) {
+                    "never"
+                } else {
+                    "always"
+                };
+                let o = ["allow", "deny", "ask"][rng.random_range(0..3usize)];
+                let kind = if rng.random_bool(0.5) {
+                    "write"
+                } else {
+                    "read"
+                };
+                let glob = globs[rng.random_range(0..globs.len())];
+                format!("{q} {o} {kind} {glob}")
+            })
+            .collect();
+        let text = format!("{}properties {{\n  {}\n}}\n", g.text(), lines.join("\n  "));
+        let s = side(&text);
+        for case in &s.build.properties() {
+            let (_, p) = check(&s, case, &queries);
+            proved += usize::from(p);
+            total += 1;
+        }
+    }
+    eprintln!("properties (files): {total} claims, {proved} proved");
     assert!(proved > 0 && proved < total, "{proved} of {total}");
 }

@@ -109,8 +109,8 @@ what --fail-on names was found, 2 usage.")]
 PATH...: every claim of every `properties` block (`never allow connect
 169.254.169.254:*`, `always deny dns *.internal`) is proved for its policy
 (or every policy of the set) over every query of its pattern: `proved` over
-connect, dns, socket, upstream, web_search, tool, prompt, app and mcp;
-`not refuted (sampled N)` over write, read and exec, whose queries are drawn
+connect, dns, socket, upstream, web_search, tool, prompt, app, mcp, write
+and read; `not refuted (sampled N)` over exec, whose queries are drawn
 from the pattern; a failed claim gives a counterexample query and the rule
 that decided it (docs/language.md#properties).
 

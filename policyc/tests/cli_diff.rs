@@ -125,7 +125,14 @@ fn the_docs_properties_example_is_what_it_prints() {
         .collect();
     assert_eq!(
         verdicts,
-        ["refuted", "proved", "proved", "proved", "not_refuted"]
+        [
+            "refuted",
+            "proved",
+            "proved",
+            "proved",
+            "proved",
+            "not_refuted"
+        ]
     );
     assert_eq!(
         v["properties"][0]["counterexample"]["query"],
@@ -142,7 +149,7 @@ fn the_docs_properties_example_is_what_it_prints() {
     let o = in_root(&["test", OLD, props]);
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
     assert!(
-        stdout(&o).ends_with("properties: 4 proved, 0 refuted, 1 not refuted (sampled)\n"),
+        stdout(&o).ends_with("properties: 5 proved, 0 refuted, 1 not refuted (sampled)\n"),
         "{}",
         stdout(&o)
     );

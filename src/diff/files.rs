@@ -37,6 +37,8 @@ pub(crate) struct FileClasses {
     dfa: dense::DFA<Vec<u32>>,
     /// Per class (in the order found), the shortest path of it.
     pub(crate) witnesses: Vec<String>,
+    /// Per class, the features that hold for its paths.
+    sets: Vec<Vec<bool>>,
     /// The class of each set of features that holds, by its bits.
     by_set: BTreeMap<Vec<bool>, usize>,
     features: usize,
@@ -47,6 +49,37 @@ impl FileClasses {
     /// sample workspace and home, tell apart; `None` when they do not fit
     /// the size limit.
     pub(crate) fn of(a: &Policy, b: &Policy) -> Option<FileClasses> {
+        Self::with(a, b, None).map(|(c, _)| c)
+    }
+
+    /// The paths of one policy's classes that a property's glob covers
+    /// (the glob or beneath it, as a file rule covers them; relative to
+    /// the workspace, `~` the home), one per class: every path of the glob
+    /// is decided as one of them. `None`: the glob is not a file pattern,
+    /// or the rules do not fit.
+    pub(crate) fn covered(p: &Policy, glob_text: &str) -> Option<Vec<String>> {
+        let pattern = crate::normalize::glob::FilePattern::parse(glob_text).ok()?;
+        let base = match pattern.anchor() {
+            crate::normalize::glob::Anchor::Root => "/",
+            crate::normalize::glob::Anchor::Workspace => SAMPLE_WORKSPACE,
+            crate::normalize::glob::Anchor::Home => SAMPLE_HOME,
+        };
+        let extra = glob(base, pattern.segments())?;
+        let (classes, at) = Self::with(p, p, Some(extra))?;
+        let at = at?;
+        Some(
+            classes
+                .sets
+                .iter()
+                .zip(&classes.witnesses)
+                .filter(|(set, _)| set.get(at).copied().unwrap_or(false))
+                .map(|(_, w)| w.clone())
+                .collect(),
+        )
+    }
+
+    /// The classes, with one more feature (its index among them).
+    fn with(a: &Policy, b: &Policy, extra: Option<String>) -> Option<(FileClasses, Option<usize>)> {
         let ws = workspace();
         let mut patterns: Vec<String> = Vec::new();
         for view in [a.files(&ws)?, b.files(&ws)?] {
@@ -76,8 +109,10 @@ impl FileClasses {
                 }
             }
         }
+        patterns.extend(extra.clone());
         patterns.sort();
         patterns.dedup();
+        let at = extra.and_then(|e| patterns.iter().position(|p| *p == e));
         let dfa = dense::Builder::new()
             .syntax(
                 syntax::Config::new()
@@ -104,11 +139,12 @@ impl FileClasses {
         let mut classes = FileClasses {
             dfa,
             witnesses: Vec::new(),
+            sets: Vec::new(),
             by_set: BTreeMap::new(),
             features,
         };
         classes.walk()?;
-        Some(classes)
+        Some((classes, at))
     }
 
     /// Breadth first from the start, over ASCII bytes, alongside a small
@@ -130,7 +166,8 @@ impl FileClasses {
                 && !self.by_set.contains_key(&set)
                 && let Ok(text) = String::from_utf8(path.clone())
             {
-                self.by_set.insert(set, self.witnesses.len());
+                self.by_set.insert(set.clone(), self.witnesses.len());
+                self.sets.push(set);
                 self.witnesses.push(text);
             }
             for &byte in &alphabet {

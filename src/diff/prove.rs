@@ -144,6 +144,37 @@ impl Build {
                 decision: d,
             })
         };
+        #[cfg(feature = "exact-files")]
+        if let Pattern::Write { glob, workspace } | Pattern::Read { glob, workspace } =
+            &case.pattern
+            && workspace.as_deref().is_none_or(|w| w == SAMPLE_WORKSPACE)
+            && let Some(paths) = super::files::FileClasses::covered(policy, glob)
+        {
+            let write = matches!(case.pattern, Pattern::Write { .. });
+            for path in paths {
+                let (workspace, home) = (
+                    Some(SAMPLE_WORKSPACE.to_string()),
+                    Some(SAMPLE_HOME.to_string()),
+                );
+                let q = if write {
+                    Query::Write {
+                        path,
+                        workspace,
+                        home,
+                    }
+                } else {
+                    Query::Read {
+                        path,
+                        workspace,
+                        home,
+                    }
+                };
+                if let Some(v) = check(q) {
+                    return v;
+                }
+            }
+            return Verdict::Proved { cells };
+        }
         let queries = match &case.pattern {
             Pattern::Write { .. } | Pattern::Read { .. } | Pattern::Exec { .. } => {
                 let samples = samples(&case.pattern);
@@ -419,8 +450,70 @@ fn in_pattern(p: &Pattern, q: &Query) -> bool {
                 server: s, tool: t, ..
             },
         ) => server.as_ref().is_none_or(|x| x == s) && tool.as_ref().is_none_or(|x| x == t),
+        (
+            Pattern::Write { glob, workspace },
+            Query::Write {
+                path,
+                workspace: qw,
+                home,
+            },
+        )
+        | (
+            Pattern::Read { glob, workspace },
+            Query::Read {
+                path,
+                workspace: qw,
+                home,
+            },
+        ) => file_covers(
+            glob,
+            workspace.as_deref(),
+            path,
+            qw.as_deref(),
+            home.as_deref(),
+        ),
         _ => false,
     }
+}
+
+/// Whether a `write`/`read` query lies in a claim's glob: asked in the
+/// claim's workspace (default [`SAMPLE_WORKSPACE`]) with the sample home,
+/// its path covered by the glob as a file rule covers it.
+fn file_covers(
+    glob: &str,
+    workspace: Option<&str>,
+    path: &str,
+    query_ws: Option<&str>,
+    home: Option<&str>,
+) -> bool {
+    use crate::normalize::glob::{Anchor, FilePattern};
+    let ws = workspace.unwrap_or(SAMPLE_WORKSPACE);
+    if query_ws != Some(ws) || home != Some(SAMPLE_HOME) {
+        return false;
+    }
+    let (Ok(pattern), Some(path)) = (
+        FilePattern::parse(glob),
+        crate::normalize::normalize_absolute_path(path),
+    ) else {
+        return false;
+    };
+    let base = match pattern.anchor() {
+        Anchor::Root => "/",
+        Anchor::Workspace => ws,
+        Anchor::Home => SAMPLE_HOME,
+    };
+    let segs = |p: &str| -> Vec<String> {
+        p.split('/')
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect()
+    };
+    let (base, path) = (segs(base), segs(&path));
+    let (base, path): (Vec<&str>, Vec<&str>) = (
+        base.iter().map(String::as_str).collect(),
+        path.iter().map(String::as_str).collect(),
+    );
+    pattern.covers(&base, &path)
 }
 
 /// The workspace and home sampled `write`/`read` patterns are read in.
