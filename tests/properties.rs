@@ -316,12 +316,6 @@ fn commands_are_sampled_and_files_proved() {
 #[test]
 fn mcp_and_prompt_claims_on_agent_policies() {
     let policies = crate::diff::env("GATEHOUSE_PROPERTY_POLICIES", 16) as u32 * 3;
-    let mut runner = TestRunner::new(Config {
-        cases: policies,
-        ..Config::default()
-    });
-    let mut rng = TestRng::deterministic_rng(RngAlgorithm::ChaCha);
-    let agents = crate::agent_differential::policy();
     let queries =
         crate::diff::agent_queries(&["github", "slack", "other", "GitHub", "gh-witness-0"]);
     let patterns = [
@@ -335,29 +329,8 @@ fn mcp_and_prompt_claims_on_agent_policies() {
         "prompt rules",
         "web_search",
     ];
-    let (mut proved, mut total) = (0, 0);
-    for _ in 0..policies {
-        let g = agents.new_tree(&mut runner).unwrap().current();
-        let lines: Vec<String> = (0..12)
-            .map(|_| {
-                let q = if rng.random_bool(0.6) {
-                    "never"
-                } else {
-                    "always"
-                };
-                let o = ["allow", "deny", "ask"][rng.random_range(0..3usize)];
-                let p = patterns[rng.random_range(0..patterns.len())];
-                format!("{q} {o} {p}")
-            })
-            .collect();
-        let text = format!("{}properties {{\n  {}\n}}\n", g.text(), lines.join("\n  "));
-        let s = side(&text);
-        for case in &s.build.properties() {
-            let (_, p) = check(&s, case, &queries);
-            proved += usize::from(p);
-            total += 1;
-        }
-    }
+    let patterns: Vec<String> = patterns.iter().map(|p| p.to_string()).collect();
+    let (proved, total) = agent_claims(policies, 12, &patterns, &queries);
     eprintln!("properties (agent kinds): {total} claims, {proved} proved");
     assert!(proved > 0 && proved < total, "{proved} of {total}");
 }
@@ -365,12 +338,7 @@ fn mcp_and_prompt_claims_on_agent_policies() {
 #[test]
 fn file_claims_on_agent_policies() {
     let policies = crate::diff::env("GATEHOUSE_PROPERTY_POLICIES", 16) as u32 / 2;
-    let mut runner = TestRunner::new(Config {
-        cases: policies,
-        ..Config::default()
-    });
     let mut rng = TestRng::deterministic_rng(RngAlgorithm::ChaCha);
-    let agents = crate::agent_differential::policy();
     let mut queries = Vec::new();
     for path in crate::diff_files::paths(&mut rng, 200) {
         let (workspace, home) = (
@@ -401,10 +369,34 @@ fn file_claims_on_agent_policies() {
         "\"/\"",
         "\"**/.git/hooks/**\"",
     ];
+    let patterns: Vec<String> = globs
+        .iter()
+        .flat_map(|g| [format!("write {g}"), format!("read {g}")])
+        .collect();
+    let (proved, total) = agent_claims(policies, 10, &patterns, &queries);
+    eprintln!("properties (files): {total} claims, {proved} proved");
+    assert!(proved > 0 && proved < total, "{proved} of {total}");
+}
+
+/// `per` claims on each of `policies` generated agent policies, each
+/// `never|always OUTCOME` and one of `patterns`, checked against
+/// `queries`; (proved, claims).
+fn agent_claims(
+    policies: u32,
+    per: usize,
+    patterns: &[String],
+    queries: &[Query],
+) -> (usize, usize) {
+    let mut runner = TestRunner::new(Config {
+        cases: policies,
+        ..Config::default()
+    });
+    let mut rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]);
+    let agents = crate::agent_differential::policy();
     let (mut proved, mut total) = (0, 0);
     for _ in 0..policies {
         let g = agents.new_tree(&mut runner).unwrap().current();
-        let lines: Vec<String> = (0..10)
+        let lines: Vec<String> = (0..per)
             .map(|_| {
                 let q = if rng.random_bool(0.6) {
                     "never"
@@ -412,23 +404,17 @@ fn file_claims_on_agent_policies() {
                     "always"
                 };
                 let o = ["allow", "deny", "ask"][rng.random_range(0..3usize)];
-                let kind = if rng.random_bool(0.5) {
-                    "write"
-                } else {
-                    "read"
-                };
-                let glob = globs[rng.random_range(0..globs.len())];
-                format!("{q} {o} {kind} {glob}")
+                let p = &patterns[rng.random_range(0..patterns.len())];
+                format!("{q} {o} {p}")
             })
             .collect();
         let text = format!("{}properties {{\n  {}\n}}\n", g.text(), lines.join("\n  "));
         let s = side(&text);
         for case in &s.build.properties() {
-            let (_, p) = check(&s, case, &queries);
+            let (_, p) = check(&s, case, queries);
             proved += usize::from(p);
             total += 1;
         }
     }
-    eprintln!("properties (files): {total} claims, {proved} proved");
-    assert!(proved > 0 && proved < total, "{proved} of {total}");
+    (proved, total)
 }
