@@ -221,6 +221,12 @@ fn text(diff: &Diff, old: &Build, new: &Build) -> String {
             }
         }
     }
+    for p in diff.policies.iter().filter(|p| p.files_sampled()) {
+        s.push_str(&format!(
+            "policy {}: write and read sampled: its file rules are too many for the exact comparison\n",
+            p.name
+        ));
+    }
     s.push_str(&format!("{}\n{}\n", summary(diff), coverage_line()));
     s
 }
@@ -261,6 +267,7 @@ fn json(diff: &Diff, old: &Build, new: &Build) -> String {
         "summary": {"opened": o, "closed": c, "reason": r, "added": added, "removed": removed},
         "compared": gatehouse::diff::Kind::EXACT.iter().map(|k| k.as_str()).collect::<Vec<_>>(),
         "sampled": gatehouse::diff::Kind::SAMPLED.iter().map(|k| k.as_str()).collect::<Vec<_>>(),
+        "files_sampled": diff.policies.iter().filter(|p| p.files_sampled()).map(|p| p.name.clone()).collect::<Vec<_>>(),
         "not_compared": Vec::<&str>::new(),
     });
     serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"

@@ -93,6 +93,47 @@ fn file_and_command_regions() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Past the file DFA's bounds (here, globs spanning any depth), `write`
+/// and `read` are sampled, and the output says so for that policy.
+#[test]
+fn too_many_file_rules_are_sampled_and_said_so() {
+    let dir = std::env::temp_dir().join(format!("gatehouse-diff-big-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let rules: String = (0..8)
+        .map(|i| format!("    none \"**/k{i}*.env\"\n"))
+        .collect();
+    let old = dir.join("old.policy");
+    let new = dir.join("new.policy");
+    std::fs::write(
+        &old,
+        format!("policy p {{\n  sandbox workspace-write {{\n{rules}  }}\n}}\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        &new,
+        format!(
+            "policy p {{\n  sandbox workspace-write {{\n{rules}    none \"**/*.pem\"\n  }}\n}}\n"
+        ),
+    )
+    .unwrap();
+    let (o, n) = (old.to_str().unwrap(), new.to_str().unwrap());
+    let text = stdout(&policyc(&["diff", o, n]));
+    assert!(
+        text.contains(
+            "policy p: write and read sampled: its file rules are too many for the exact comparison"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("closes write \"/workspace/project/x.pem\""),
+        "{text}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_slice(&policyc(&["diff", "--format", "json", o, n]).stdout).unwrap();
+    assert_eq!(v["files_sampled"], serde_json::json!(["p"]));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The properties example of docs/diff.md, as it prints: proved against
 /// the old policy, refuted (with the rule) against the new one.
 #[test]

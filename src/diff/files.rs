@@ -29,7 +29,14 @@ use crate::query::Query;
 
 /// The DFA's size limits: a policy with more file rules than fit is
 /// sampled instead.
-const SIZE_LIMIT: usize = 32 << 20;
+const SIZE_LIMIT: usize = 4 << 20;
+
+/// At most this many features (both sides' file rules and roots)...
+const MAX_FEATURES: usize = 96;
+
+/// ...of which at most this many span any depth (`**` globs, the nested
+/// repositories' code).
+const MAX_DEEP: usize = 6;
 
 /// The classes of paths of two policies.
 #[derive(Debug)]
@@ -83,20 +90,23 @@ impl FileClasses {
         let ws = workspace();
         let mut patterns: Vec<String> = Vec::new();
         for view in [a.files(&ws)?, b.files(&ws)?] {
-            for root in &view.write_roots {
-                patterns.push(under(root));
-                for name in view.protect.iter().map(String::as_str).chain([".git"]) {
-                    patterns.push(format!(
-                        "{}/(?i:{})(?:/.*)?",
-                        prefix(root),
-                        bytes(name.as_bytes())
-                    ));
-                }
-                patterns.push(format!(
-                    r"{}(?:/[^/]+)*/(?i:\.git)/(?:(?i:hooks)(?:/.*)?|(?i:config))",
-                    prefix(root)
-                ));
-            }
+            // One feature for "a protected name directly under some
+            // writable root" and one for "a nested repository's code under
+            // some writable root": the engine asks whether any root has
+            // it.
+            let roots: Vec<String> = view.write_roots.iter().map(|r| prefix(r)).collect();
+            let names: Vec<String> = view
+                .protect
+                .iter()
+                .map(String::as_str)
+                .chain([".git"])
+                .map(|n| bytes(n.as_bytes()))
+                .collect();
+            let any_root = format!("(?:{})", roots.join("|"));
+            patterns.push(format!("{any_root}/(?i:{})(?:/.*)?", names.join("|")));
+            patterns.push(format!(
+                r"{any_root}(?:/[^/]+)*/(?i:\.git)/(?:(?i:hooks)(?:/.*)?|(?i:config))"
+            ));
             patterns.push(under(&view.workspace));
             patterns.push(under("/tmp"));
             for r in &view.rules {
@@ -112,6 +122,15 @@ impl FileClasses {
         patterns.extend(extra.clone());
         patterns.sort();
         patterns.dedup();
+        // Each pattern that spans any depth multiplies the DFA's states;
+        // past these bounds the comparison samples instead (and says so).
+        let deep = patterns
+            .iter()
+            .filter(|p| p.contains("(?:/[^/]+)*"))
+            .count();
+        if patterns.len() > MAX_FEATURES || deep > MAX_DEEP {
+            return None;
+        }
         let at = extra.and_then(|e| patterns.iter().position(|p| *p == e));
         let dfa = dense::Builder::new()
             .syntax(
