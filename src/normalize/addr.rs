@@ -90,11 +90,13 @@ pub fn non_public_v6_in_global() -> impl Iterator<Item = ipnet::Ipv6Net> {
 }
 
 /// The IPv4 non-public prefixes as `(network, length)` (for `diff`'s cells).
+#[cfg(feature = "diff")]
 pub(crate) fn non_public_v4_prefixes() -> impl Iterator<Item = (u32, u8)> {
     V4_NON_PUBLIC.iter().copied()
 }
 
 /// The non-public IPv6 prefixes inside `2000::/3` as `(network, length)`.
+#[cfg(feature = "diff")]
 pub(crate) fn non_public_v6_prefixes() -> impl Iterator<Item = (u128, u8)> {
     V6_NON_PUBLIC_IN_GLOBAL.iter().copied()
 }

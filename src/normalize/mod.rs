@@ -29,6 +29,7 @@ mod scan;
 pub use addr::{
     canonical_ip, canonical_net, is_loopback, is_non_public, non_public_v4, non_public_v6_in_global,
 };
+#[cfg(feature = "diff")]
 pub(crate) use addr::{canonical_prefixes, non_public_v4_prefixes, non_public_v6_prefixes};
 pub use authority::{HostPortError, split_authority, split_host_port};
 
