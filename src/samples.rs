@@ -101,6 +101,9 @@ pub const COMMAND_RULES: &[&str] = &[
     "prompt sudo because \"root\"",
     "forbid env because \"no environment games\"",
     "allow nice -n 5",
+    "prompt cargo publish because \"releases\"",
+    "allow sed -n",
+    "allow /usr/bin/make",
 ];
 
 /// `mcp` statements for generated policies.

@@ -278,10 +278,10 @@ fn a_proof_has_no_counterexample_and_a_counterexample_is_one() {
 }
 
 #[test]
-fn commands_are_sampled_and_files_proved() {
+fn commands_and_files_are_proved_scripts_sampled() {
     let s = side(
         "policy p {\n  sandbox workspace-write\n  approvals on-request\n}\n\
-         properties {\n  never allow write \".git/**\"\n  never allow exec rm -rf *\n  never allow read \"/etc/**\"\n}\n",
+         properties {\n  never allow write \".git/**\"\n  never allow exec rm -rf *\n  never allow read \"/etc/**\"\n  never deny exec bash -lc *\n}\n",
     );
     let set = s.build.set.as_ref().unwrap();
     let p = set.single().unwrap();
@@ -291,13 +291,13 @@ fn commands_are_sampled_and_files_proved() {
         .iter()
         .map(|c| s.build.prove(c, p))
         .collect();
-    // Files are decided for every path, commands are sampled.
+    // Files are decided for every path, commands for every command line.
     assert!(
         matches!(verdicts[0], Verdict::Proved { cells } if cells > 0),
         "{verdicts:?}"
     );
     assert!(
-        matches!(verdicts[1], Verdict::NotRefuted { sampled } if sampled > 0),
+        matches!(verdicts[1], Verdict::Proved { cells } if cells > 0),
         "{verdicts:?}"
     );
     // Reading /etc is allowed under workspace-write: refuted, with a path
@@ -311,6 +311,45 @@ fn commands_are_sampled_and_files_proved() {
         }
         other => panic!("{other:?}"),
     }
+    // A shell wrapper's scripts are drawn: never proved.
+    assert!(
+        matches!(verdicts[3], Verdict::NotRefuted { sampled } if sampled > 0),
+        "{verdicts:?}"
+    );
+}
+
+/// `exec` claims over every command line beginning with some words,
+/// proved on the command-rule trie: checked against brute force like the
+/// rest (the command lines of `tests/diff.rs`).
+#[test]
+fn exec_claims_on_agent_policies() {
+    let policies = crate::diff::env("GATEHOUSE_PROPERTY_POLICIES", 16) as u32;
+    let mut rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[9; 32]);
+    let random = crate::diff::env("GATEHOUSE_DIFF_RANDOM", 100);
+    let queries = crate::diff::exec_queries(&mut rng, random.max(500));
+    let patterns: Vec<String> = [
+        "exec rm -rf *",
+        "exec rm *",
+        "exec git push *",
+        "exec git *",
+        "exec /usr/bin/git *",
+        "exec ./git *",
+        "exec sudo *",
+        "exec cargo *",
+        "exec cargo publish",
+        "exec ls",
+        "exec ls *",
+        "exec sed -n *",
+        "exec python3 -m pytest *",
+        "exec env *",
+        "exec curl *",
+    ]
+    .iter()
+    .map(|p| p.to_string())
+    .collect();
+    let (proved, total) = agent_claims(policies, 12, &patterns, &queries);
+    eprintln!("properties (exec): {total} claims, {proved} proved");
+    assert!(proved > 0 && proved < total, "{proved} of {total}");
 }
 
 #[test]

@@ -1,7 +1,10 @@
 //! `policyc diff` on two 10 000-rule policies (issue 57: under a second on
 //! one core): 5 000 domain and 5 000 CIDR rules, a fifth of them with
 //! ports, and the new side a pull request's worth of edits away (50 rules
-//! removed, 50 added, 50 flipped between allow and deny).
+//! removed, 50 added, 50 flipped between allow and deny); and on two
+//! 10 000-rule `commands` blocks the same way (programs real and made up,
+//! bare and as paths, subcommands, flags), compared for every command
+//! line.
 
 #![allow(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)]
 
@@ -66,6 +69,146 @@ fn edited(old: &str) -> String {
     lines.join("\n") + "\n"
 }
 
+/// A `commands` block of `n` distinct rules: 40 real programs (git, rm,
+/// sed, sudo, ... — the built-in tests' among them) and made-up ones,
+/// a few written as paths, each with a subcommand and often a flag or an
+/// argument, effects mixed (half allow, a third prompt, the rest forbid).
+fn commands_policy(n: usize, seed: u64) -> String {
+    const PROGRAMS: &[&str] = &[
+        "git",
+        "npm",
+        "cargo",
+        "docker",
+        "kubectl",
+        "python3",
+        "pip",
+        "make",
+        "curl",
+        "wget",
+        "rm",
+        "sed",
+        "find",
+        "rg",
+        "ls",
+        "cat",
+        "sudo",
+        "env",
+        "timeout",
+        "ssh",
+        "scp",
+        "rsync",
+        "tar",
+        "go",
+        "node",
+        "yarn",
+        "pnpm",
+        "terraform",
+        "helm",
+        "aws",
+        "gcloud",
+        "az",
+        "gh",
+        "jq",
+        "chmod",
+        "chown",
+        "mv",
+        "cp",
+        "base64",
+        "/usr/bin/git",
+    ];
+    const SUBS: &[&str] = &[
+        "status", "log", "diff", "push", "pull", "commit", "install", "run", "build", "test",
+        "publish", "deploy", "apply", "delete", "get", "exec", "-rf", "-n", "-C", "--force", "add",
+        "remove", "update", "init", "login", "logout", "show", "branch", "checkout", "reset",
+    ];
+    const ARGS: &[&str] = &[
+        "--force",
+        "-f",
+        "--all",
+        "origin",
+        "main",
+        "-y",
+        "--dry-run",
+        "--global",
+        "-o",
+        "1p",
+        "/",
+        ".",
+        "x",
+        "--prod",
+        "-v",
+        "--yes",
+        "-exec",
+        "--output",
+        "prod",
+        "staging",
+    ];
+    let mut rng = Rng::new(seed);
+    let mut seen = std::collections::BTreeSet::new();
+    let mut out = String::from("policy p {\n  approvals untrusted\n  commands {\n");
+    while seen.len() < n {
+        let program = if rng.below(3) == 0 {
+            format!("tool{}", rng.below(300))
+        } else {
+            PROGRAMS[rng.below(PROGRAMS.len() as u64) as usize].to_string()
+        };
+        let mut words = vec![
+            program,
+            SUBS[rng.below(SUBS.len() as u64) as usize].to_string(),
+        ];
+        if rng.below(3) > 0 {
+            words.push(ARGS[rng.below(ARGS.len() as u64) as usize].to_string());
+        }
+        if rng.below(4) == 0 {
+            words.push(format!("a{}", rng.below(50)));
+        }
+        let line = words.join(" ");
+        if seen.insert(line.clone()) {
+            let effect = match rng.below(6) {
+                0..=2 => "allow",
+                3 | 4 => "prompt",
+                _ => "forbid",
+            };
+            out.push_str(&format!("    {effect} {line}\n"));
+        }
+    }
+    out.push_str("  }\n}\n");
+    out
+}
+
+/// The commands policy after a pull request's edits: 50 rules' effects
+/// changed, 50 removed, 50 added.
+fn edited_commands(old: &str) -> String {
+    let mut rng = Rng::new(58);
+    let mut lines: Vec<String> = old.lines().map(str::to_string).collect();
+    let rules: Vec<usize> = (0..lines.len())
+        .filter(|&i| {
+            let t = lines[i].trim_start();
+            t.starts_with("allow ") || t.starts_with("prompt ") || t.starts_with("forbid ")
+        })
+        .collect();
+    for k in 0..50 {
+        let i = rules[(rng.below(rules.len() as u64) as usize + k) % rules.len()];
+        let l = lines[i].clone();
+        lines[i] = if l.contains("allow ") {
+            l.replacen("allow ", "forbid ", 1)
+        } else {
+            l.replacen("prompt ", "allow ", 1)
+                .replacen("forbid ", "prompt ", 1)
+        };
+    }
+    for k in 0..50 {
+        let i = rules[(rng.below(rules.len() as u64) as usize + 7 * k) % rules.len()];
+        lines[i] = String::new();
+    }
+    let at = lines.iter().position(|l| l.contains("commands {")).unwrap() + 1;
+    for k in 0..50 {
+        lines.insert(at, format!("    allow newtool{k} deploy --prod"));
+    }
+    lines.retain(|l| !l.is_empty());
+    lines.join("\n") + "\n"
+}
+
 fn build(text: &str) -> gatehouse::Build {
     let mut sources = SourceMap::new();
     sources.add("bench.policy", text);
@@ -92,6 +235,20 @@ fn diff(c: &mut Criterion) {
     });
     g.bench_function("10k_rules_same", |bench| {
         bench.iter(|| gatehouse::diff::diff(black_box(&a), black_box(&a)).unwrap())
+    });
+    let old = commands_policy(10_000, 11);
+    let new = edited_commands(&old);
+    let (a, b) = (build(&old), build(&new));
+    let d = gatehouse::diff::diff(&a, &b).unwrap();
+    let regions: usize = d.policies.iter().map(|p| p.regions.len()).sum();
+    assert!(d.policies.iter().all(|p| !p.exec_sampled()));
+    eprintln!(
+        "diff bench (commands): {} and {} lines, {regions} regions",
+        old.lines().count(),
+        new.lines().count()
+    );
+    g.bench_function("10k_command_rules_pr", |bench| {
+        bench.iter(|| gatehouse::diff::diff(black_box(&a), black_box(&b)).unwrap())
     });
     g.finish();
 }

@@ -90,10 +90,11 @@ inside it and both sides' decisions (reason, deciding rule). A region
 escalation: a deny a person could be asked about becoming one nobody can
 override). Exact for connect, dns, socket, upstream, tool, prompt,
 web_search, mcp, app, write and read (paths in the workspace
-/workspace/project, home /home/agent): every query whose decision changed
-lies in a region, and every query in a region changed (docs/diff.md).
-Exec, review, resolved and listen are compared on queries drawn from both
-sides' rules and a shared vocabulary: their regions are real and marked
+/workspace/project, home /home/agent), and exec (every command line but a
+shell wrapper's script): every query whose decision changed lies in a
+region, and every query in a region changed (docs/diff.md). Scripts
+(bash -lc SCRIPT), review, resolved and listen are compared on queries
+drawn from both sides' rules and a shared vocabulary: their regions are real and marked
 sampled, but a change no drawn query meets is missed, and the output says so.
 
 Examples:
@@ -109,16 +110,17 @@ what --fail-on names was found, 2 usage.")]
 PATH...: every claim of every `properties` block (`never allow connect
 169.254.169.254:*`, `always deny dns *.internal`) is proved for its policy
 (or every policy of the set) over every query of its pattern: `proved` over
-connect, dns, socket, upstream, web_search, tool, prompt, app, mcp, write
-and read; `not refuted (sampled N)` over exec, whose queries are drawn
-from the pattern; a failed claim gives a counterexample query and the rule
-that decided it (docs/language.md#properties).
+connect, dns, socket, upstream, web_search, tool, prompt, app, mcp, write,
+read and exec; `not refuted (sampled N)` where a shell wrapper's script
+may follow the words (exec bash *), whose scripts are drawn; a failed
+claim gives a counterexample query and the rule that decided it
+(docs/language.md#properties).
 
 --equivalent A B: every query is decided alike (outcome, reason,
 escalation) by A and B. --implies A B: every query A allows, B allows.
 Each policy present in both is proved over the query kinds `policyc diff`
 compares exactly (connect, dns, socket, upstream, tool, prompt,
-web_search, mcp, app, write, read), and the other kinds on drawn queries, which the
+web_search, mcp, app, write, read, exec), and the other kinds on drawn queries, which the
 output names; a failed proof gives a counterexample query with both sides'
 decisions (docs/diff.md).
 

@@ -227,6 +227,12 @@ fn text(diff: &Diff, old: &Build, new: &Build) -> String {
             p.name
         ));
     }
+    for p in diff.policies.iter().filter(|p| p.exec_sampled()) {
+        s.push_str(&format!(
+            "policy {}: exec sampled: its command rules make too many prefixes for the exact comparison\n",
+            p.name
+        ));
+    }
     s.push_str(&format!("{}\n{}\n", summary(diff), coverage_line()));
     s
 }
@@ -268,6 +274,7 @@ fn json(diff: &Diff, old: &Build, new: &Build) -> String {
         "compared": gatehouse::diff::Kind::EXACT.iter().map(|k| k.as_str()).collect::<Vec<_>>(),
         "sampled": gatehouse::diff::Kind::SAMPLED.iter().map(|k| k.as_str()).collect::<Vec<_>>(),
         "files_sampled": diff.policies.iter().filter(|p| p.files_sampled()).map(|p| p.name.clone()).collect::<Vec<_>>(),
+        "exec_sampled": diff.policies.iter().filter(|p| p.exec_sampled()).map(|p| p.name.clone()).collect::<Vec<_>>(),
         "not_compared": Vec::<&str>::new(),
     });
     serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
@@ -308,10 +315,28 @@ fn markdown(diff: &Diff, old: &Build, new: &Build) -> String {
             }
         }
     }
+    let exact: Vec<&str> = gatehouse::diff::Kind::EXACT
+        .iter()
+        .map(|k| k.as_str())
+        .collect();
     s.push_str(&format!(
-        "\n{}. Exact for connect, dns, socket, upstream, tool, prompt, web_search, mcp, app, write and read; sampled (drawn queries, not every one) for {}.\n",
+        "\n{}. Exact for {}; sampled (drawn queries, not every one) for {}.\n",
         summary(diff),
+        exact.join(", "),
         sampled_kinds()
     ));
+    for p in &diff.policies {
+        for (sampled, what) in [
+            (p.files_sampled(), "write and read"),
+            (p.exec_sampled(), "exec"),
+        ] {
+            if sampled {
+                s.push_str(&format!(
+                    "\nPolicy `{}`: {what} sampled (too many rules for the exact comparison).\n",
+                    p.name
+                ));
+            }
+        }
+    }
     s
 }

@@ -40,8 +40,9 @@ fn the_docs_example_is_what_it_prints() {
     );
 }
 
-/// Files are compared for every path (regions not sampled) and commands
-/// on drawn queries (sampled); each witness is decided as the region says
+/// Files are compared for every path and commands for every command line
+/// (regions not sampled), a shell wrapper's scripts on drawn queries
+/// (sampled); each witness is decided as the region says
 /// on each side (asked through `policyc eval`).
 #[test]
 fn file_and_command_regions() {
@@ -70,11 +71,11 @@ fn file_and_command_regions() {
         .collect();
     assert_eq!(
         kinds,
-        ["exec", "read", "write"].into_iter().collect(),
+        ["exec", "read", "script", "write"].into_iter().collect(),
         "{regions:?}"
     );
     for r in regions {
-        assert_eq!(r["sampled"], r["kind"] == "exec", "{r}");
+        assert_eq!(r["sampled"], r["kind"] == "script", "{r}");
         let q = r["witness"].as_str().unwrap();
         let decide = |path: &str| {
             let e = policyc(&["eval", path, "--query", q]);
@@ -86,10 +87,19 @@ fn file_and_command_regions() {
         assert_eq!(before.0, r["old"]["decision"], "{q}");
         assert_eq!(after.0, r["new"]["decision"], "{q}");
     }
-    // The opening of `git push` is found and said to be sampled.
+    // The opening of `git push` is found for every command line, and of
+    // `./git push` (the old prompt rule applied to any `git`, the new
+    // allow rule only to one in a system directory); scripts are sampled.
     let text = stdout(&policyc(&["diff", o, n]));
-    assert!(text.contains("opens  exec git push and "), "{text}");
-    assert!(text.contains("sampled (drawn queries, not every one): exec, review"));
+    assert!(
+        text.contains("opens  exec git push and every command line decided by the same rules"),
+        "{text}"
+    );
+    assert!(
+        text.contains("opens  exec ./git push and every command line"),
+        "{text}"
+    );
+    assert!(text.contains("sampled (drawn queries, not every one): script, review"));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -152,9 +162,26 @@ fn the_docs_properties_example_is_what_it_prints() {
             "docs/diff.md's properties example is out of date"
         );
     }
-    // The sampled claim fails the run under --fail-on unproved.
+    // Every claim of the example is proved: --fail-on unproved passes.
     let o = in_root(&["prove", "--fail-on", "unproved", OLD, props]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // A claim a shell wrapper's script may follow is only sampled, and
+    // fails the run under --fail-on unproved.
+    let dir = std::env::temp_dir().join(format!("gatehouse-prove-script-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("script.policy");
+    std::fs::write(&script, "properties {\n  never deny exec sh -c *\n}\n").unwrap();
+    let script = script.to_str().unwrap();
+    let o = in_root(&["prove", OLD, script]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("not refuted (sampled "),
+        "{}",
+        stdout(&o)
+    );
+    let o = in_root(&["prove", "--fail-on", "unproved", OLD, script]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let _ = std::fs::remove_dir_all(&dir);
     // JSON: one record per claim and policy.
     let o = in_root(&["prove", "--format", "json", NEW, props]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -166,14 +193,7 @@ fn the_docs_properties_example_is_what_it_prints() {
         .collect();
     assert_eq!(
         verdicts,
-        [
-            "refuted",
-            "proved",
-            "proved",
-            "proved",
-            "proved",
-            "not_refuted"
-        ]
+        ["refuted", "proved", "proved", "proved", "proved", "proved"]
     );
     assert_eq!(
         v["properties"][0]["counterexample"]["query"],
@@ -190,10 +210,47 @@ fn the_docs_properties_example_is_what_it_prints() {
     let o = in_root(&["test", OLD, props]);
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
     assert!(
-        stdout(&o).ends_with("properties: 5 proved, 0 refuted, 1 not refuted (sampled)\n"),
+        stdout(&o).ends_with("properties: 6 proved, 0 refuted, 0 not refuted (sampled)\n"),
         "{}",
         stdout(&o)
     );
+}
+
+/// Past the command trie's bound (here, one rule of five positions with
+/// ten alternatives each: 111 110 prefixes), `exec` is sampled, and the
+/// output says so for that policy.
+#[test]
+fn too_many_command_prefixes_are_sampled_and_said_so() {
+    let dir = std::env::temp_dir().join(format!("gatehouse-diff-cmds-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let alts = |c: char| {
+        let v: Vec<String> = (0..10).map(|i| format!("{c}{i}")).collect();
+        format!("[{}]", v.join(" "))
+    };
+    let rule: Vec<String> = "abcde".chars().map(alts).collect();
+    let old = dir.join("old.policy");
+    let new = dir.join("new.policy");
+    let text = |extra: &str| {
+        format!(
+            "policy p {{\n  commands {{\n    allow {}\n{extra}  }}\n}}\n",
+            rule.join(" ")
+        )
+    };
+    std::fs::write(&old, text("")).unwrap();
+    std::fs::write(&new, text("    forbid git push\n")).unwrap();
+    let (o, n) = (old.to_str().unwrap(), new.to_str().unwrap());
+    let text = stdout(&policyc(&["diff", o, n]));
+    assert!(
+        text.contains(
+            "policy p: exec sampled: its command rules make too many prefixes for the exact comparison"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("closes exec git push"), "{text}");
+    let v: serde_json::Value =
+        serde_json::from_slice(&policyc(&["diff", "--format", "json", o, n]).stdout).unwrap();
+    assert_eq!(v["exec_sampled"], serde_json::json!(["p"]));
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -217,7 +274,7 @@ fn json_markdown_and_exit_codes() {
     assert_eq!(v["not_compared"], serde_json::json!([]));
     assert_eq!(
         v["sampled"],
-        serde_json::json!(["exec", "review", "resolved", "listen"])
+        serde_json::json!(["script", "review", "resolved", "listen"])
     );
     let sampled: Vec<&serde_json::Value> =
         regions.iter().filter(|r| r["sampled"] == true).collect();
@@ -315,7 +372,7 @@ fn prove_equivalence_and_implication_with_a_counterexample() {
     assert!(
         stdout(&o).starts_with("policy agent: proved: A and B are equivalent over connect, dns")
     );
-    assert!(stdout(&o).contains("sampled (drawn queries, not every one): exec, review"));
+    assert!(stdout(&o).contains("sampled (drawn queries, not every one): script, review"));
     let o = in_root(&["prove", "--equivalent", OLD, NEW]);
     assert_eq!(o.status.code(), Some(1));
     let out = stdout(&o);

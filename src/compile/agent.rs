@@ -17,6 +17,35 @@ pub(crate) struct CommandRule {
     pub rule: RuleId,
 }
 
+impl CommandRule {
+    /// Whether the rule's program matches `program`: a spelling of
+    /// position 0 itself, or for a path, its basename — `forbid` and
+    /// `prompt` rules from any directory, `allow` rules only from a system
+    /// directory (docs/language.md#exec, step 2).
+    pub fn matches_program(&self, program: &str) -> bool {
+        let first = self.pattern.first().map(Vec::as_slice).unwrap_or(&[]);
+        let name = crate::normalize::path::basename(program);
+        first.iter().any(|p| p == program)
+            || (name != program
+                && first.iter().any(|p| p == name)
+                && (self.effect != CommandEffect::Allow
+                    || crate::normalize::path::trusted_name(program).is_some()))
+    }
+
+    /// Whether the argv is at least as long as the rule and every argument
+    /// position equals one of its alternatives (the program is
+    /// [`CommandRule::matches_program`]'s).
+    pub fn matches_args(&self, args: &[String]) -> bool {
+        self.pattern.len() <= args.len() + 1
+            && self
+                .pattern
+                .iter()
+                .skip(1)
+                .zip(args)
+                .all(|(alts, a)| alts.iter().any(|x| x == a))
+    }
+}
+
 /// `commands` rules, indexed by each program spelling of position 0.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub(crate) struct Commands {
@@ -32,6 +61,24 @@ impl Commands {
             self.by_program.entry(p.clone()).or_default().push(i);
         }
         self.rules.push(r);
+    }
+
+    /// The strictest rule matching `argv` (forbid, then prompt, then
+    /// allow; among equals the first written), if any.
+    pub fn strictest(&self, argv: &[String]) -> Option<&CommandRule> {
+        let (program, args) = argv.split_first()?;
+        let name = crate::normalize::path::basename(program);
+        let exact = self.by_program.get(program.as_str()).into_iter().flatten();
+        let by_name = (name != program)
+            .then(|| self.by_program.get(name))
+            .flatten()
+            .into_iter()
+            .flatten();
+        exact
+            .chain(by_name)
+            .filter_map(|&i| self.rules.get(i))
+            .filter(|r| r.matches_program(program) && r.matches_args(args))
+            .max_by_key(|r| (r.effect, std::cmp::Reverse(r.rule)))
     }
 
     /// Some `forbid` or `prompt` rule exists (an undecodable script may

@@ -99,6 +99,7 @@ pub(super) fn describe(atoms: &Atoms, d: &Draft) -> String {
         | Kind::Write
         | Kind::Read
         | Kind::Exec
+        | Kind::Script
         | Kind::Review
         | Kind::Resolved
         | Kind::Listen => {

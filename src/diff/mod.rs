@@ -16,7 +16,10 @@
 
 mod apps;
 mod cells;
+mod commands;
+mod covers;
 mod describe;
+mod exec;
 #[cfg(feature = "exact-files")]
 mod files;
 mod group;
@@ -117,8 +120,11 @@ pub enum Kind {
     Write,
     /// `read PATH` (sampled).
     Read,
-    /// `exec ARGV` (sampled).
+    /// `exec ARGV`, every command line but a shell wrapper's.
     Exec,
+    /// `exec` of a shell wrapper's script (`bash -lc SCRIPT`, and the
+    /// shells whose scripts are unknown: sampled).
+    Script,
     /// `review ACTION with ASSESSMENT` (sampled).
     Review,
     /// `resolved NAME -> ADDRESSES` (sampled).
@@ -129,7 +135,7 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind a diff compares: [`Kind::EXACT`], then [`Kind::SAMPLED`].
-    pub const ALL: [Kind; 15] = [
+    pub const ALL: [Kind; 16] = [
         Kind::Connect,
         Kind::Dns,
         Kind::Socket,
@@ -142,6 +148,7 @@ impl Kind {
         Kind::Write,
         Kind::Read,
         Kind::Exec,
+        Kind::Script,
         Kind::Review,
         Kind::Resolved,
         Kind::Listen,
@@ -162,6 +169,7 @@ impl Kind {
         Kind::App,
         Kind::Write,
         Kind::Read,
+        Kind::Exec,
     ];
     /// The kinds compared for every query (`write` and `read` need the
     /// `exact-files` feature).
@@ -176,9 +184,11 @@ impl Kind {
         Kind::WebSearch,
         Kind::Mcp,
         Kind::App,
+        Kind::Exec,
     ];
 
-    /// The query keyword.
+    /// The query keyword (`script` for [`Kind::Script`], whose queries
+    /// are `exec`).
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::Connect => "connect",
@@ -193,6 +203,7 @@ impl Kind {
             Kind::Write => "write",
             Kind::Read => "read",
             Kind::Exec => "exec",
+            Kind::Script => "script",
             Kind::Review => "review",
             Kind::Resolved => "resolved",
             Kind::Listen => "listen",
@@ -203,21 +214,46 @@ impl Kind {
     /// shared vocabulary: every region found is real (its witness changes)
     /// and marked `sampled`, but a change no drawn query meets is missed.
     #[cfg(feature = "exact-files")]
-    pub const SAMPLED: &'static [Kind] = &[Kind::Exec, Kind::Review, Kind::Resolved, Kind::Listen];
+    pub const SAMPLED: &'static [Kind] =
+        &[Kind::Script, Kind::Review, Kind::Resolved, Kind::Listen];
     /// The kinds compared on drawn queries.
     #[cfg(not(feature = "exact-files"))]
     pub const SAMPLED: &'static [Kind] = &[
         Kind::Write,
         Kind::Read,
-        Kind::Exec,
+        Kind::Script,
         Kind::Review,
         Kind::Resolved,
         Kind::Listen,
     ];
 
+    /// The kind a query is compared as (`exec` of a shell wrapper's
+    /// script is [`Kind::Script`]).
+    pub fn of(q: &Query) -> Kind {
+        match q {
+            Query::Connect { .. } => Kind::Connect,
+            Query::Dns { .. } => Kind::Dns,
+            Query::Socket { .. } => Kind::Socket,
+            Query::Upstream => Kind::Upstream,
+            Query::Tool { .. } => Kind::Tool,
+            Query::Prompt { .. } => Kind::Prompt,
+            Query::WebSearch => Kind::WebSearch,
+            Query::Mcp { .. } => Kind::Mcp,
+            Query::App { .. } => Kind::App,
+            Query::Write { .. } => Kind::Write,
+            Query::Read { .. } => Kind::Read,
+            Query::Exec { argv, .. } if crate::eval::wrapper_script(argv).is_some() => Kind::Script,
+            Query::Exec { .. } => Kind::Exec,
+            Query::Review { .. } => Kind::Review,
+            Query::Resolved { .. } => Kind::Resolved,
+            Query::Listen { .. } => Kind::Listen,
+        }
+    }
+
     /// Whether the kind is compared for every query (`write` and `read`
     /// are, unless a policy's file rules are too many for the comparison:
-    /// [`PolicyDiff::files_sampled`]).
+    /// [`PolicyDiff::files_sampled`]; `exec` is, unless its command rules
+    /// are: [`PolicyDiff::exec_sampled`]).
     pub fn is_exact(self) -> bool {
         !Kind::SAMPLED.contains(&self)
     }
@@ -304,9 +340,19 @@ pub struct PolicyDiff {
     /// sampled.
     #[cfg(feature = "exact-files")]
     files: Option<std::sync::Arc<files::FileClasses>>,
+    /// The classes of direct command lines both sides' command rules and
+    /// the built-in tests tell apart; `None` when `exec` was sampled.
+    exec: Option<std::sync::Arc<exec::ExecClasses>>,
 }
 
 impl PolicyDiff {
+    /// Whether this policy's `exec` was sampled: its command rules (with
+    /// their alternatives) make more prefixes than the comparison takes,
+    /// or the two sides were built under different query limits.
+    pub fn exec_sampled(&self) -> bool {
+        self.old && self.new && self.exec.is_none()
+    }
+
     /// Whether this policy's `write` and `read` were sampled although the
     /// build compares them exactly: its file rules did not fit the
     /// comparison's size limit.
@@ -416,6 +462,9 @@ impl Diff {
                 };
                 Cell::item(kind, class)
             }
+            Query::Exec { argv, escalate } => {
+                Cell::item(Kind::Exec, p.exec.as_ref()?.class_of(argv, *escalate)?)
+            }
             _ => self.cell_of(q)?,
         };
         p.regions.iter().find(|r| r.cells.contains(&cell))
@@ -457,6 +506,10 @@ pub fn diff(old: &Build, new: &Build) -> Result<Diff, DiffError> {
         let files_exact = file_classes.is_some();
         #[cfg(not(feature = "exact-files"))]
         let files_exact = false;
+        let exec_classes = match (a, b) {
+            (Some(a), Some(b)) => exec::ExecClasses::of(a, b).map(std::sync::Arc::new),
+            _ => None,
+        };
         let (regions, denied_apps) = match (a, b) {
             (Some(a), Some(b)) => {
                 let (denied, mut app_regions) = apps::regions(&atoms.apps, a, b);
@@ -466,11 +519,15 @@ pub fn diff(old: &Build, new: &Build) -> Result<Diff, DiffError> {
                 if let Some(fc) = &file_classes {
                     r.append(&mut fc.regions(a, b));
                 }
+                if let Some(ec) = &exec_classes {
+                    r.append(&mut ec.regions(a, b));
+                }
                 r.append(&mut sampled::regions(
                     &[&old.files, &new.files],
                     a,
                     b,
                     files_exact,
+                    exec_classes.is_some(),
                 ));
                 // Opened first, then closed, then reasons; by kind within.
                 r.sort_by(|x, y| {
@@ -488,6 +545,7 @@ pub fn diff(old: &Build, new: &Build) -> Result<Diff, DiffError> {
             denied_apps,
             #[cfg(feature = "exact-files")]
             files: file_classes,
+            exec: exec_classes,
         });
     }
     Ok(Diff {

@@ -59,21 +59,20 @@ const PATHS: &[&str] = &[
     "WS/secrets/public/a",
 ];
 
-/// Argument tails tried after each command rule's words.
-const EXEC_TAILS: &[&[&str]] = &[
-    &[],
-    &["x"],
-    &["-rf", "/"],
-    &["--force"],
-    &["origin", "main"],
-];
-
 /// Regions of the sampled kinds between two policies: the drawn queries
 /// whose decision changed, those of one kind changed alike (the same
 /// outcomes, reasons and deciding rules on both sides) as one region, its
 /// witness the shortest of them. `files_exact`: `write` and `read` are
-/// compared for every path elsewhere ([`super::files`]), so not drawn here.
-pub(crate) fn regions(sides: &[&[File]], a: &Policy, b: &Policy, files_exact: bool) -> Vec<Region> {
+/// compared for every path elsewhere ([`super::files`]), so not drawn here;
+/// `exec_exact`: so is every command line but a shell wrapper's
+/// ([`super::exec`]), so only those are drawn, as [`Kind::Script`].
+pub(crate) fn regions(
+    sides: &[&[File]],
+    a: &Policy,
+    b: &Policy,
+    files_exact: bool,
+    exec_exact: bool,
+) -> Vec<Region> {
     let mut queries: Vec<(Kind, Query)> = Vec::new();
     let paths = if files_exact {
         BTreeSet::new()
@@ -102,10 +101,15 @@ pub(crate) fn regions(sides: &[&[File]], a: &Policy, b: &Policy, files_exact: bo
             },
         ));
     }
-    for argv in argvs(sides) {
+    for argv in super::commands::argvs(sides, exec_exact) {
+        let script = crate::eval::wrapper_script(&argv).is_some();
+        if exec_exact && !script {
+            continue;
+        }
+        let kind = if exec_exact { Kind::Script } else { Kind::Exec };
         for escalate in [false, true] {
             queries.push((
-                Kind::Exec,
+                kind,
                 Query::Exec {
                     argv: argv.clone(),
                     escalate,
@@ -187,11 +191,15 @@ pub(crate) fn alike(found: Vec<Decided>, sampled: bool) -> Vec<Region> {
             let cells: Vec<Cell> = found.iter().map(|(.., c)| *c).collect();
             let (witness, old, new, _) = found.into_iter().next()?;
             let what = match kind {
-                Kind::Exec => "command lines",
+                Kind::Exec | Kind::Script => "command lines",
                 Kind::Write | Kind::Read => "paths",
                 Kind::Review => "reviews",
                 Kind::Resolved => "answers",
                 _ => "addresses",
+            };
+            let alike = match kind {
+                Kind::Exec => "command line decided by the same rules and built-in tests",
+                _ => "path no rule tells from it",
             };
             let description = match (more, sampled) {
                 (0, true) => format!("{} (sampled)", describe(&witness)),
@@ -199,12 +207,9 @@ pub(crate) fn alike(found: Vec<Decided>, sampled: bool) -> Vec<Region> {
                     "{} and {n} more sampled {what} decided alike",
                     describe(&witness)
                 ),
-                (0, false) => format!(
-                    "{} and every path no rule tells from it",
-                    describe(&witness)
-                ),
+                (0, false) => format!("{} and every {alike}", describe(&witness)),
                 (n, false) => format!(
-                    "{} and every path no rule tells from it, in {} classes",
+                    "{} and every {alike}, in {} classes",
                     describe(&witness),
                     n + 1
                 ),
@@ -345,82 +350,8 @@ fn paths(a: &Policy, b: &Policy) -> BTreeSet<String> {
     out
 }
 
-/// Command lines drawn from both sides' `commands` rules (each
-/// alternative, with a few argument tails, behind `sudo` and inside `bash
-/// -lc`) and the shared vocabulary of tails and wrappers.
-fn argvs(sides: &[&[File]]) -> BTreeSet<Vec<String>> {
-    let mut out: BTreeSet<Vec<String>> = BTreeSet::new();
-    let mut heads: BTreeSet<Vec<String>> = BTreeSet::new();
-    for section in sections(sides) {
-        let SectionKind::Commands(rules) = section else {
-            continue;
-        };
-        for rule in rules {
-            let mut words: Vec<Vec<String>> = vec![Vec::new()];
-            for w in &rule.pattern {
-                let choices: &Vec<String> = &w.alternatives;
-                words = words
-                    .iter()
-                    .flat_map(|prefix| {
-                        choices.iter().map(move |c| {
-                            let mut v = prefix.clone();
-                            v.push(c.clone());
-                            v
-                        })
-                    })
-                    .take(16)
-                    .collect();
-            }
-            heads.extend(words);
-        }
-    }
-    for tail in crate::samples::TAILS {
-        heads.insert(tail.split_whitespace().map(String::from).collect());
-    }
-    for head in heads {
-        if head.is_empty() {
-            continue;
-        }
-        for tail in EXEC_TAILS {
-            let argv: Vec<String> = head
-                .iter()
-                .cloned()
-                .chain(tail.iter().map(|t| t.to_string()))
-                .collect();
-            out.insert(
-                vec!["sudo".to_string()]
-                    .into_iter()
-                    .chain(argv.clone())
-                    .collect(),
-            );
-            out.insert(vec![
-                "bash".to_string(),
-                "-lc".to_string(),
-                argv.iter()
-                    .map(|w| crate::query::quote_word(w))
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            ]);
-            out.insert(argv);
-        }
-        if head.len() > 1 {
-            out.insert(head.iter().take(1).cloned().collect());
-        }
-    }
-    for wrapper in crate::samples::COMMAND_WRAPPERS.iter().take(6) {
-        out.insert(
-            wrapper
-                .split_whitespace()
-                .chain(["rm", "-rf", "x"])
-                .map(String::from)
-                .collect(),
-        );
-    }
-    out
-}
-
 /// Every section of every policy and requirements block of both sides.
-fn sections<'f>(sides: &[&'f [File]]) -> impl Iterator<Item = &'f SectionKind> {
+pub(super) fn sections<'f>(sides: &[&'f [File]]) -> impl Iterator<Item = &'f SectionKind> {
     sides
         .iter()
         .flat_map(|f| f.iter())

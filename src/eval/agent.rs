@@ -84,6 +84,36 @@ fn severity(d: &Decision) -> u8 {
     }
 }
 
+/// Whether `exec` judges `argv` at all: not empty, a program that is not
+/// blank, no NUL, within the query limits (otherwise `invalid_command`).
+pub(crate) fn argv_valid(limits: &crate::limits::QueryLimits, argv: &[String]) -> bool {
+    let bytes: usize = argv.iter().map(String::len).sum();
+    let blank_program = argv.first().is_some_and(|p| p.trim().is_empty());
+    !(argv.is_empty()
+        || blank_program
+        || argv.len() > limits.argv_words
+        || bytes > limits.argv_bytes
+        || argv.iter().any(|w| w.contains('\0')))
+}
+
+/// A shell wrapper's argv, `PROGRAM -c|-lc SCRIPT` with a non-blank
+/// script (docs/language.md#exec, step 1): the script, and whether the
+/// program is a recognised wrapper (`bash`, `sh`, `zsh`, bare or in a
+/// system directory) whose plain script is split into commands, rather
+/// than another shell (`./bash`, `dash`, ...) whose script is unknown.
+/// `None` for every other argv, which the rules and built-in tests judge
+/// as it is.
+pub(crate) fn wrapper_script(argv: &[String]) -> Option<(bool, &str)> {
+    let [program, flag, script] = argv else {
+        return None;
+    };
+    if !(flag == "-c" || flag == "-lc") || script.trim().is_empty() {
+        return None;
+    }
+    let recognised = trusted_name(program).is_some_and(|n| matches!(n, "bash" | "sh" | "zsh"));
+    (recognised || SHELLS.contains(&basename(program))).then_some((recognised, script.as_str()))
+}
+
 /// At most this many shell wrappers, the outer one included.
 const MAX_WRAPPERS: usize = 3;
 
@@ -149,14 +179,7 @@ impl Policy {
     /// policy's [`crate::limits::QueryLimits`] is denied (`invalid_command`);
     /// a wrapper's script over them is judged as unknown.
     pub fn exec(&self, argv: &[String], escalate: bool) -> Decision {
-        let bytes: usize = argv.iter().map(String::len).sum();
-        let blank_program = argv.first().is_some_and(|p| p.trim().is_empty());
-        if argv.is_empty()
-            || blank_program
-            || argv.len() > self.limits.argv_words
-            || bytes > self.limits.argv_bytes
-            || argv.iter().any(|w| w.contains('\0'))
-        {
+        if !argv_valid(&self.limits, argv) {
             return Decision::deny(Reason::InvalidCommand, None);
         }
         self.judge(argv, escalate, 1)
@@ -164,27 +187,21 @@ impl Policy {
 
     /// Step 1: shell wrappers.
     fn judge(&self, argv: &[String], escalate: bool, wrappers: usize) -> Decision {
-        if let [program, flag, script] = argv {
-            if flag == "-c" || flag == "-lc" {
-                let recognised =
-                    trusted_name(program).is_some_and(|n| matches!(n, "bash" | "sh" | "zsh"));
-                if recognised && !script.trim().is_empty() {
-                    let split = if script.len() > self.limits.script_bytes {
-                        Script::Unknown
-                    } else {
-                        shell::split(script)
-                    };
-                    return match split {
-                        Script::Plain(commands) if wrappers <= MAX_WRAPPERS => {
-                            self.judge_plain_script(argv, &commands, escalate, wrappers)
-                        }
-                        _ => self.judge_unknown(argv, script, escalate),
-                    };
-                }
-                if SHELLS.contains(&basename(program)) && !script.trim().is_empty() {
-                    return self.judge_unknown(argv, script, escalate);
-                }
+        if let Some((recognised, script)) = wrapper_script(argv) {
+            if !recognised {
+                return self.judge_unknown(argv, script, escalate);
             }
+            let split = if script.len() > self.limits.script_bytes {
+                Script::Unknown
+            } else {
+                shell::split(script)
+            };
+            return match split {
+                Script::Plain(commands) if wrappers <= MAX_WRAPPERS => {
+                    self.judge_plain_script(argv, &commands, escalate, wrappers)
+                }
+                _ => self.judge_unknown(argv, script, escalate),
+            };
         }
         self.judge_argv(argv, escalate, true)
     }
@@ -270,37 +287,7 @@ impl Policy {
 
     /// The strictest matching `commands` rule, as a decision.
     fn rules_only(&self, argv: &[String]) -> Option<Decision> {
-        let (program, args) = argv.split_first()?;
-        let cmds = &self.agent.commands;
-        let name = basename(program);
-        let trusted = trusted_name(program).is_some();
-        let mut candidates: Vec<usize> = cmds
-            .by_program
-            .get(program.as_str())
-            .cloned()
-            .unwrap_or_default();
-        if name != program {
-            for &i in cmds.by_program.get(name).into_iter().flatten() {
-                // A path inherits forbid and prompt rules of its basename,
-                // allow rules only from a system directory.
-                let effect = cmds.rules.get(i).map(|r| r.effect);
-                if effect != Some(CommandEffect::Allow) || trusted {
-                    candidates.push(i);
-                }
-            }
-        }
-        let best = candidates
-            .iter()
-            .filter_map(|&i| cmds.rules.get(i))
-            .filter(|r| {
-                r.pattern.len() <= argv.len()
-                    && r.pattern
-                        .iter()
-                        .skip(1)
-                        .zip(args)
-                        .all(|(alts, a)| alts.iter().any(|x| x == a))
-            })
-            .max_by_key(|r| (r.effect, std::cmp::Reverse(r.rule)))?;
+        let best = self.agent.commands.strictest(argv)?;
         Some(self.rule_decision(best.effect, best.rule))
     }
 

@@ -1,28 +1,7 @@
 //! Known-safe (read-only) commands and the dangerous-command rule
 //! (docs/language.md#sandbox), written as data plus small predicates.
 
-/// Directories whose programs the agent cannot have written itself.
-pub const SYSTEM_DIRS: &[&str] = &[
-    "/bin",
-    "/usr/bin",
-    "/usr/local/bin",
-    "/sbin",
-    "/usr/sbin",
-    "/opt/homebrew/bin",
-];
-
-/// The program's basename when `program` is a bare name or an absolute path
-/// directly in a system directory; `None` for any other path (`./cat`,
-/// `/tmp/cat`, `/usr/bin/x/cat`): a program the agent may have written.
-pub fn trusted_name(program: &str) -> Option<&str> {
-    match program.rsplit_once('/') {
-        None => Some(program),
-        Some((dir, name)) if SYSTEM_DIRS.contains(&dir) && !name.is_empty() => Some(name),
-        Some(_) => None,
-    }
-}
-
-pub use crate::normalize::path::basename;
+pub use crate::normalize::path::{basename, trusted_name};
 
 /// How a known-safe program is judged.
 enum Check {
@@ -104,6 +83,76 @@ pub fn has_option(args: &[String], forbidden: &[&str]) -> bool {
             false
         }
     })
+}
+
+/// The programs the known-safe list names.
+#[cfg(feature = "diff")]
+pub(crate) fn known_safe_programs() -> impl Iterator<Item = &'static str> {
+    KNOWN_SAFE.iter().map(|(n, _)| *n)
+}
+
+/// Which of [`builtin_class`]'s classes (neither, known-safe, dangerous)
+/// a command line with this program can fall in, whatever its arguments:
+/// known-safe only for a trusted known-safe program, and then always when
+/// it takes any arguments; dangerous only for `rm` and the wrappers.
+#[cfg(feature = "diff")]
+pub(crate) fn possible_classes(program: &str) -> [bool; 3] {
+    let name = basename(program);
+    let dangerous = name == "rm" || COMMAND_WRAPPERS.contains(&name);
+    match trusted_name(program).and_then(|n| KNOWN_SAFE.iter().find(|(k, _)| *k == n)) {
+        Some((_, Check::Any)) => [false, true, false],
+        Some(_) => [true, true, dangerous],
+        None => [true, false, dangerous],
+    }
+}
+
+/// Every word the built-in tests single out after the program: the
+/// options and words that keep a program from being known-safe, git's
+/// subcommands and options, `sed -n`, and `rm` (for the wrappers). The
+/// diff draws the word after a rule's prefix from these
+/// (`src/diff/exec.rs`), so a new entry in any list here is tried there
+/// too.
+#[cfg(feature = "diff")]
+pub(crate) fn special_words() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for (_, check) in KNOWN_SAFE {
+        match check {
+            Check::Without(w) | Check::WithoutWords(w) => out.extend(w.iter().copied()),
+            Check::Any | Check::SedPrint | Check::Git => {}
+        }
+    }
+    out.extend(GIT_NEVER);
+    out.extend(GIT_GLOBAL_FORBIDDEN);
+    out.extend(GIT_BRANCH_READ);
+    out.extend([
+        "-n",
+        "status",
+        "log",
+        "diff",
+        "show",
+        "branch",
+        "-C",
+        "--no-pager",
+        "rm",
+        "-f",
+        "-rf",
+        "--force",
+    ]);
+    out
+}
+
+/// What the built-in tests make of a command line no rule decides
+/// (docs/language.md#exec, step 3): 2 dangerous (`rm` with a force
+/// flag, also behind wrappers), 1 known-safe, 0 neither.
+#[cfg(feature = "diff")]
+pub(crate) fn builtin_class(argv: &[String]) -> u8 {
+    if is_dangerous(argv) {
+        2
+    } else if is_known_safe(argv) {
+        1
+    } else {
+        0
+    }
 }
 
 /// Whether `argv` is a known-safe (read-only) command.

@@ -6,6 +6,14 @@
 //! failure is a deny with reason `internal_error`.
 
 mod agent;
+#[cfg(feature = "diff")]
+pub(crate) use agent::{argv_valid, wrapper_script};
+
+/// Whether `name` is a shell's (a word after it is shell text).
+#[cfg(feature = "diff")]
+pub(crate) fn is_shell(name: &str) -> bool {
+    words::SHELLS.contains(&name)
+}
 mod files;
 mod files_view;
 pub(crate) mod known_safe;

@@ -73,6 +73,27 @@ fn resolve(path: &str, absolute: bool) -> String {
     }
 }
 
+/// Directories whose programs the agent cannot have written itself.
+pub const SYSTEM_DIRS: &[&str] = &[
+    "/bin",
+    "/usr/bin",
+    "/usr/local/bin",
+    "/sbin",
+    "/usr/sbin",
+    "/opt/homebrew/bin",
+];
+
+/// The program's basename when `program` is a bare name or an absolute path
+/// directly in a system directory; `None` for any other path (`./cat`,
+/// `/tmp/cat`, `/usr/bin/x/cat`): a program the agent may have written.
+pub fn trusted_name(program: &str) -> Option<&str> {
+    match program.rsplit_once('/') {
+        None => Some(program),
+        Some((dir, name)) if SYSTEM_DIRS.contains(&dir) && !name.is_empty() => Some(name),
+        Some(_) => None,
+    }
+}
+
 /// The basename of any program path (`/usr/bin/git` → `git`).
 pub fn basename(program: &str) -> &str {
     program.rsplit('/').next().unwrap_or(program)
