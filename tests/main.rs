@@ -11,6 +11,7 @@ mod agent_differential;
 mod artifact;
 mod corpus;
 mod diff;
+mod diff_agent;
 mod diff_files;
 mod differential;
 mod docs;

@@ -326,7 +326,7 @@ fn exec_claims_on_agent_policies() {
     let policies = crate::diff::env("GATEHOUSE_PROPERTY_POLICIES", 16) as u32;
     let mut rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[9; 32]);
     let random = crate::diff::env("GATEHOUSE_DIFF_RANDOM", 100);
-    let queries = crate::diff::exec_queries(&mut rng, random.max(500));
+    let queries = crate::diff_agent::exec_queries(&mut rng, random.max(500));
     let patterns: Vec<String> = [
         "exec rm -rf *",
         "exec rm *",
@@ -356,7 +356,7 @@ fn exec_claims_on_agent_policies() {
 fn mcp_and_prompt_claims_on_agent_policies() {
     let policies = crate::diff::env("GATEHOUSE_PROPERTY_POLICIES", 16) as u32 * 3;
     let queries =
-        crate::diff::agent_queries(&["github", "slack", "other", "GitHub", "gh-witness-0"]);
+        crate::diff_agent::agent_queries(&["github", "slack", "other", "GitHub", "gh-witness-0"]);
     let patterns = [
         "mcp github/delete_repo",
         "mcp github",

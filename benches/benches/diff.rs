@@ -223,8 +223,12 @@ fn diff(c: &mut Criterion) {
     let (a, b) = (build(&old), build(&new));
     let d = gatehouse::diff::diff(&a, &b).unwrap();
     let regions: usize = d.policies.iter().map(|p| p.regions.len()).sum();
+    let mut kinds: std::collections::BTreeMap<&str, usize> = Default::default();
+    for r in d.policies.iter().flat_map(|p| &p.regions) {
+        *kinds.entry(r.kind.as_str()).or_default() += 1;
+    }
     eprintln!(
-        "diff bench: {} and {} lines, {regions} regions",
+        "diff bench: {} and {} lines, {regions} regions {kinds:?}",
         old.lines().count(),
         new.lines().count()
     );

@@ -88,14 +88,15 @@ inside it and both sides' decisions (reason, deciding rule). A region
 *opens* (refused or asked before, allowed now; refused before, asked now),
 *closes*, or changes its *reason* (the same outcome for another reason or
 escalation: a deny a person could be asked about becoming one nobody can
-override). Exact for connect, dns, socket, upstream, tool, prompt,
-web_search, mcp, app, write and read (paths in the workspace
-/workspace/project, home /home/agent), and exec (every command line but a
-shell wrapper's script): every query whose decision changed lies in a
-region, and every query in a region changed (docs/diff.md). Scripts
-(bash -lc SCRIPT), review, resolved and listen are compared on queries
-drawn from both sides' rules and a shared vocabulary: their regions are real and marked
-sampled, but a change no drawn query meets is missed, and the output says so.
+override). Exact for connect, dns, resolved, listen, socket, upstream,
+tool, prompt, web_search, mcp, app, write and read (paths in the
+workspace /workspace/project, home /home/agent), and exec (every command
+line but a shell wrapper's script): every query whose decision changed
+lies in a region, and every query in a region changed (docs/diff.md).
+Scripts (bash -lc SCRIPT) and review are compared on queries drawn from
+both sides' rules and a shared vocabulary: their regions are real and
+marked sampled, but a change no drawn query meets is missed, and the
+output says so.
 
 Examples:
   policyc diff old/agent.policy policies/agent.policy
@@ -120,7 +121,7 @@ claim gives a counterexample query and the rule that decided it
 escalation) by A and B. --implies A B: every query A allows, B allows.
 Each policy present in both is proved over the query kinds `policyc diff`
 compares exactly (connect, dns, socket, upstream, tool, prompt,
-web_search, mcp, app, write, read, exec), and the other kinds on drawn queries, which the
+web_search, mcp, app, write, read, exec, resolved, listen), and the other kinds on drawn queries, which the
 output names; a failed proof gives a counterexample query with both sides'
 decisions (docs/diff.md).
 

@@ -233,6 +233,7 @@ fn text(diff: &Diff, old: &Build, new: &Build) -> String {
             p.name
         ));
     }
+
     s.push_str(&format!("{}\n{}\n", summary(diff), coverage_line()));
     s
 }

@@ -23,7 +23,9 @@ mod exec;
 #[cfg(feature = "exact-files")]
 mod files;
 mod group;
+mod kind;
 mod prove;
+mod resolved;
 mod sampled;
 
 use serde::Serialize;
@@ -34,6 +36,7 @@ use crate::decision::{Decision, Escalation, Outcome, Reason};
 use crate::query::{Query, Via};
 use cells::Atoms;
 pub use cells::{HostClass, annotation_index, annotations};
+pub use kind::Kind;
 pub use prove::{PropertyCase, SAMPLE_HOME, SAMPLE_WORKSPACE, Verdict, outcome_class};
 
 /// Which way a region's decision moved.
@@ -92,171 +95,6 @@ pub fn change(old: &Key, new: &Key) -> Option<Change> {
         std::cmp::Ordering::Less => Change::Closes,
         std::cmp::Ordering::Equal => Change::Reason,
     })
-}
-
-/// The query kinds a diff covers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Kind {
-    /// `connect HOST:PORT via V`.
-    Connect,
-    /// `dns NAME`.
-    Dns,
-    /// `socket PATH`.
-    Socket,
-    /// `upstream`.
-    Upstream,
-    /// `tool PERMISSION`.
-    Tool,
-    /// `prompt CATEGORY`.
-    Prompt,
-    /// `web_search`.
-    WebSearch,
-    /// `mcp SERVER/TOOL [annotations]`.
-    Mcp,
-    /// `app PROGRAM`.
-    App,
-    /// `write PATH` (sampled).
-    Write,
-    /// `read PATH` (sampled).
-    Read,
-    /// `exec ARGV`, every command line but a shell wrapper's.
-    Exec,
-    /// `exec` of a shell wrapper's script (`bash -lc SCRIPT`, and the
-    /// shells whose scripts are unknown: sampled).
-    Script,
-    /// `review ACTION with ASSESSMENT` (sampled).
-    Review,
-    /// `resolved NAME -> ADDRESSES` (sampled).
-    Resolved,
-    /// `listen ADDRESS:PORT` (sampled).
-    Listen,
-}
-
-impl Kind {
-    /// Every kind a diff compares: [`Kind::EXACT`], then [`Kind::SAMPLED`].
-    pub const ALL: [Kind; 16] = [
-        Kind::Connect,
-        Kind::Dns,
-        Kind::Socket,
-        Kind::Upstream,
-        Kind::Tool,
-        Kind::Prompt,
-        Kind::WebSearch,
-        Kind::Mcp,
-        Kind::App,
-        Kind::Write,
-        Kind::Read,
-        Kind::Exec,
-        Kind::Script,
-        Kind::Review,
-        Kind::Resolved,
-        Kind::Listen,
-    ];
-
-    /// The kinds compared for every query: a query whose decision changed
-    /// lies in a region.
-    #[cfg(feature = "exact-files")]
-    pub const EXACT: &'static [Kind] = &[
-        Kind::Connect,
-        Kind::Dns,
-        Kind::Socket,
-        Kind::Upstream,
-        Kind::Tool,
-        Kind::Prompt,
-        Kind::WebSearch,
-        Kind::Mcp,
-        Kind::App,
-        Kind::Write,
-        Kind::Read,
-        Kind::Exec,
-    ];
-    /// The kinds compared for every query (`write` and `read` need the
-    /// `exact-files` feature).
-    #[cfg(not(feature = "exact-files"))]
-    pub const EXACT: &'static [Kind] = &[
-        Kind::Connect,
-        Kind::Dns,
-        Kind::Socket,
-        Kind::Upstream,
-        Kind::Tool,
-        Kind::Prompt,
-        Kind::WebSearch,
-        Kind::Mcp,
-        Kind::App,
-        Kind::Exec,
-    ];
-
-    /// The query keyword (`script` for [`Kind::Script`], whose queries
-    /// are `exec`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::Connect => "connect",
-            Kind::Dns => "dns",
-            Kind::Socket => "socket",
-            Kind::Upstream => "upstream",
-            Kind::Tool => "tool",
-            Kind::Prompt => "prompt",
-            Kind::WebSearch => "web_search",
-            Kind::Mcp => "mcp",
-            Kind::App => "app",
-            Kind::Write => "write",
-            Kind::Read => "read",
-            Kind::Exec => "exec",
-            Kind::Script => "script",
-            Kind::Review => "review",
-            Kind::Resolved => "resolved",
-            Kind::Listen => "listen",
-        }
-    }
-
-    /// The kinds compared on queries drawn from both sides' rules and the
-    /// shared vocabulary: every region found is real (its witness changes)
-    /// and marked `sampled`, but a change no drawn query meets is missed.
-    #[cfg(feature = "exact-files")]
-    pub const SAMPLED: &'static [Kind] =
-        &[Kind::Script, Kind::Review, Kind::Resolved, Kind::Listen];
-    /// The kinds compared on drawn queries.
-    #[cfg(not(feature = "exact-files"))]
-    pub const SAMPLED: &'static [Kind] = &[
-        Kind::Write,
-        Kind::Read,
-        Kind::Script,
-        Kind::Review,
-        Kind::Resolved,
-        Kind::Listen,
-    ];
-
-    /// The kind a query is compared as (`exec` of a shell wrapper's
-    /// script is [`Kind::Script`]).
-    pub fn of(q: &Query) -> Kind {
-        match q {
-            Query::Connect { .. } => Kind::Connect,
-            Query::Dns { .. } => Kind::Dns,
-            Query::Socket { .. } => Kind::Socket,
-            Query::Upstream => Kind::Upstream,
-            Query::Tool { .. } => Kind::Tool,
-            Query::Prompt { .. } => Kind::Prompt,
-            Query::WebSearch => Kind::WebSearch,
-            Query::Mcp { .. } => Kind::Mcp,
-            Query::App { .. } => Kind::App,
-            Query::Write { .. } => Kind::Write,
-            Query::Read { .. } => Kind::Read,
-            Query::Exec { argv, .. } if crate::eval::wrapper_script(argv).is_some() => Kind::Script,
-            Query::Exec { .. } => Kind::Exec,
-            Query::Review { .. } => Kind::Review,
-            Query::Resolved { .. } => Kind::Resolved,
-            Query::Listen { .. } => Kind::Listen,
-        }
-    }
-
-    /// Whether the kind is compared for every query (`write` and `read`
-    /// are, unless a policy's file rules are too many for the comparison:
-    /// [`PolicyDiff::files_sampled`]; `exec` is, unless its command rules
-    /// are: [`PolicyDiff::exec_sampled`]).
-    pub fn is_exact(self) -> bool {
-        !Kind::SAMPLED.contains(&self)
-    }
 }
 
 /// A cell: a host class, and for `connect` a port interval and transport.
@@ -343,6 +181,9 @@ pub struct PolicyDiff {
     /// The classes of direct command lines both sides' command rules and
     /// the built-in tests tell apart; `None` when `exec` was sampled.
     exec: Option<std::sync::Arc<exec::ExecClasses>>,
+    /// The pairs of decisions of `resolved` regions (each region's cell
+    /// item is its index).
+    resolved: Vec<(resolved::Red, resolved::Red)>,
 }
 
 impl PolicyDiff {
@@ -385,6 +226,9 @@ pub struct Diff {
     /// Every policy of either side, by name.
     pub policies: Vec<PolicyDiff>,
     atoms: std::sync::Arc<Atoms>,
+    /// Both sides' sets, which `resolved` queries are decided by to find
+    /// their region.
+    sets: (PolicySet, PolicySet),
 }
 
 impl Diff {
@@ -415,6 +259,17 @@ impl Diff {
                 Cell::item(Kind::Socket, i)
             }),
             Query::Upstream => Some(Cell::item(Kind::Upstream, 0)),
+            Query::Listen { addr } => {
+                let (host, port) = crate::normalize::split_host_port(addr).ok()?;
+                let host = host
+                    .strip_prefix('[')
+                    .and_then(|h| h.strip_suffix(']'))
+                    .unwrap_or(host);
+                let ip: std::net::IpAddr = host.parse().ok()?;
+                port.parse::<u16>().ok()?;
+                let local = crate::normalize::addr::is_loopback(ip);
+                Some(Cell::item(Kind::Listen, usize::from(!local)))
+            }
             Query::WebSearch => Some(Cell::item(Kind::WebSearch, 0)),
             Query::Tool { permission } => crate::vocab::Permission::parse(permission)
                 .map(|p| Cell::item(Kind::Tool, p.index())),
@@ -465,6 +320,16 @@ impl Diff {
             Query::Exec { argv, escalate } => {
                 Cell::item(Kind::Exec, p.exec.as_ref()?.class_of(argv, *escalate)?)
             }
+            Query::Resolved { .. } => {
+                let (x, y) = (
+                    find(&self.sets.0, policy)?.decide(q),
+                    find(&self.sets.1, policy)?.decide(q),
+                );
+                if Key::of(&x) == Key::of(&y) {
+                    return None;
+                }
+                Cell::item(Kind::Resolved, resolved::item_of(&p.resolved, &x, &y)?)
+            }
             _ => self.cell_of(q)?,
         };
         p.regions.iter().find(|r| r.cells.contains(&cell))
@@ -510,6 +375,7 @@ pub fn diff(old: &Build, new: &Build) -> Result<Diff, DiffError> {
             (Some(a), Some(b)) => exec::ExecClasses::of(a, b).map(std::sync::Arc::new),
             _ => None,
         };
+        let mut resolved_pairs = Vec::new();
         let (regions, denied_apps) = match (a, b) {
             (Some(a), Some(b)) => {
                 let (denied, mut app_regions) = apps::regions(&atoms.apps, a, b);
@@ -522,6 +388,9 @@ pub fn diff(old: &Build, new: &Build) -> Result<Diff, DiffError> {
                 if let Some(ec) = &exec_classes {
                     r.append(&mut ec.regions(a, b));
                 }
+                let (mut rs, pairs) = resolved::regions(&atoms, &hosts, a, b);
+                r.append(&mut rs);
+                resolved_pairs = pairs;
                 r.append(&mut sampled::regions(
                     &[&old.files, &new.files],
                     a,
@@ -546,12 +415,14 @@ pub fn diff(old: &Build, new: &Build) -> Result<Diff, DiffError> {
             #[cfg(feature = "exact-files")]
             files: file_classes,
             exec: exec_classes,
+            resolved: resolved_pairs,
         });
     }
     Ok(Diff {
         atoms_bases: atoms.bases.len(),
         policies,
         atoms,
+        sets: (old_set.clone(), new_set.clone()),
     })
 }
 
@@ -640,6 +511,15 @@ fn regions(atoms: &Atoms, hosts: &[(HostClass, String)], a: &Policy, b: &Policy)
         finite.push((Cell::item(Kind::Socket, i), Query::Socket { path }));
     }
     finite.push((Cell::item(Kind::Upstream, 0), Query::Upstream));
+    // A listener's decision looks only at whether its address is loopback.
+    for (i, addr) in ["127.0.0.1:3128", "10.0.0.1:3128"].into_iter().enumerate() {
+        finite.push((
+            Cell::item(Kind::Listen, i),
+            Query::Listen {
+                addr: addr.to_string(),
+            },
+        ));
+    }
     finite.push((Cell::item(Kind::WebSearch, 0), Query::WebSearch));
     for p in crate::vocab::Permission::ALL {
         finite.push((

@@ -1,12 +1,12 @@
-//! The kinds the diff samples (`write`, `read`, `exec`, `review`,
-//! `resolved`, `listen`): their domains — paths under globs, command lines
-//! under prefix rules and the shell reader, a guardian's regular
-//! expressions, lists of addresses — are not cut into cells yet, so each
-//! side is asked about queries drawn from both sides' rules and the shared
-//! vocabulary. Every
-//! region found is real (its witness is decided differently) and marked
-//! `sampled`; a change no drawn query meets is missed, which every output
-//! says.
+//! The kinds the diff samples: a shell wrapper's scripts (text in an
+//! infinite language), the guardian's reviews (regular expressions), and
+//! `write`/`read` and `exec` where their exact comparison does not apply
+//! (a build without `exact-files`, rules past its bounds). Each side is
+//! asked about queries drawn from both sides' rules and the shared
+//! vocabulary. Every region found is real (its witness is decided
+//! differently) and marked `sampled`; a change no drawn query meets is
+//! missed, which every output says. The grouping of decided queries into
+//! regions ([`alike`]) is shared with the exact kinds.
 
 use std::collections::BTreeSet;
 
@@ -15,9 +15,7 @@ use crate::eval::Workspace;
 use crate::normalize::glob::Segment;
 use crate::query::Query;
 use crate::query::{Annotations, Assessment, ReviewOutcome, ReviewStatus, Via};
-use crate::syntax::ast::{
-    File, GuardianStmt, Item, Matcher, NetStmt, NetTarget, Network, SectionKind,
-};
+use crate::syntax::ast::{File, GuardianStmt, Item, Matcher, SectionKind};
 use crate::vocab::{AuthLevel, RiskCategory, RiskLevel};
 
 use super::prove::{SAMPLE_HOME, SAMPLE_WORKSPACE, instances};
@@ -127,15 +125,6 @@ pub(crate) fn regions(
                 },
             ));
         }
-    }
-    queries.extend(resolved(sides).into_iter().map(|q| (Kind::Resolved, q)));
-    for addr in LISTEN {
-        queries.push((
-            Kind::Listen,
-            Query::Listen {
-                addr: addr.to_string(),
-            },
-        ));
     }
     let found = queries
         .into_iter()
@@ -363,16 +352,6 @@ pub(super) fn sections<'f>(sides: &[&'f [File]]) -> impl Iterator<Item = &'f Sec
         .flat_map(|block| block.sections.iter().map(|s| &s.kind))
 }
 
-/// Listener addresses: loopback and not, both families.
-const LISTEN: &[&str] = &[
-    "127.0.0.1:3128",
-    "[::1]:3128",
-    "0.0.0.0:3128",
-    "[::]:3128",
-    "10.0.0.1:8080",
-    "192.168.1.1:8080",
-];
-
 /// Command lines a guardian's regular expressions are about, for the
 /// actions of a review (a regular expression cannot be enumerated).
 const REVIEW_COMMANDS: &[&str] = &[
@@ -521,77 +500,6 @@ fn assessments() -> Vec<Assessment> {
             status: Some(status),
             ..Assessment::default()
         });
-    }
-    out
-}
-
-/// `resolved` answers: each name either side's rules name (and one below
-/// it) answered with a public address, and each address either side's
-/// rules name (a prefix's first and last) and the shared vocabulary's, as
-/// the answer for a few names; with no port, and on 443.
-fn resolved(sides: &[&[File]]) -> Vec<Query> {
-    let mut names: BTreeSet<String> = ["example.com".to_string()].into();
-    let mut addrs: BTreeSet<String> = BTreeSet::new();
-    for section in sections(sides) {
-        let SectionKind::Network(Network::Block(stmts)) = section else {
-            continue;
-        };
-        for stmt in stmts {
-            let NetStmt::Rule(rule) = stmt else { continue };
-            match &rule.target {
-                NetTarget::Domain(d) => {
-                    let base = d.trim_start_matches("**.").trim_start_matches("*.");
-                    if base != "*" && names.len() < 64 {
-                        names.insert(format!("x.{base}"));
-                        names.insert(base.to_string());
-                    }
-                }
-                NetTarget::Ip(ip) if addrs.len() < 128 => {
-                    addrs.insert(crate::normalize::addr::canonical_ip(*ip).to_string());
-                }
-                NetTarget::Cidr(n) if addrs.len() < 128 => {
-                    addrs.insert(n.network().to_string());
-                    addrs.insert(n.broadcast().to_string());
-                }
-                _ => {}
-            }
-        }
-    }
-    // Answers are canonical text, as resolvers hand them over; the shared
-    // vocabulary's first (private and metadata addresses), then the rules'.
-    let mut ordered: Vec<String> = Vec::new();
-    for a in crate::samples::IPS
-        .iter()
-        .map(|a| a.to_string())
-        .chain(addrs)
-    {
-        let Ok(ip) = a.parse::<std::net::IpAddr>() else {
-            continue;
-        };
-        let text = crate::normalize::addr::canonical_ip(ip).to_string();
-        if !ordered.contains(&text) {
-            ordered.push(text);
-        }
-    }
-    let addrs = ordered;
-    let mut out = Vec::new();
-    for port in [None, Some(443)] {
-        for name in &names {
-            out.push(Query::Resolved {
-                host: name.clone(),
-                addrs: vec!["93.184.215.14".into()],
-                port,
-            });
-        }
-        for name in names.iter().take(4) {
-            for a in &addrs {
-                out.push(Query::Resolved {
-                    host: name.clone(),
-                    addrs: vec![a.clone()],
-                    port,
-                });
-            }
-        }
     }
     out
 }

@@ -288,29 +288,59 @@ impl Policy {
         if port == Some(0) {
             return Decision::deny(Reason::InvalidPort, None);
         }
-        // 2. Mode.
-        if let Some(d) = self.mode_decides() {
-            return d;
-        }
-        // 3. The name.
-        let q = port.map_or(PortQ::NoPort, PortQ::Port);
-        let by_name = self.rules_decide(&self.host_hit(Host::Name(name.name), name.labels, q));
-        if !by_name.is_allow() {
-            return by_name;
-        }
+        // 2 and 3. The mode (which decides alone), then the name.
+        let by_name = match self.resolved_name(name, port) {
+            Ok(d) if d.is_allow() => d,
+            Ok(d) | Err(d) => return d,
+        };
         // 4. Every address; one bad address denies the whole answer.
         for ip in head.iter().chain(tail) {
-            let ip = crate::normalize::canonical_ip(*ip);
-            let hit = self.ip_hit(ip, q);
-            if let Some(r) = hit.deny {
-                return Decision::deny(Reason::DeniedByRule, Some(r));
-            }
-            if hit.local && !self.net.local_allow && hit.exact_allow.is_none() {
-                return Decision::deny(Reason::NonPublicResolution, None);
+            if let Some(d) = self.resolved_address(*ip, port) {
+                return d;
             }
         }
         // 5. The name's reason.
         by_name
+    }
+
+    /// Steps 2 and 3 of `resolved`: the mode, which decides the whole
+    /// answer alone (`Err`), then the name's rules (`Ok`: the addresses
+    /// are looked at when it allows).
+    fn resolved_name(&self, name: Named<'_>, port: Option<u16>) -> Result<Decision, Decision> {
+        if let Some(d) = self.mode_decides() {
+            return Err(d);
+        }
+        let q = port.map_or(PortQ::NoPort, PortQ::Port);
+        Ok(self.rules_decide(&self.host_hit(Host::Name(name.name), name.labels, q)))
+    }
+
+    /// Step 4 of `resolved` for one address: the deny that one bad
+    /// address makes of the whole answer, or `None` for an address the
+    /// answer may hold.
+    pub(crate) fn resolved_address(&self, ip: IpAddr, port: Option<u16>) -> Option<Decision> {
+        let q = port.map_or(PortQ::NoPort, PortQ::Port);
+        let hit = self.ip_hit(crate::normalize::canonical_ip(ip), q);
+        if let Some(r) = hit.deny {
+            return Some(Decision::deny(Reason::DeniedByRule, Some(r)));
+        }
+        if hit.local && !self.net.local_allow && hit.exact_allow.is_none() {
+            return Some(Decision::deny(Reason::NonPublicResolution, None));
+        }
+        None
+    }
+
+    /// Steps 2 and 3 of `resolved` for a name as text (`None`: a name
+    /// validation refuses, whatever the policy; `Err`: the mode decides
+    /// alone).
+    #[cfg(feature = "diff")]
+    pub(crate) fn resolved_by_name(
+        &self,
+        name: &str,
+        port: Option<u16>,
+    ) -> Option<Result<Decision, Decision>> {
+        let mut buf = HostBuf::new();
+        let named = question_name(name, &mut buf).ok()?;
+        Some(self.resolved_name(named, port))
     }
 
     /// May the sandbox connect to the unix socket at `path`?
