@@ -27,6 +27,7 @@ pub mod http;
 pub mod listener;
 pub mod metrics;
 pub mod metrics_server;
+mod notify;
 pub mod outcome;
 pub mod policy;
 pub mod pool;

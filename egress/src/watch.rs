@@ -4,41 +4,49 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::notify::{Notifier, Wake};
 use crate::policy::{Policies, Seen, stat_key, stderr_line};
 
 /// Watches the policy file and reloads when its content changes, or on
 /// SIGHUP, until the runtime ends.
 ///
-/// One thread of its own does all of it, one thing at a time: every 200 ms
-/// it `stat`s the path (never opens it: a FIFO at the path costs nothing);
-/// it reads and hashes the file only when its identity, size, modification
-/// or change time moved, and for one second after any change (a write
-/// landing in the same timestamp tick as the read before it is still
-/// seen), so an idle daemon never reads its policy (an 8 MiB policy read
-/// every 200 ms was 40 MB/s of hashing); it reloads when the hash differs
-/// from the last one read, and at every SIGHUP. The reads, the compile and
-/// the old set all live and die on that thread, whose freed memory is then
-/// given back (docs/egress.md, "Memory").
+/// One thread of its own does all of it, one thing at a time. It sleeps
+/// until the kernel says something changed in the policy's directory
+/// (inotify, [`crate::notify`]) or a SIGHUP comes; then it `stat`s the
+/// path (never opens it: a FIFO at the path costs nothing), reads and
+/// hashes the file only when its identity, size, modification or change
+/// time moved, and keeps looking every 200 ms for one second after any
+/// change (a write landing in the same timestamp tick as the read before
+/// it is still seen). So an idle daemon neither wakes nor reads its policy
+/// (an 8 MiB policy read every 200 ms was 40 MB/s of hashing; a `stat`
+/// every 200 ms per file was host mode's idle CPU). It reloads when the
+/// hash differs from the last one read, and at every SIGHUP. Where the
+/// kernel gives no notifications (or loses some: an overflow, the
+/// directory gone) it polls every 200 ms, as before. The reads, the
+/// compile and the old set all live and die on that thread, whose freed
+/// memory is then given back (docs/egress.md, "Memory").
 pub fn watch(policies: Arc<Policies>) {
-    let (hups, hup) = std::sync::mpsc::channel::<()>();
+    let (wakes, wake) = std::sync::mpsc::channel::<Wake>();
+    let notifier = Notifier::start(wakes.clone());
     let spawned = std::thread::Builder::new()
         .name("gatehouse-reload".into())
-        .spawn(move || reload_thread(&policies, &hup));
+        .spawn(move || reload_thread(&policies, &wake, notifier));
     if let Err(e) = spawned {
         stderr_line(format!(
             "gatehouse-egress: cannot start the reload thread ({e}); the policy in force stays until restart"
         ));
         return;
     }
-    // Holds the sender until the runtime ends: the thread then sees the
-    // channel close and stops.
+    // Holds the sender until the runtime ends: the thread is then told to
+    // stop.
     tokio::spawn(async move {
+        let hups = StopOnDrop(wakes);
         #[cfg(unix)]
         {
             use tokio::signal::unix::{SignalKind, signal};
             if let Ok(mut signals) = signal(SignalKind::hangup()) {
                 while signals.recv().await.is_some() {
-                    if hups.send(()).is_err() {
+                    if hups.0.send(Wake::Hup).is_err() {
                         return;
                     }
                 }
@@ -47,6 +55,17 @@ pub fn watch(policies: Arc<Policies>) {
         std::future::pending::<()>().await;
         drop(hups);
     });
+}
+
+/// The SIGHUP sender, which tells the reload thread to stop when the
+/// runtime drops it (the notifier holds a sender too, so the channel
+/// alone would never close).
+struct StopOnDrop(std::sync::mpsc::Sender<Wake>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.send(Wake::Stop);
+    }
 }
 
 /// What the watcher knows of one policy file: its `stat` identity and
@@ -96,17 +115,50 @@ impl FileWatch {
 }
 
 /// The watcher's loop: see [`watch`].
-fn reload_thread(p: &Policies, hup: &std::sync::mpsc::Receiver<()>) {
+fn reload_thread(p: &Policies, wake: &std::sync::mpsc::Receiver<Wake>, notifier: Option<Notifier>) {
     use std::sync::mpsc::RecvTimeoutError;
     let mut file = FileWatch::new(p);
+    let mut notifier = notifier;
+    let mut polling = !notifier.as_mut().is_some_and(|n| n.watch_file(&p.path));
+    if polling {
+        stderr_line(
+            "gatehouse-egress: no file notifications for the policy; it is checked every 200 ms"
+                .to_string(),
+        );
+    }
+    let mut settle = Settle::default();
     // The first compile's transient memory (made before this thread),
     // given back.
     give_back_free_memory();
     loop {
-        match hup.recv_timeout(POLL) {
-            Ok(()) => file.force(p),
-            Err(RecvTimeoutError::Disconnected) => return,
-            Err(RecvTimeoutError::Timeout) => {
+        let next = if polling || settle.active() {
+            wake.recv_timeout(POLL)
+        } else {
+            wake.recv().map_err(|_| RecvTimeoutError::Disconnected)
+        };
+        match next {
+            Ok(Wake::Hup) => file.force(p),
+            Ok(Wake::Stop) | Err(RecvTimeoutError::Disconnected) => return,
+            Ok(Wake::Lost(why)) => {
+                stderr_line(format!(
+                    "gatehouse-egress: {why}; the policy is checked every 200 ms from now on"
+                ));
+                polling = true;
+                notifier = None;
+                if !file.poll(p) {
+                    continue;
+                }
+            }
+            Ok(Wake::Changed) | Err(RecvTimeoutError::Timeout) => {
+                if matches!(next, Ok(Wake::Changed)) {
+                    settle.start();
+                    // A symbolic link may point elsewhere now.
+                    if let Some(n) = notifier.as_mut()
+                        && !n.watch_file(&p.path)
+                    {
+                        polling = true;
+                    }
+                }
                 if !file.poll(p) {
                     continue;
                 }
@@ -115,6 +167,30 @@ fn reload_thread(p: &Policies, hup: &std::sync::mpsc::Receiver<()>) {
         // The parse, the check, the bytes read and the old set (when no
         // request holds it any more) are freed by now.
         give_back_free_memory();
+    }
+}
+
+/// The second after a notification, during which the watcher keeps
+/// looking every [`POLL`] (a change in the same timestamp tick as the last
+/// read shows in no `stat`).
+#[derive(Default)]
+pub(crate) struct Settle(Option<std::time::Instant>);
+
+impl Settle {
+    /// A notification came: look for the next [`SETTLE`].
+    pub(crate) fn start(&mut self) {
+        self.0 = Some(std::time::Instant::now() + SETTLE);
+    }
+
+    /// Whether the watcher still looks on every [`POLL`].
+    pub(crate) fn active(&mut self) -> bool {
+        match self.0 {
+            Some(until) if std::time::Instant::now() < until => true,
+            _ => {
+                self.0 = None;
+                false
+            }
+        }
     }
 }
 

@@ -16,8 +16,9 @@ use std::path::Path;
 /// or a folder kept as one room (`policy`, `resolve`, `exchange`).
 const STAGES: &[(&str, &[&str])] = &[
     (
-        "words and plumbing: what became of a request, counters, byte relays, buffered connections, nftables parts",
+        "words and plumbing: what became of a request, counters, byte relays, buffered connections, nftables parts, file notifications",
         &[
+            "notify",
             "outcome",
             "metrics",
             "relay",

@@ -371,16 +371,91 @@ pub async fn start(config: HostConfig) -> Result<HostRunning, HostStartError> {
     })
 }
 
-/// Host mode's one reload thread: every [`POLL`], the sandbox table and
-/// every sandbox's policy file; every few seconds, expired answers are
-/// dropped. Ends when the state is poisoned.
+/// Host mode's one reload thread: it sleeps until the kernel says
+/// something changed in the directory of the sandbox table or of a
+/// sandbox's policy ([`crate::notify`]), then checks the table and every
+/// policy file (`stat`, and a read of what moved), and keeps checking
+/// every [`POLL`] for a second after; every few seconds, expired answers
+/// are dropped. Without notifications (none from the kernel, a watch that
+/// could not be added, an overflow) it checks every [`POLL`], as it did
+/// before. Ends when the state is poisoned.
 fn reload_thread(host: &Mutex<Host>) {
+    use crate::notify::{Notifier, Wake};
+    use std::sync::mpsc::RecvTimeoutError;
+    const EVICT: Duration = Duration::from_secs(5);
+    let (wakes, wake) = std::sync::mpsc::channel::<Wake>();
+    let mut notifier = Notifier::start(wakes);
+    let mut polling = notifier.is_none();
+    if polling {
+        stderr_line(
+            "gatehouse-egress: no file notifications; the table and policies are checked every 200 ms"
+                .to_string(),
+        );
+    }
+    let watch_all = |h: &Host, notifier: &mut Option<Notifier>, polling: &mut bool| {
+        if *polling {
+            return;
+        }
+        let Some(n) = notifier.as_mut() else { return };
+        for path in h.watched_files() {
+            if !n.watch_file(&path) {
+                *polling = true;
+                stderr_line(format!(
+                    "gatehouse-egress: no file notifications for {}; the table and policies are checked every 200 ms",
+                    path.display()
+                ));
+                return;
+            }
+        }
+    };
+    match host.lock() {
+        Ok(h) => watch_all(&h, &mut notifier, &mut polling),
+        Err(_) => return,
+    }
+    let mut settle = crate::watch::Settle::default();
     let mut evicted = Instant::now();
     loop {
-        std::thread::sleep(POLL);
+        let timeout = if polling || settle.active() {
+            POLL
+        } else {
+            EVICT
+        };
+        let next = if notifier.is_some() {
+            wake.recv_timeout(timeout)
+        } else {
+            // No notifier thread any more (none started, or it stopped
+            // after a loss): the channel is closed, so sleep instead.
+            std::thread::sleep(timeout);
+            Err(RecvTimeoutError::Timeout)
+        };
+        let look = match next {
+            Ok(Wake::Changed) => {
+                settle.start();
+                true
+            }
+            Ok(Wake::Lost(why)) => {
+                stderr_line(format!(
+                    "gatehouse-egress: {why}; the table and policies are checked every 200 ms from now on"
+                ));
+                polling = true;
+                notifier = None;
+                true
+            }
+            Ok(Wake::Hup | Wake::Stop) => false,
+            Err(RecvTimeoutError::Timeout) => polling || settle.active(),
+            Err(RecvTimeoutError::Disconnected) => {
+                polling = true;
+                notifier = None;
+                true
+            }
+        };
         let Ok(mut h) = host.lock() else { return };
-        h.poll();
-        if evicted.elapsed() > Duration::from_secs(5) {
+        if look {
+            h.poll();
+            // New sandboxes' policies, a link pointing elsewhere.
+            watch_all(&h, &mut notifier, &mut polling);
+        }
+        if evicted.elapsed() > EVICT {
             evicted = Instant::now();
             for s in h.table.load().sandboxes() {
                 s.answered.evict_expired();

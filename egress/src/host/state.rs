@@ -188,6 +188,19 @@ impl Host {
             .collect();
     }
 
+    /// The files the reload thread watches: the table, and every
+    /// sandbox's policy.
+    pub(crate) fn watched_files(&self) -> Vec<PathBuf> {
+        std::iter::once(self.path.clone())
+            .chain(
+                self.table
+                    .load()
+                    .sandboxes()
+                    .map(|s| s.policies().path.clone()),
+            )
+            .collect()
+    }
+
     /// One poll of the reload thread: the table (a changed one is loaded
     /// and swapped in, or refused and the old one kept), then every
     /// sandbox's policy file.
