@@ -92,11 +92,13 @@ fn file_and_command_regions() {
     // allow rule only to one in a system directory); scripts are sampled.
     let text = stdout(&policyc(&["diff", o, n]));
     assert!(
-        text.contains("opens  exec git push and every command line decided by the same rules"),
+        text.contains(
+            "opens  exec git push with or without escalate and every command line decided by the same rules"
+        ),
         "{text}"
     );
     assert!(
-        text.contains("opens  exec ./git push and every command line"),
+        text.contains("opens  exec ./git push without escalate and every command line"),
         "{text}"
     );
     assert!(text.contains("sampled (drawn queries, not every one): script, review"));

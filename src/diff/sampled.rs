@@ -186,10 +186,19 @@ pub(crate) fn alike(found: Vec<Decided>, sampled: bool) -> Vec<Region> {
                 Kind::Resolved => "answers",
                 _ => "addresses",
             };
-            let alike = match kind {
-                Kind::Exec => "command line decided by the same rules and built-in tests",
-                _ => "path no rule tells from it",
-            };
+            let alike = "path no rule tells from it";
+            if kind == Kind::Exec && !sampled {
+                return Some(Region {
+                    kind,
+                    change: ch,
+                    description: exec_description(&witness, &cells),
+                    witness,
+                    old,
+                    new,
+                    sampled,
+                    cells,
+                });
+            }
             let description = match (more, sampled) {
                 (0, true) => format!("{} (sampled)", describe(&witness)),
                 (n, true) => format!(
@@ -217,6 +226,33 @@ pub(crate) fn alike(found: Vec<Decided>, sampled: bool) -> Vec<Region> {
         .collect();
     out.sort_by(|x, y| (x.change, x.kind, &x.description).cmp(&(y.change, y.kind, &y.description)));
     out
+}
+
+/// An exact `exec` region's words: its witness, that every command line
+/// the same rules and built-in tests decide is in it, with or without
+/// `escalate` or with one of them only, and how many classes of command
+/// lines (each cell is a class and an `escalate` value,
+/// `src/diff/exec.rs`).
+fn exec_description(witness: &Query, cells: &[Cell]) -> String {
+    let items: Vec<usize> = cells.iter().filter_map(|c| c.item).collect();
+    let classes: BTreeSet<usize> = items.iter().map(|i| i / 2).collect();
+    let both = classes
+        .iter()
+        .all(|c| items.contains(&(c * 2)) && items.contains(&(c * 2 + 1)));
+    let mut text = describe(witness);
+    if let Query::Exec { escalate, .. } = witness {
+        text = text.trim_end_matches(" escalate").to_string();
+        text.push_str(match (both, escalate) {
+            (true, _) => " with or without escalate",
+            (false, true) => " escalate",
+            (false, false) => " without escalate",
+        });
+    }
+    text.push_str(" and every command line decided by the same rules and built-in tests");
+    if classes.len() > 1 {
+        text.push_str(&format!(", in {} classes", classes.len()));
+    }
+    text
 }
 
 /// The region's words: the query without the sample workspace and home
