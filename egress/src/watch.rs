@@ -261,4 +261,56 @@ mod tests {
         assert!(w.poll(&p));
         assert!(!allows(&p));
     }
+
+    /// Kubernetes mounts a ConfigMap as `p.policy -> ..data/p.policy`,
+    /// `..data -> ..2026_12_07_a`, and updates it by renaming a new
+    /// `..data` link over the old one: no event on the policy's own name,
+    /// nor in the directory the file first resolved to. The watcher sees
+    /// the rename in the mount's directory, and the new policy is put in
+    /// force with no poll to find it (the thread waits on notifications
+    /// alone here).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_configmap_style_symlink_swap_is_reloaded() {
+        use std::os::unix::fs::symlink;
+        let root = std::env::temp_dir().join(format!("gatehouse-cm-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("..2026_12_07_a")).unwrap();
+        std::fs::write(root.join("..2026_12_07_a/p.policy"), ALLOW).unwrap();
+        symlink("..2026_12_07_a", root.join("..data")).unwrap();
+        symlink("..data/p.policy", root.join("p.policy")).unwrap();
+        let p = std::sync::Arc::new(
+            crate::policy::Policies::open(
+                crate::policy::PolicyOptions::new(root.join("p.policy")),
+                std::sync::Arc::new(crate::metrics::Metrics::default()),
+            )
+            .unwrap(),
+        );
+        assert!(allows(&p));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let notifier = Notifier::start(tx.clone()).expect("inotify");
+        let watched = p.clone();
+        let thread = std::thread::spawn(move || reload_thread(&watched, &rx, Some(notifier)));
+        // Let the thread add its watches, then swap.
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        std::fs::create_dir_all(root.join("..2026_12_07_b")).unwrap();
+        std::fs::write(
+            root.join("..2026_12_07_b/p.policy"),
+            ALLOW.replace("allow domain", "deny domain"),
+        )
+        .unwrap();
+        symlink("..2026_12_07_b", root.join("..data_tmp")).unwrap();
+        std::fs::rename(root.join("..data_tmp"), root.join("..data")).unwrap();
+        let t0 = std::time::Instant::now();
+        while allows(&p) {
+            assert!(
+                t0.elapsed() < std::time::Duration::from_secs(5),
+                "the swapped policy was not put in force"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        tx.send(Wake::Stop).unwrap();
+        thread.join().unwrap();
+        let _ = std::fs::remove_dir_all(&root);
+    }
 }
