@@ -123,11 +123,7 @@ pub(crate) fn regions(
             for ((x, xa), (y, ya), name) in &by_name {
                 let ea = if *xa { va.unwrap_or(*x) } else { *x };
                 let eb = if *ya { vb.unwrap_or(*y) } else { *y };
-                if Key::of(&ea) == Key::of(&eb) {
-                    continue;
-                }
-                let key = (red(&ea), red(&eb));
-                if index.contains_key(&key) {
+                if Key::of(&ea) == Key::of(&eb) || index.contains_key(&(red(&ea), red(&eb))) {
                     continue;
                 }
                 let witness = Query::Resolved {
@@ -135,10 +131,16 @@ pub(crate) fn regions(
                     addrs: answer.iter().map(IpAddr::to_string).collect(),
                     port: port.map(i64::from),
                 };
+                // The region is what the witness is decided as (the parts
+                // above say which pairs exist; the engine says what each is).
                 let (old, new) = (a.decide(&witness), b.decide(&witness));
                 let Some(ch) = change(&Key::of(&old), &Key::of(&new)) else {
                     continue;
                 };
+                let key = (red(&old), red(&new));
+                if index.contains_key(&key) {
+                    continue;
+                }
                 index.insert(key, found.len());
                 out.push(Region {
                     kind: Kind::Resolved,
