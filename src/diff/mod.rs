@@ -260,13 +260,7 @@ impl Diff {
             }),
             Query::Upstream => Some(Cell::item(Kind::Upstream, 0)),
             Query::Listen { addr } => {
-                let (host, port) = crate::normalize::split_host_port(addr).ok()?;
-                let host = host
-                    .strip_prefix('[')
-                    .and_then(|h| h.strip_suffix(']'))
-                    .unwrap_or(host);
-                let ip: std::net::IpAddr = host.parse().ok()?;
-                port.parse::<u16>().ok()?;
+                let (ip, _) = crate::eval::listen_addr(addr).ok()?;
                 let local = crate::normalize::addr::is_loopback(ip);
                 Some(Cell::item(Kind::Listen, usize::from(!local)))
             }

@@ -18,6 +18,8 @@ mod files;
 mod files_view;
 pub(crate) mod known_safe;
 mod network;
+#[cfg(feature = "diff")]
+pub(crate) use network::listen_addr;
 mod review;
 pub(crate) mod shell;
 mod tools;

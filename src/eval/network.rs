@@ -71,6 +71,25 @@ struct Hit {
     local: bool,
 }
 
+/// A listener's address as `listen` reads it (`IP:PORT`, IPv6 in
+/// brackets); `Err`: the refusal every policy makes of it.
+pub(crate) fn listen_addr(addr: &str) -> Result<(IpAddr, u16), Decision> {
+    let Ok((host, port)) = crate::normalize::split_host_port(addr) else {
+        return Err(Decision::deny(Reason::InvalidAddress, None));
+    };
+    let host = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    let Ok(ip) = host.parse::<IpAddr>() else {
+        return Err(Decision::deny(Reason::InvalidAddress, None));
+    };
+    let Ok(port) = port.parse::<u16>() else {
+        return Err(Decision::deny(Reason::InvalidPort, None));
+    };
+    Ok((ip, port))
+}
+
 impl Policy {
     #[inline(always)]
     fn ip_hit(&self, ip: IpAddr, q: PortQ) -> Hit {
@@ -363,20 +382,10 @@ impl Policy {
 
     /// May the proxy listen on `addr` (`IP:PORT`, IPv6 in brackets)?
     pub fn listen(&self, addr: &str) -> Decision {
-        let Ok((host, port)) = crate::normalize::split_host_port(addr) else {
-            return Decision::deny(Reason::InvalidAddress, None);
-        };
-        let host = host
-            .strip_prefix('[')
-            .and_then(|h| h.strip_suffix(']'))
-            .unwrap_or(host);
-        let Ok(ip) = host.parse::<IpAddr>() else {
-            return Decision::deny(Reason::InvalidAddress, None);
-        };
-        let Ok(port) = port.parse::<u16>() else {
-            return Decision::deny(Reason::InvalidPort, None);
-        };
-        self.listen_on(ip, port)
+        match listen_addr(addr) {
+            Ok((ip, port)) => self.listen_on(ip, port),
+            Err(d) => d,
+        }
     }
 
     /// [`Policy::listen`] for a parsed address. Port 0 (an ephemeral port)
