@@ -428,6 +428,7 @@ fn reload_thread(host: &Mutex<Host>) {
             std::thread::sleep(timeout);
             Err(RecvTimeoutError::Timeout)
         };
+        let notified = matches!(next, Ok(Wake::Changed));
         let look = match next {
             Ok(Wake::Changed) => {
                 settle.start();
@@ -452,7 +453,12 @@ fn reload_thread(host: &Mutex<Host>) {
         let Ok(mut h) = host.lock() else { return };
         if look {
             h.poll();
-            // New sandboxes' policies, a link pointing elsewhere.
+        }
+        if notified {
+            // New sandboxes' policies, a link pointing elsewhere: each
+            // comes with an event (a table or a link rewritten), so the
+            // paths are resolved again only then, not on every look of
+            // the settling second (10 000 `canonicalize` calls a look).
             watch_all(&h, &mut notifier, &mut polling);
         }
         if evicted.elapsed() > EVICT {
