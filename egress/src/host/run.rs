@@ -414,6 +414,11 @@ fn reload_thread(host: &Mutex<Host>) {
     }
     let mut settle = crate::watch::Settle::default();
     let mut evicted = Instant::now();
+    // When the files were last looked at: a stream of events (anything
+    // writing in a watched directory without pause) makes a look at most
+    // every POLL, as polling did, never one per event.
+    let mut looked = Instant::now();
+    let mut rewatch = false;
     loop {
         let timeout = if polling || settle.active() {
             POLL
@@ -428,11 +433,13 @@ fn reload_thread(host: &Mutex<Host>) {
             std::thread::sleep(timeout);
             Err(RecvTimeoutError::Timeout)
         };
-        let notified = matches!(next, Ok(Wake::Changed));
+        // A notification since the paths were last resolved.
+        rewatch |= matches!(next, Ok(Wake::Changed));
         let look = match next {
             Ok(Wake::Changed) => {
+                // The settling second's looks come on the POLL timeouts.
                 settle.start();
-                true
+                looked.elapsed() >= POLL
             }
             Ok(Wake::Lost(why)) => {
                 stderr_line(format!(
@@ -450,16 +457,20 @@ fn reload_thread(host: &Mutex<Host>) {
                 true
             }
         };
+        if !look && evicted.elapsed() <= EVICT {
+            continue;
+        }
         let Ok(mut h) = host.lock() else { return };
         if look {
             h.poll();
-        }
-        if notified {
-            // New sandboxes' policies, a link pointing elsewhere: each
-            // comes with an event (a table or a link rewritten), so the
-            // paths are resolved again only then, not on every look of
-            // the settling second (10 000 `canonicalize` calls a look).
-            watch_all(&h, &mut notifier, &mut polling);
+            looked = Instant::now();
+            if std::mem::take(&mut rewatch) {
+                // New sandboxes' policies, a link pointing elsewhere: each
+                // comes with an event (a table or a link rewritten), so the
+                // paths are resolved again only then, at most once a look
+                // (10 000 `canonicalize` calls at 10 000 sandboxes).
+                watch_all(&h, &mut notifier, &mut polling);
+            }
         }
         if evicted.elapsed() > EVICT {
             evicted = Instant::now();
