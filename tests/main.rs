@@ -13,6 +13,7 @@ mod corpus;
 mod diff;
 mod diff_agent;
 mod diff_files;
+mod diff_review;
 mod differential;
 mod docs;
 mod fail_closed;

@@ -90,13 +90,15 @@ inside it and both sides' decisions (reason, deciding rule). A region
 escalation: a deny a person could be asked about becoming one nobody can
 override). Exact for connect, dns, resolved, listen, socket, upstream,
 tool, prompt, web_search, mcp, app, write and read (paths in the
-workspace /workspace/project, home /home/agent), and exec (every command
-line but a shell wrapper's script): every query whose decision changed
-lies in a region, and every query in a region changed (docs/diff.md).
-Scripts (bash -lc SCRIPT) and review are compared on queries drawn from
-both sides' rules and a shared vocabulary: their regions are real and
-marked sampled, but a change no drawn query meets is missed, and the
-output says so.
+workspace /workspace/project, home /home/agent), exec (every command
+line but a shell wrapper's script) and review (every action but a
+wrapper's, when no guardian has a regular expression): every query whose
+decision changed lies in a region, and every query in a region changed
+(docs/diff.md). Scripts (bash -lc SCRIPT, reviewed or not) and the
+reviews of a guardian with a regular expression are compared on queries
+drawn from both sides' rules and a shared vocabulary: their regions are
+real and marked sampled, but a change no drawn query meets is missed, and
+the output says so.
 
 Examples:
   policyc diff old/agent.policy policies/agent.policy

@@ -233,6 +233,12 @@ fn text(diff: &Diff, old: &Build, new: &Build) -> String {
             p.name
         ));
     }
+    for p in diff.policies.iter().filter(|p| p.review_sampled()) {
+        s.push_str(&format!(
+            "policy {}: review sampled: a guardian has a regular expression (or more rules than the exact comparison takes)\n",
+            p.name
+        ));
+    }
 
     s.push_str(&format!("{}\n{}\n", summary(diff), coverage_line()));
     s
@@ -276,6 +282,7 @@ fn json(diff: &Diff, old: &Build, new: &Build) -> String {
         "sampled": gatehouse::diff::Kind::SAMPLED.iter().map(|k| k.as_str()).collect::<Vec<_>>(),
         "files_sampled": diff.policies.iter().filter(|p| p.files_sampled()).map(|p| p.name.clone()).collect::<Vec<_>>(),
         "exec_sampled": diff.policies.iter().filter(|p| p.exec_sampled()).map(|p| p.name.clone()).collect::<Vec<_>>(),
+        "review_sampled": diff.policies.iter().filter(|p| p.review_sampled()).map(|p| p.name.clone()).collect::<Vec<_>>(),
         "not_compared": Vec::<&str>::new(),
     });
     serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
@@ -330,11 +337,17 @@ fn markdown(diff: &Diff, old: &Build, new: &Build) -> String {
         for (sampled, what) in [
             (p.files_sampled(), "write and read"),
             (p.exec_sampled(), "exec"),
+            (p.review_sampled(), "review"),
         ] {
             if sampled {
                 s.push_str(&format!(
-                    "\nPolicy `{}`: {what} sampled (too many rules for the exact comparison).\n",
-                    p.name
+                    "\nPolicy `{}`: {what} sampled ({}).\n",
+                    p.name,
+                    if what == "review" {
+                        "a guardian has a regular expression, or too many rules for the exact comparison"
+                    } else {
+                        "too many rules for the exact comparison"
+                    }
                 ));
             }
         }

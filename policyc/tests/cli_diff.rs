@@ -101,7 +101,7 @@ fn file_and_command_regions() {
         text.contains("opens  exec ./git push without escalate and every command line"),
         "{text}"
     );
-    assert!(text.contains("sampled (drawn queries, not every one): script, review"));
+    assert!(text.contains("sampled (drawn queries, not every one): script, review_script"));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -274,7 +274,9 @@ fn json_markdown_and_exit_codes() {
     assert_eq!(r["new"]["rule"]["line"], 5);
     assert!(r["witness"].as_str().unwrap().starts_with("connect "));
     assert_eq!(v["not_compared"], serde_json::json!([]));
-    assert_eq!(v["sampled"], serde_json::json!(["script", "review"]));
+    assert_eq!(v["sampled"], serde_json::json!(["script", "review_script"]));
+    assert!(v["compared"].as_array().unwrap().contains(&"review".into()));
+    assert_eq!(v["review_sampled"], serde_json::json!([]));
     let resolved: Vec<&serde_json::Value> = regions
         .iter()
         .filter(|r| r["kind"] == "resolved" && r["change"] == "opens")
@@ -378,7 +380,7 @@ fn prove_equivalence_and_implication_with_a_counterexample() {
     assert!(
         stdout(&o).starts_with("policy agent: proved: A and B are equivalent over connect, dns")
     );
-    assert!(stdout(&o).contains("sampled (drawn queries, not every one): script, review"));
+    assert!(stdout(&o).contains("sampled (drawn queries, not every one): script, review_script"));
     let o = in_root(&["prove", "--equivalent", OLD, NEW]);
     assert_eq!(o.status.code(), Some(1));
     let out = stdout(&o);
@@ -444,9 +446,17 @@ fn the_shipped_policies_against_themselves_change_nothing() {
     let o = in_root(&["diff", "--fail-on", "changed", "policies/", "policies/"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let out = stdout(&o);
-    let policies: Vec<&str> = out.lines().filter(|l| l.starts_with("policy ")).collect();
+    let policies: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("policy ") && !l.contains(" sampled: "))
+        .collect();
     assert!(policies.len() > 5, "{out}");
     assert!(policies.iter().all(|l| l.ends_with(": no change")), "{out}");
+    // A guardian with regular expressions is said to be sampled.
+    assert!(
+        out.contains("policy reviewed: review sampled: a guardian has a regular expression"),
+        "{out}"
+    );
     assert!(
         out.contains("0 regions opened, 0 closed, 0 changed reason; 0 policies added, 0 removed")
     );

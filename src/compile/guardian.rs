@@ -129,6 +129,12 @@ impl Glob {
         }
     }
 
+    /// The segments (`**` alone spans any number of path segments).
+    #[cfg(feature = "exact-files")]
+    pub(crate) fn segments(&self) -> &[String] {
+        &self.segments
+    }
+
     /// Whether `path` matches, by dynamic programming over segments
     /// (linear in pattern × path, whatever the input).
     pub fn matches(&self, path: &str) -> bool {

@@ -101,6 +101,7 @@ pub(super) fn describe(atoms: &Atoms, d: &Draft) -> String {
         | Kind::Exec
         | Kind::Script
         | Kind::Review
+        | Kind::ReviewScript
         | Kind::Resolved
         | Kind::Listen => {
             format!("{} {host}", d.kind.as_str())

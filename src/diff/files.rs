@@ -132,28 +132,7 @@ impl FileClasses {
             return None;
         }
         let at = extra.and_then(|e| patterns.iter().position(|p| *p == e));
-        let dfa = dense::Builder::new()
-            .syntax(
-                syntax::Config::new()
-                    .unicode(false)
-                    .utf8(false)
-                    .dot_matches_new_line(true),
-            )
-            .thompson(thompson::Config::new().utf8(false))
-            .configure(
-                dense::Config::new()
-                    .match_kind(MatchKind::All)
-                    .start_kind(StartKind::Anchored)
-                    .dfa_size_limit(Some(SIZE_LIMIT))
-                    .determinize_size_limit(Some(SIZE_LIMIT)),
-            )
-            .build_many(
-                &patterns
-                    .iter()
-                    .map(|p| format!("(?:{p})$"))
-                    .collect::<Vec<_>>(),
-            )
-            .ok()?;
+        let dfa = build_dfa(&patterns, false)?;
         let features = patterns.len();
         let mut classes = FileClasses {
             dfa,
@@ -316,24 +295,52 @@ impl Norm {
     }
 }
 
+/// One DFA of every pattern (each anchored at both ends, bytewise, no
+/// Unicode), reporting every pattern that matches (`MatchKind::All`);
+/// `None` past the size limit. `minimize`: fewer states, for a walk
+/// over pairs of them.
+pub(crate) fn build_dfa(patterns: &[String], minimize: bool) -> Option<dense::DFA<Vec<u32>>> {
+    dense::Builder::new()
+        .syntax(
+            syntax::Config::new()
+                .unicode(false)
+                .utf8(false)
+                .dot_matches_new_line(true),
+        )
+        .thompson(thompson::Config::new().utf8(false))
+        .configure(
+            dense::Config::new()
+                .match_kind(MatchKind::All)
+                .start_kind(StartKind::Anchored)
+                .minimize(minimize)
+                .dfa_size_limit(Some(SIZE_LIMIT))
+                .determinize_size_limit(Some(SIZE_LIMIT)),
+        )
+        .build_many(
+            &patterns
+                .iter()
+                .map(|p| format!("(?:{p})$"))
+                .collect::<Vec<_>>(),
+        )
+        .ok()
+}
+
 /// One ASCII representative of each byte class, the most readable first:
 /// letters, then digits, then the rest; `None` when a class holds no
 /// ASCII byte.
-fn ascii_representatives(dfa: &dense::DFA<Vec<u32>>) -> Option<Vec<u8>> {
+pub(crate) fn ascii_representatives(dfa: &dense::DFA<Vec<u32>>) -> Option<Vec<u8>> {
+    representatives(dfa, &[])
+}
+
+/// The same, leaving the bytes `but` out, and with them out of the reach
+/// of the check (a class of `/` alone needs no other byte).
+pub(crate) fn representatives(dfa: &dense::DFA<Vec<u32>>, but: &[u8]) -> Option<Vec<u8>> {
     let classes = dfa.byte_classes();
-    let rank = |b: u8| match b {
-        b'a'..=b'z' => 0,
-        b'0'..=b'9' => 1,
-        b'A'..=b'Z' => 2,
-        b'.' | b'-' | b'_' | b'/' => 3,
-        0x21..=0x7e => 4,
-        _ => 5,
-    };
     let mut best: BTreeMap<u8, u8> = BTreeMap::new();
-    for b in 1..=0x7fu8 {
+    for b in (1..=0x7fu8).filter(|b| !but.contains(b)) {
         let c = classes.get(b);
         match best.get(&c) {
-            Some(&have) if rank(have) <= rank(b) => {}
+            Some(&have) if readability(have) <= readability(b) => {}
             _ => {
                 best.insert(c, b);
             }
@@ -343,12 +350,25 @@ fn ascii_representatives(dfa: &dense::DFA<Vec<u32>>) -> Option<Vec<u8>> {
         return None;
     }
     let mut out: Vec<u8> = best.into_values().collect();
-    out.sort_by_key(|&b| (rank(b), b));
+    out.sort_by_key(|&b| (readability(b), b));
     Some(out)
 }
 
+/// How readable a byte is in a witness: letters, digits, capitals, then
+/// punctuation.
+pub(crate) fn readability(b: u8) -> u8 {
+    match b {
+        b'a'..=b'z' => 0,
+        b'0'..=b'9' => 1,
+        b'A'..=b'Z' => 2,
+        b'.' | b'-' | b'_' | b'/' => 3,
+        0x21..=0x7e => 4,
+        _ => 5,
+    }
+}
+
 /// Every byte as `\xNN` (the syntax runs without Unicode).
-fn bytes(b: &[u8]) -> String {
+pub(crate) fn bytes(b: &[u8]) -> String {
     b.iter().map(|c| format!(r"\x{c:02X}")).collect()
 }
 

@@ -36,8 +36,12 @@ pub enum Kind {
     /// `exec` of a shell wrapper's script (`bash -lc SCRIPT`, and the
     /// shells whose scripts are unknown: sampled).
     Script,
-    /// `review ACTION with ASSESSMENT` (sampled).
+    /// `review ACTION with ASSESSMENT`, every action but a shell
+    /// wrapper's (sampled when a guardian has a regular expression).
     Review,
+    /// `review` of a command line shaped `PROGRAM -c|-lc SCRIPT` (its
+    /// script is text in an infinite language: sampled).
+    ReviewScript,
     /// `resolved NAME -> ADDRESSES`.
     Resolved,
     /// `listen ADDRESS:PORT`.
@@ -46,7 +50,7 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind a diff compares: [`Kind::EXACT`], then [`Kind::SAMPLED`].
-    pub const ALL: [Kind; 16] = [
+    pub const ALL: [Kind; 17] = [
         Kind::Connect,
         Kind::Dns,
         Kind::Socket,
@@ -61,6 +65,7 @@ impl Kind {
         Kind::Exec,
         Kind::Script,
         Kind::Review,
+        Kind::ReviewScript,
         Kind::Resolved,
         Kind::Listen,
     ];
@@ -81,11 +86,12 @@ impl Kind {
         Kind::Write,
         Kind::Read,
         Kind::Exec,
+        Kind::Review,
         Kind::Resolved,
         Kind::Listen,
     ];
-    /// The kinds compared for every query (`write` and `read` need the
-    /// `exact-files` feature).
+    /// The kinds compared for every query (`write`, `read` and `review`
+    /// need the `exact-files` feature).
     #[cfg(not(feature = "exact-files"))]
     pub const EXACT: &'static [Kind] = &[
         Kind::Connect,
@@ -120,6 +126,7 @@ impl Kind {
             Kind::Exec => "exec",
             Kind::Script => "script",
             Kind::Review => "review",
+            Kind::ReviewScript => "review_script",
             Kind::Resolved => "resolved",
             Kind::Listen => "listen",
         }
@@ -129,10 +136,16 @@ impl Kind {
     /// shared vocabulary: every region found is real (its witness changes)
     /// and marked `sampled`, but a change no drawn query meets is missed.
     #[cfg(feature = "exact-files")]
-    pub const SAMPLED: &'static [Kind] = &[Kind::Script, Kind::Review];
+    pub const SAMPLED: &'static [Kind] = &[Kind::Script, Kind::ReviewScript];
     /// The kinds compared on drawn queries.
     #[cfg(not(feature = "exact-files"))]
-    pub const SAMPLED: &'static [Kind] = &[Kind::Write, Kind::Read, Kind::Script, Kind::Review];
+    pub const SAMPLED: &'static [Kind] = &[
+        Kind::Write,
+        Kind::Read,
+        Kind::Script,
+        Kind::Review,
+        Kind::ReviewScript,
+    ];
 
     /// The kind a query is compared as (`exec` of a shell wrapper's
     /// script is [`Kind::Script`]).
@@ -151,7 +164,10 @@ impl Kind {
             Query::Read { .. } => Kind::Read,
             Query::Exec { argv, .. } if crate::eval::wrapper_script(argv).is_some() => Kind::Script,
             Query::Exec { .. } => Kind::Exec,
-            Query::Review { .. } => Kind::Review,
+            Query::Review { action, .. } => match &**action {
+                Query::Exec { argv, .. } if crate::eval::wrapper_shaped(argv) => Kind::ReviewScript,
+                _ => Kind::Review,
+            },
             Query::Resolved { .. } => Kind::Resolved,
             Query::Listen { .. } => Kind::Listen,
         }
@@ -160,7 +176,8 @@ impl Kind {
     /// Whether the kind is compared for every query (`write` and `read`
     /// are, unless a policy's file rules are too many for the comparison:
     /// [`super::PolicyDiff::files_sampled`]; `exec` is, unless its command rules
-    /// are: [`super::PolicyDiff::exec_sampled`]).
+    /// are: [`super::PolicyDiff::exec_sampled`]; `review` is, unless a
+    /// guardian has a regular expression: [`super::PolicyDiff::review_sampled`]).
     pub fn is_exact(self) -> bool {
         !Kind::SAMPLED.contains(&self)
     }

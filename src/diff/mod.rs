@@ -26,7 +26,11 @@ mod group;
 mod kind;
 mod prove;
 mod resolved;
+#[cfg(feature = "exact-files")]
+mod review;
 mod sampled;
+#[cfg(feature = "exact-files")]
+mod words;
 
 use serde::Serialize;
 
@@ -184,6 +188,8 @@ pub struct PolicyDiff {
     /// The pairs of decisions of `resolved` regions (each region's cell
     /// item is its index).
     resolved: Vec<(resolved::Red, resolved::Red)>,
+    /// The same for `review` regions; `None` when reviews were sampled.
+    review: Option<Vec<(Key, Key)>>,
 }
 
 impl PolicyDiff {
@@ -192,6 +198,13 @@ impl PolicyDiff {
     /// or the two sides were built under different query limits.
     pub fn exec_sampled(&self) -> bool {
         self.old && self.new && self.exec.is_none()
+    }
+
+    /// Whether this policy's reviews were sampled: a guardian has a
+    /// regular expression (or its rules pass the comparison's bounds, or
+    /// the build has no `exact-files`).
+    pub fn review_sampled(&self) -> bool {
+        self.old && self.new && self.review.is_none()
     }
 
     /// Whether this policy's `write` and `read` were sampled although the
@@ -314,6 +327,18 @@ impl Diff {
             Query::Exec { argv, escalate } => {
                 Cell::item(Kind::Exec, p.exec.as_ref()?.class_of(argv, *escalate)?)
             }
+            #[cfg(feature = "exact-files")]
+            Query::Review { .. } => {
+                if Kind::of(q) != Kind::Review {
+                    return None;
+                }
+                let pairs = p.review.as_ref()?;
+                let (x, y) = (
+                    find(&self.sets.0, policy)?.decide(q),
+                    find(&self.sets.1, policy)?.decide(q),
+                );
+                Cell::item(Kind::Review, review::item_of(pairs, &x, &y)?)
+            }
             Query::Resolved { .. } => {
                 let (x, y) = (
                     find(&self.sets.0, policy)?.decide(q),
@@ -370,6 +395,7 @@ pub fn diff(old: &Build, new: &Build) -> Result<Diff, DiffError> {
             _ => None,
         };
         let mut resolved_pairs = Vec::new();
+        let mut review_pairs = None;
         let (regions, denied_apps) = match (a, b) {
             (Some(a), Some(b)) => {
                 let (denied, mut app_regions) = apps::regions(&atoms.apps, a, b);
@@ -385,12 +411,20 @@ pub fn diff(old: &Build, new: &Build) -> Result<Diff, DiffError> {
                 let (mut rs, pairs) = resolved::regions(&atoms, &hosts, a, b);
                 r.append(&mut rs);
                 resolved_pairs = pairs;
+                #[cfg(feature = "exact-files")]
+                if let Some((mut rs, pairs)) = review::regions(a, b) {
+                    r.append(&mut rs);
+                    review_pairs = Some(pairs);
+                }
                 r.append(&mut sampled::regions(
                     &[&old.files, &new.files],
                     a,
                     b,
-                    files_exact,
-                    exec_classes.is_some(),
+                    sampled::Exact {
+                        files: files_exact,
+                        exec: exec_classes.is_some(),
+                        review: review_pairs.is_some(),
+                    },
                 ));
                 // Opened first, then closed, then reasons; by kind within.
                 r.sort_by(|x, y| {
@@ -410,6 +444,7 @@ pub fn diff(old: &Build, new: &Build) -> Result<Diff, DiffError> {
             files: file_classes,
             exec: exec_classes,
             resolved: resolved_pairs,
+            review: review_pairs,
         });
     }
     Ok(Diff {

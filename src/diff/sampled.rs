@@ -22,6 +22,18 @@ use super::prove::{SAMPLE_HOME, SAMPLE_WORKSPACE, instances};
 use super::{Cell, Change, Key, Kind, Region, change};
 use crate::decision::{Decision, RuleId};
 
+/// Which kinds are compared exactly elsewhere, so drawn here only where
+/// they are not.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Exact {
+    /// `write` and `read`.
+    pub(crate) files: bool,
+    /// `exec` but a wrapper's script.
+    pub(crate) exec: bool,
+    /// `review` but of a wrapper.
+    pub(crate) review: bool,
+}
+
 /// Paths any policy may treat specially, relative to the workspace (`WS`)
 /// or the home (`~`), or absolute.
 const PATHS: &[&str] = &[
@@ -63,14 +75,15 @@ const PATHS: &[&str] = &[
 /// witness the shortest of them. `files_exact`: `write` and `read` are
 /// compared for every path elsewhere ([`super::files`]), so not drawn here;
 /// `exec_exact`: so is every command line but a shell wrapper's
-/// ([`super::exec`]), so only those are drawn, as [`Kind::Script`].
-pub(crate) fn regions(
-    sides: &[&[File]],
-    a: &Policy,
-    b: &Policy,
-    files_exact: bool,
-    exec_exact: bool,
-) -> Vec<Region> {
+/// ([`super::exec`]), so only those are drawn, as [`Kind::Script`];
+/// `review`: so is every review but of a wrapper ([`super::review`]), so
+/// only those are drawn, as [`Kind::ReviewScript`].
+pub(crate) fn regions(sides: &[&[File]], a: &Policy, b: &Policy, exact: Exact) -> Vec<Region> {
+    let Exact {
+        files: files_exact,
+        exec: exec_exact,
+        review: review_exact,
+    } = exact;
     let mut queries: Vec<(Kind, Query)> = Vec::new();
     let paths = if files_exact {
         BTreeSet::new()
@@ -117,13 +130,15 @@ pub(crate) fn regions(
     }
     for action in review_actions(sides) {
         for assessment in assessments() {
-            queries.push((
-                Kind::Review,
-                Query::Review {
-                    action: Box::new(action.clone()),
-                    assessment,
-                },
-            ));
+            let q = Query::Review {
+                action: Box::new(action.clone()),
+                assessment,
+            };
+            let kind = Kind::of(&q);
+            if review_exact && kind == Kind::Review {
+                continue;
+            }
+            queries.push((kind, q));
         }
     }
     let found = queries
@@ -182,7 +197,7 @@ pub(crate) fn alike(found: Vec<Decided>, sampled: bool) -> Vec<Region> {
             let what = match kind {
                 Kind::Exec | Kind::Script => "command lines",
                 Kind::Write | Kind::Read => "paths",
-                Kind::Review => "reviews",
+                Kind::Review | Kind::ReviewScript => "reviews",
                 Kind::Resolved => "answers",
                 _ => "addresses",
             };
@@ -480,6 +495,19 @@ fn review_actions(sides: &[&[File]]) -> Vec<Query> {
             }
         }
     }
+    // Each command line also as a wrapper's script, as a shell runs it.
+    let wrapped: Vec<Vec<String>> = execs
+        .iter()
+        .filter(|a| !a.is_empty())
+        .flat_map(|a| {
+            let script = a.join(" ");
+            [
+                vec!["bash".to_string(), "-lc".to_string(), script.clone()],
+                vec!["sh".to_string(), "-c".to_string(), script],
+            ]
+        })
+        .collect();
+    execs.extend(wrapped);
     let mut out: Vec<Query> = execs
         .into_iter()
         .filter(|a| !a.is_empty())
@@ -509,7 +537,7 @@ fn review_actions(sides: &[&[File]]) -> Vec<Query> {
 /// Every assessment a review can carry that the guardian tells apart:
 /// each risk, category (or none), authorization and outcome of a finished
 /// review, and each way a review can fail to finish.
-fn assessments() -> Vec<Assessment> {
+pub(crate) fn assessments() -> Vec<Assessment> {
     let mut out = Vec::new();
     let categories = std::iter::once(None).chain(RiskCategory::ALL.iter().copied().map(Some));
     for category in categories {

@@ -21,6 +21,8 @@ mod network;
 #[cfg(feature = "diff")]
 pub(crate) use network::listen_addr;
 mod review;
+#[cfg(feature = "diff")]
+pub(crate) use review::wrapper_shaped;
 pub(crate) mod shell;
 mod tools;
 pub(crate) mod words;

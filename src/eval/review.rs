@@ -32,16 +32,22 @@ struct Facts {
 /// (as for `exec`, docs/language.md#sandbox).
 const MAX_WRAPPERS: usize = 3;
 
+/// Whether a guardian reads `argv` as a wrapper, `PROGRAM -c|-lc SCRIPT`
+/// (whatever the program: its script is matched by `command ~` rules).
+pub(crate) fn wrapper_shaped(argv: &[String]) -> bool {
+    matches!(argv, [_, flag, _] if flag == "-c" || flag == "-lc")
+}
+
 /// Adds `argv` and, when it is a wrapper (`PROGRAM -c|-lc SCRIPT` with a
 /// trusted program), its script and the commands of that script, nested
 /// wrappers included: command and risk rules see every command that would
 /// run, however deeply it is wrapped (docs/language.md#sandbox, #guardian).
 fn expand(argv: &[String], wrappers: usize, f: &mut Facts, script_words: &mut Vec<String>) {
     f.argvs.push(argv.to_vec());
-    let [program, flag, script] = argv else {
+    let [program, _, script] = argv else {
         return;
     };
-    if flag != "-c" && flag != "-lc" {
+    if !wrapper_shaped(argv) {
         return;
     }
     f.lines.push(script.clone());
@@ -106,22 +112,12 @@ fn prefix_matches(pattern: &[Vec<String>], argv: &[String]) -> bool {
 }
 
 impl Policy {
-    /// The guardian's verdict on a reviewed action.
-    pub fn review(&self, action: &Query, a: &Assessment) -> Decision {
+    /// Which of the guardian's `risk` rules and which of its `deny`
+    /// action rules match an action, each in the order they are kept
+    /// (what a verdict looks at in the action; the diff compares
+    /// guardians by it, docs/diff.md).
+    pub(crate) fn guardian_hits(&self, action: &Query) -> (Vec<bool>, Vec<bool>) {
         let g = &self.agent.guardian;
-        // 1. How the review itself ended.
-        match a.status.unwrap_or(ReviewStatus::Ok) {
-            ReviewStatus::Failed => {
-                return Decision::new(Outcome::Denied, Reason::FailedClosed, None);
-            }
-            ReviewStatus::Timeout => {
-                return Decision::new(Outcome::TimedOut, Reason::Timeout, None);
-            }
-            ReviewStatus::Cancelled => {
-                return Decision::new(Outcome::Aborted, Reason::Cancelled, None);
-            }
-            ReviewStatus::Ok => {}
-        }
         let f = facts(action);
         let lines: Vec<&str> = f.lines.iter().map(String::as_str).collect();
         let regex_hits = if lines.is_empty() {
@@ -143,8 +139,37 @@ impl Policy {
                     .any(|(ps, pt)| (ps == "*" || ps == s) && (pt == "*" || pt == t))
             }),
         };
+        (
+            g.risks.iter().map(|r| matches(&r.matcher)).collect(),
+            g.deny_actions.iter().map(|(m, _)| matches(m)).collect(),
+        )
+    }
+
+    /// The guardian's verdict on a reviewed action.
+    pub fn review(&self, action: &Query, a: &Assessment) -> Decision {
+        let g = &self.agent.guardian;
+        // 1. How the review itself ended.
+        match a.status.unwrap_or(ReviewStatus::Ok) {
+            ReviewStatus::Failed => {
+                return Decision::new(Outcome::Denied, Reason::FailedClosed, None);
+            }
+            ReviewStatus::Timeout => {
+                return Decision::new(Outcome::TimedOut, Reason::Timeout, None);
+            }
+            ReviewStatus::Cancelled => {
+                return Decision::new(Outcome::Aborted, Reason::Cancelled, None);
+            }
+            ReviewStatus::Ok => {}
+        }
+        let (risk_hits, deny_hits) = self.guardian_hits(action);
         // 2. The risk: the assessment's, raised by every matching rule.
-        let matching: Vec<_> = g.risks.iter().filter(|r| matches(&r.matcher)).collect();
+        let matching: Vec<_> = g
+            .risks
+            .iter()
+            .zip(&risk_hits)
+            .filter(|(_, hit)| **hit)
+            .map(|(r, _)| r)
+            .collect();
         let assessed = a.risk.unwrap_or(RiskLevel::Low);
         let top = matching
             .iter()
@@ -172,8 +197,9 @@ impl Policy {
         let by_action = g
             .deny_actions
             .iter()
-            .filter(|(m, _)| matches(m))
-            .map(|(_, r)| (*r, None));
+            .zip(&deny_hits)
+            .filter(|(_, hit)| **hit)
+            .map(|((_, r), _)| (*r, None));
         let by_category = g
             .deny_categories
             .iter()
