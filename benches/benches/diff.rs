@@ -209,6 +209,27 @@ fn edited_commands(old: &str) -> String {
     lines.join("\n") + "\n"
 }
 
+/// A guardian as the shipped ones are, without regular expressions: path
+/// rules on credentials and hooks, command prefixes, hosts and tools.
+const GUARDIAN: &str = r#"policy agent {
+  guardian {
+    risk high credential_probing path "**/.ssh/**" "**/.aws/credentials" "**/.env" "**/*.pem"
+    risk high security_weakening path "**/.git/hooks/**" "**/.bashrc" "**/.zshrc"
+    risk high destructive command rm -rf
+    risk critical destructive command [rm /bin/rm] [-rf -fr] /
+    risk high exfiltration command [scp rsync]
+    risk medium exfiltration command curl
+    risk high security_weakening command chmod 777
+    risk low exfiltration host **.pastebin.com *.ngrok.io
+    risk high destructive tool github/delete_repo
+    deny category exfiltration
+    deny command git push --force
+    deny tool */delete_repo
+    authorize high with medium
+  }
+}
+"#;
+
 fn build(text: &str) -> gatehouse::Build {
     let mut sources = SourceMap::new();
     sources.add("bench.policy", text);
@@ -253,6 +274,26 @@ fn diff(c: &mut Criterion) {
     );
     g.bench_function("10k_command_rules_pr", |bench| {
         bench.iter(|| gatehouse::diff::diff(black_box(&a), black_box(&b)).unwrap())
+    });
+    // A guardian edited: reviews compared for every action.
+    let new = GUARDIAN.replace(
+        "    deny category exfiltration\n",
+        "    deny category exfiltration\n    risk critical credential_probing path \"~/.aws/*\"\n",
+    );
+    let (a, b) = (build(GUARDIAN), build(&new));
+    let d = gatehouse::diff::diff(&a, &b).unwrap();
+    assert!(d.policies.iter().all(|p| !p.review_sampled()));
+    eprintln!(
+        "diff bench (guardian): {} regions",
+        d.policies.iter().map(|p| p.regions.len()).sum::<usize>()
+    );
+    g.bench_function("guardian_pr", |bench| {
+        bench.iter(|| gatehouse::diff::diff(black_box(&a), black_box(&b)).unwrap())
+    });
+    // The fixed cost: a policy with no rules against itself.
+    let a = build("policy agent {\n}\n");
+    g.bench_function("empty", |bench| {
+        bench.iter(|| gatehouse::diff::diff(black_box(&a), black_box(&a)).unwrap())
     });
     g.finish();
 }
