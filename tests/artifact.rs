@@ -170,6 +170,24 @@ fn a_well_checksummed_but_forged_payload_is_refused() {
         matches!(e, ArtifactError::Inconsistent(ref m) if m.to_string().contains("out of range")),
         "{e}"
     );
+    // A command rule indexed under a program it does not name: the engine
+    // trusts the index, so the load refuses it (an `allow git` filed
+    // under `rm` would let `rm` run).
+    let set = PolicySet::from_source(
+        "p.policy",
+        "policy p { commands { allow git status\n forbid rm } }",
+    )
+    .unwrap();
+    let mut json: serde_json::Value =
+        serde_json::from_slice(&set.to_artifact().unwrap()[52..]).unwrap();
+    let index = &mut json["inner"]["policies"][0]["agent"]["commands"]["by_program"];
+    assert!(index.is_object(), "{json}");
+    index["rm"] = serde_json::json!([0]);
+    let e = PolicySet::from_artifact(&forge(&json)).unwrap_err();
+    assert!(
+        matches!(e, ArtifactError::Inconsistent(ref m) if m.to_string().contains("command index")),
+        "{e}"
+    );
 }
 
 #[test]

@@ -68,17 +68,58 @@ impl Commands {
     pub fn strictest(&self, argv: &[String]) -> Option<&CommandRule> {
         let (program, args) = argv.split_first()?;
         let name = crate::normalize::path::basename(program);
-        let exact = self.by_program.get(program.as_str()).into_iter().flatten();
-        let by_name = (name != program)
-            .then(|| self.by_program.get(name))
-            .flatten()
+        // The index holds each rule under each spelling of its program
+        // (checked when an artifact loads): a rule under `program` names
+        // it; one under its basename applies to the path as
+        // [`CommandRule::matches_program`] says — an `allow` rule only in
+        // a system directory. The path's trust is asked once, not a rule.
+        let exact = self
+            .by_program
+            .get(program.as_str())
             .into_iter()
-            .flatten();
+            .flatten()
+            .filter_map(|&i| self.rules.get(i));
+        let by_name: &[usize] = if name == program {
+            &[]
+        } else {
+            self.by_program.get(name).map_or(&[], Vec::as_slice)
+        };
+        let trusted =
+            !by_name.is_empty() && crate::normalize::path::trusted_name(program).is_some();
+        let by_name = by_name
+            .iter()
+            .filter_map(|&i| self.rules.get(i))
+            .filter(|r| r.effect != CommandEffect::Allow || trusted);
         exact
             .chain(by_name)
-            .filter_map(|&i| self.rules.get(i))
-            .filter(|r| r.matches_program(program) && r.matches_args(args))
+            .filter(|r| r.matches_args(args))
             .max_by_key(|r| (r.effect, std::cmp::Reverse(r.rule)))
+    }
+
+    /// Whether every rule is indexed under exactly the spellings of its
+    /// program (an artifact's index is checked against its rules).
+    pub(crate) fn index_holds(&self) -> bool {
+        let mut expected: usize = 0;
+        for (i, r) in self.rules.iter().enumerate() {
+            let first = r.pattern.first().map(Vec::as_slice).unwrap_or(&[]);
+            for p in first {
+                if !self.by_program.get(p).is_some_and(|v| v.contains(&i)) {
+                    return false;
+                }
+            }
+            // (As `push` indexes it: once per alternative.)
+            expected += first.len();
+        }
+        // Nothing else is indexed (a rule under a word it does not name).
+        self.by_program.values().map(Vec::len).sum::<usize>() == expected
+            && self.by_program.iter().all(|(p, v)| {
+                v.iter().all(|&i| {
+                    self.rules
+                        .get(i)
+                        .and_then(|r| r.pattern.first())
+                        .is_some_and(|first| first.contains(p))
+                })
+            })
     }
 
     /// Some `forbid` or `prompt` rule exists (an undecodable script may

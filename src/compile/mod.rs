@@ -445,6 +445,11 @@ impl PolicySet {
             {
                 return Err(Inconsistency::Table("command index out of range"));
             }
+            if !a.commands.index_holds() {
+                return Err(Inconsistency::Table(
+                    "command index does not match the rules' programs",
+                ));
+            }
             for (_, r) in a.mcp.servers.values() {
                 rid(Some(*r))?;
             }
