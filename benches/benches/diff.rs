@@ -230,6 +230,33 @@ const GUARDIAN: &str = r#"policy agent {
 }
 "#;
 
+/// The claims `policyc prove` checks in the bench, for every policy.
+const PROPERTIES: &str = r#"
+properties "the agent stays inside" {
+  never allow connect 169.254.169.254:*
+  never allow connect cidr 10.0.0.0/8
+  always deny dns *.internal
+  never allow connect *.amazonaws.com:22
+  never allow write ".git/hooks/**"
+  never allow exec rm -rf *
+}
+"#;
+
+/// Every claim of `b` proved for every policy of `b`: what `policyc
+/// prove` does.
+fn prove_all(b: &gatehouse::Build) -> usize {
+    let set = b.set.as_ref().unwrap();
+    let mut proved = 0;
+    for case in b.properties() {
+        for p in set.policies() {
+            if matches!(b.prove(&case, p), gatehouse::diff::Verdict::Proved { .. }) {
+                proved += 1;
+            }
+        }
+    }
+    proved
+}
+
 fn build(text: &str) -> gatehouse::Build {
     let mut sources = SourceMap::new();
     sources.add("bench.policy", text);
@@ -290,6 +317,15 @@ fn diff(c: &mut Criterion) {
     g.bench_function("guardian_pr", |bench| {
         bench.iter(|| gatehouse::diff::diff(black_box(&a), black_box(&b)).unwrap())
     });
+    // `policyc prove`: six claims over each 10 000-rule policy.
+    for (name, text) in [
+        ("prove_10k_rules", old_policy()),
+        ("prove_10k_command_rules", commands_policy(10_000, 11)),
+    ] {
+        let b = build(&(text + PROPERTIES));
+        eprintln!("{name}: {} claims proved", prove_all(&b));
+        g.bench_function(name, |bench| bench.iter(|| prove_all(black_box(&b))));
+    }
     // The fixed cost: a policy with no rules against itself.
     let a = build("policy agent {\n}\n");
     g.bench_function("empty", |bench| {
