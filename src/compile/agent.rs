@@ -22,6 +22,7 @@ impl CommandRule {
     /// position 0 itself, or for a path, its basename — `forbid` and
     /// `prompt` rules from any directory, `allow` rules only from a system
     /// directory (docs/language.md#exec, step 2).
+    #[cfg(feature = "diff")]
     pub fn matches_program(&self, program: &str) -> bool {
         let first = self.pattern.first().map(Vec::as_slice).unwrap_or(&[]);
         let name = crate::normalize::path::basename(program);
