@@ -39,7 +39,7 @@ const STAGES: &[(&str, &[&str])] = &[
         ],
     ),
     (
-        "built on the policy: its watcher, fleets, resolution, the /metrics endpoint, the main nftables table",
+        "built on the policy: its watcher, fleets, resolution, the /metrics endpoint, the main nftables table and the record of what it holds",
         &[
             "watch",
             "fleet",
@@ -48,6 +48,7 @@ const STAGES: &[(&str, &[&str])] = &[
             "testing",
             "host::answered",
             "host::nft",
+            "host::layout",
         ],
     ),
     ("the gate: decide, resolve, dial", &["gate"]),

@@ -56,10 +56,17 @@ pub(super) fn l4proto(name: &'static str) -> Statement<'static> {
 }
 
 pub(super) fn rule(chain: &'static str, expr: Vec<Statement<'static>>) -> NfListObject<'static> {
+    rule_in(Cow::Borrowed(chain), expr)
+}
+
+pub(super) fn rule_in(
+    chain: Cow<'static, str>,
+    expr: Vec<Statement<'static>>,
+) -> NfListObject<'static> {
     NfListObject::Rule(Rule {
         family: family(),
         table: Cow::Borrowed(TABLE),
-        chain: Cow::Borrowed(chain),
+        chain,
         expr: Cow::Owned(expr),
         handle: None,
         index: None,
@@ -76,22 +83,77 @@ pub struct Contents<'a> {
     /// and held like a sandbox's (one that is no sandbox's is then denied
     /// everything); `sources` outside them are held one by one.
     pub networks: &'a [ipnet::IpNet],
-    /// The kernel layer under the proxy ([`LayerRule`]).
-    pub layer: Vec<LayerRule>,
+    /// Each sandbox's kernel layer under the proxy ([`SandboxLayer`]).
+    pub layer: Vec<SandboxLayer>,
     /// The host-side interfaces sandbox traffic arrives on (names, or
     /// prefixes ending in `*`): see [`super::boundary::hold_rules`].
     pub interfaces: &'a [String],
 }
 
+/// One sandbox's place in the kernel layer: its source addresses jump (by
+/// the verdict maps `layer_v4`/`layer_v6`) to the chain of its policy's
+/// [`Layer`], which every sandbox with the same layer shares. A packet's
+/// cost is one map lookup and that chain, whatever the number of sandboxes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SandboxLayer {
+    /// The sandbox's id.
+    pub id: String,
+    /// Its source addresses.
+    pub sources: Vec<IpAddr>,
+    /// Its policy's kernel layer.
+    pub layer: std::sync::Arc<Layer>,
+}
+
+/// A policy's kernel layer under the proxy: the rules of one chain, in
+/// order (the exceptions, then the drops).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Layer {
+    /// The rules.
+    pub rules: Vec<LayerRule>,
+}
+
+impl Layer {
+    /// Every TCP connection dropped: the layer of a sandbox whose policy is
+    /// not in force (fail closed).
+    pub fn drop_all() -> Layer {
+        let rules = ["0.0.0.0/0", "::/0"]
+            .iter()
+            .filter_map(|n| n.parse().ok())
+            .map(|dest| LayerRule {
+                dest,
+                ports: None,
+                drop: true,
+            })
+            .collect();
+        Layer { rules }
+    }
+
+    /// The chain's name: `layer_` and 24 hex digits of the SHA-256 of the
+    /// rules, so that sandboxes with equal layers share one chain (a
+    /// different layer with the same name is refused where the chains are
+    /// kept: [`super::layout`]).
+    pub fn chain(&self) -> String {
+        use std::fmt::Write as _;
+        let mut text = String::new();
+        for r in &self.rules {
+            let _ = write!(text, "{} {} ", r.dest, u8::from(r.drop));
+            for (lo, hi) in r.ports.iter().flatten() {
+                let _ = write!(text, "{lo}-{hi},");
+            }
+            text.push(';');
+        }
+        let digest = gatehouse::artifact::sha256_hex(text.as_bytes());
+        format!("layer_{}", digest.get(..24).unwrap_or(&digest))
+    }
+}
+
 /// One rule of the kernel layer under the proxy, from a sandbox's policy:
-/// TCP from `source` to `dest` (on `ports`; every port when none) is
-/// dropped in the kernel, or, for an exact exception (`allow ip` of a
-/// non-public address under `local deny`), goes on to the passes. It
-/// holds below the DNS-fed passes, whatever put an element there.
+/// TCP to `dest` (on `ports`; every port when none) is dropped in the
+/// kernel, or, for an exact exception (`allow ip` of a non-public address
+/// under `local deny`), goes on to the passes. It holds below the DNS-fed
+/// passes, whatever put an element there.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LayerRule {
-    /// The sandbox's source address.
-    pub source: IpAddr,
     /// The destination prefix.
     pub dest: ipnet::IpNet,
     /// Inclusive port ranges; none: every port.
@@ -126,6 +188,44 @@ pub(super) fn sources_sets(c: &Contents<'_>) -> [(&'static str, Vec<Expression<'
         }
     }
     [("sandboxes_v4", v4), ("sandboxes_v6", v6)]
+}
+
+/// One source address as an element of the sources set of its family in
+/// `table` (family `fam`).
+pub(super) fn source_element(
+    fam: NfFamily,
+    table: &'static str,
+    ip: IpAddr,
+) -> NfListObject<'static> {
+    NfListObject::Element(nftables::schema::Element {
+        family: fam,
+        table: Cow::Borrowed(table),
+        name: Cow::Borrowed(match ip {
+            IpAddr::V4(_) => "sandboxes_v4",
+            IpAddr::V6(_) => "sandboxes_v6",
+        }),
+        elem: Cow::Owned(vec![Expression::String(Cow::Owned(ip.to_string()))]),
+    })
+}
+
+/// Empties a sources set of the main table and fills it with `elems`.
+pub(super) fn refill(
+    b: &mut nftables::batch::Batch<'static>,
+    name: &'static str,
+    kind: SetType,
+    elems: Vec<Expression<'static>>,
+) {
+    b.add_cmd(nftables::schema::NfCmd::Flush(
+        nftables::schema::FlushObject::Set(Box::new(set_of(name, kind, SetFlag::Interval))),
+    ));
+    if !elems.is_empty() {
+        b.add(NfListObject::Element(nftables::schema::Element {
+            family: family(),
+            table: Cow::Borrowed(TABLE),
+            name: Cow::Borrowed(name),
+            elem: Cow::Owned(elems),
+        }));
+    }
 }
 
 pub(super) fn prefix(net: ipnet::IpNet) -> Expression<'static> {

@@ -28,7 +28,7 @@ use gatehouse::Policy;
 
 use arc_swap::ArcSwap;
 
-use super::nft::{LayerRule, Pass};
+use super::nft::{Layer, LayerRule, Pass};
 use super::passes::{Grant, Registry};
 pub use super::ports::{MAX_PORTS, ports_for};
 use super::table::SandboxTable;
@@ -49,7 +49,7 @@ type Spans = Option<Vec<(u16, u16)>>;
 /// non-public destinations drop but for an exact `allow ip` of one (an
 /// exception, first); under `network off`, everything drops. TCP only:
 /// every other protocol but DNS is dropped for every sandbox already.
-pub fn layer_for(policy: &Policy, sources: &[IpAddr]) -> Vec<LayerRule> {
+pub fn layer_for(policy: &Policy) -> Layer {
     use gatehouse::{NetworkMode, NetworkTarget};
     use ipnet::IpNet;
     let network = policy.network();
@@ -121,18 +121,12 @@ pub fn layer_for(policy: &Policy, sources: &[IpAddr]) -> Vec<LayerRule> {
             }
         }
     }
-    let mut out = Vec::new();
-    for &source in sources {
-        for (dest, ports, drop) in &dests {
-            out.push(LayerRule {
-                source,
-                dest: *dest,
-                ports: ports.clone(),
-                drop: *drop,
-            });
-        }
+    Layer {
+        rules: dests
+            .into_iter()
+            .map(|(dest, ports, drop)| LayerRule { dest, ports, drop })
+            .collect(),
     }
-    out
 }
 
 /// The writer of the DNS-fed sets, and the record of what they hold
@@ -213,6 +207,12 @@ impl Kernel {
                 ));
             }
         }
+    }
+
+    /// Whether kernel-passed flows are kept while established (and cut on
+    /// revocation): `conntrack` is there.
+    pub fn conntrack(&self) -> bool {
+        self.registry.as_ref().is_some_and(|r| r.conntrack())
     }
 
     /// How many passes sandbox `id` holds.

@@ -22,6 +22,7 @@ mod boundary;
 pub mod control;
 mod expr;
 pub mod kernel;
+pub mod layout;
 pub mod nft;
 pub mod passes;
 mod ports;

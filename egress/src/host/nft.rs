@@ -20,19 +20,18 @@ use std::borrow::Cow;
 use std::net::IpAddr;
 
 use nftables::batch::Batch;
-use nftables::expr::{CT, Expression, NamedExpression, SetItem};
+use nftables::expr::{CT, Expression, NamedExpression, SetItem, Verdict};
 use nftables::expr::{Elem, Range};
 use nftables::schema::{
-    Chain, Element, FlushObject, NfCmd, NfListObject, Nftables, Set, SetFlag, SetType,
-    SetTypeValue, Table,
+    Chain, Element, NfListObject, Nftables, Set, SetFlag, SetType, SetTypeValue, Table,
 };
-use nftables::stmt::{JumpTarget, Mangle, Match, NAT, Operator, Statement};
+use nftables::stmt::{JumpTarget, Mangle, Match, NAT, Operator, Statement, VerdictMap};
 use nftables::types::{NfChainPolicy, NfChainType, NfFamily, NfHook};
 
+use super::boundary::bridge_sets;
 pub use super::boundary::{BRIDGE_TABLE, bridge_rules, hold_rules, ifaces_in_rules};
-use super::boundary::{bridge_sets, flush_chain};
-pub use super::expr::{Contents, LayerRule, PASS_MARK, Ports, TABLE};
-use super::expr::{family, field, is, l4proto, prefix, rule, set_of, sources_sets};
+pub use super::expr::{Contents, Layer, LayerRule, PASS_MARK, Ports, SandboxLayer, TABLE};
+use super::expr::{family, field, is, l4proto, prefix, rule, rule_in, set_of, sources_sets};
 
 /// Why the ruleset could not be put in force.
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +43,11 @@ pub enum NftError {
     /// `nft` refused it or could not be run.
     #[error("nft: {0}")]
     Apply(String),
+    /// Two different kernel layers would share a chain's name (24 hex
+    /// digits of SHA-256 alike): refused rather than one sandbox put under
+    /// another's layer.
+    #[error("two different kernel layers would share the chain `{0}`; refused")]
+    Collision(String),
 }
 
 fn base_chain(
@@ -73,106 +77,170 @@ fn redirect(port: u16) -> Statement<'static> {
     }))
 }
 
-fn layer_rules(layer: &[LayerRule]) -> Vec<NfListObject<'static>> {
-    let mut out = Vec::new();
-    for r in layer {
-        let fam = match (r.source, r.dest) {
-            (IpAddr::V4(_), ipnet::IpNet::V4(_)) => "ip",
-            (IpAddr::V6(_), ipnet::IpNet::V6(_)) => "ip6",
-            _ => continue,
-        };
-        let dest = if r.dest.prefix_len() == r.dest.max_prefix_len() {
-            Expression::String(Cow::Owned(r.dest.addr().to_string()))
+/// One destination match: an address, a prefix, or an anonymous set of
+/// prefixes (aggregated: no two overlap).
+fn dest_expr(nets: &[ipnet::IpNet]) -> Expression<'static> {
+    let one = |n: &ipnet::IpNet| {
+        if n.prefix_len() == n.max_prefix_len() {
+            Expression::String(Cow::Owned(n.addr().to_string()))
         } else {
-            prefix(r.dest)
-        };
-        let verdict = match r.drop {
-            true => Statement::Drop(None),
-            false => Statement::Return(None),
-        };
+            prefix(*n)
+        }
+    };
+    match nets {
+        [n] => one(n),
+        _ => Expression::Named(NamedExpression::Set(
+            nets.iter().map(|n| SetItem::Element(one(n))).collect(),
+        )),
+    }
+}
+
+fn ports_expr(ports: &[(u16, u16)]) -> Expression<'static> {
+    let items = ports
+        .iter()
+        .map(|&(lo, hi)| {
+            SetItem::Element(match lo == hi {
+                true => Expression::Number(u32::from(lo)),
+                false => Expression::Range(Box::new(Range {
+                    range: [
+                        Expression::Number(u32::from(lo)),
+                        Expression::Number(u32::from(hi)),
+                    ],
+                })),
+            })
+        })
+        .collect();
+    Expression::Named(NamedExpression::Set(items))
+}
+
+/// The chain of one [`Layer`] and its rules: the exceptions in order, then
+/// the drops — those for every port as one rule a family (an interval set
+/// of the aggregated prefixes), those with ports one rule each. Drops
+/// commute, so only the exceptions' place before them matters.
+pub(super) fn layer_chain(name: &str, layer: &Layer) -> Vec<NfListObject<'static>> {
+    let chain: Cow<'static, str> = Cow::Owned(name.to_string());
+    let mut out = vec![NfListObject::Chain(Chain {
+        family: family(),
+        table: Cow::Borrowed(TABLE),
+        name: chain.clone(),
+        ..Chain::default()
+    })];
+    let fam = |n: &ipnet::IpNet| match n {
+        ipnet::IpNet::V4(_) => "ip",
+        ipnet::IpNet::V6(_) => "ip6",
+    };
+    let mut push = |nets: &[ipnet::IpNet], ports: Option<&[(u16, u16)]>, drop: bool| {
+        let Some(first) = nets.first() else { return };
         let mut e = vec![
-            is(
-                field(fam, "saddr"),
-                Expression::String(Cow::Owned(r.source.to_string())),
-            ),
-            is(field(fam, "daddr"), dest),
+            is(field(fam(first), "daddr"), dest_expr(nets)),
             l4proto("tcp"),
         ];
-        if let Some(ports) = &r.ports {
-            let items = ports
-                .iter()
-                .map(|&(lo, hi)| {
-                    SetItem::Element(match lo == hi {
-                        true => Expression::Number(u32::from(lo)),
-                        false => Expression::Range(Box::new(Range {
-                            range: [
-                                Expression::Number(u32::from(lo)),
-                                Expression::Number(u32::from(hi)),
-                            ],
-                        })),
-                    })
-                })
-                .collect();
-            e.push(is(
-                field("tcp", "dport"),
-                Expression::Named(NamedExpression::Set(items)),
-            ));
+        if let Some(ports) = ports {
+            e.push(is(field("tcp", "dport"), ports_expr(ports)));
         }
-        e.push(verdict);
-        out.push(rule("layer", e));
+        e.push(match drop {
+            true => Statement::Drop(None),
+            false => Statement::Return(None),
+        });
+        out.push(rule_in(chain.clone(), e));
+    };
+    for r in layer.rules.iter().filter(|r| !r.drop) {
+        push(&[r.dest], r.ports.as_deref(), false);
+    }
+    for v4 in [true, false] {
+        let every: Vec<ipnet::IpNet> = layer
+            .rules
+            .iter()
+            .filter(|r| r.drop && r.ports.is_none() && r.dest.addr().is_ipv4() == v4)
+            .map(|r| r.dest)
+            .collect();
+        push(&ipnet::IpNet::aggregate(&every), None, true);
+    }
+    for r in layer.rules.iter().filter(|r| r.drop && r.ports.is_some()) {
+        push(&[r.dest], r.ports.as_deref(), true);
     }
     out
 }
 
-/// The batch that replaces what changes with the sandbox table and the
-/// policies, in one transaction: the sources held and the kernel layer.
-/// The DNS-fed passes are not touched here: the revision that follows
-/// every change deletes exactly those no longer allowed
-/// ([`super::passes::Registry::revise`]), so other sandboxes' passes and
-/// flows go on.
-pub fn update(c: &Contents<'_>, ports: Ports) -> Nftables<'static> {
-    let mut b = Batch::new();
-    for ((name, elems), kind) in sources_sets(c)
-        .into_iter()
-        .zip([SetType::Ipv4Addr, SetType::Ipv6Addr])
-    {
-        b.add_cmd(NfCmd::Flush(FlushObject::Set(Box::new(set_of(
-            name,
-            kind,
-            SetFlag::Interval,
-        )))));
-        if !elems.is_empty() {
-            b.add(NfListObject::Element(Element {
-                family: family(),
-                table: Cow::Borrowed(TABLE),
-                name: Cow::Borrowed(name),
-                elem: Cow::Owned(elems),
-            }));
-        }
+/// The verdict maps from a sandbox's source address to its layer's chain.
+pub(super) const LAYER_MAPS: [(&str, &str); 2] =
+    [("layer_v4", "ipv4_addr"), ("layer_v6", "ipv6_addr")];
+
+/// The map a source's element is in.
+pub(super) fn layer_map(source: IpAddr) -> &'static str {
+    match source {
+        IpAddr::V4(_) => "layer_v4",
+        IpAddr::V6(_) => "layer_v6",
     }
-    b.add_cmd(NfCmd::Flush(FlushObject::Chain(Chain {
+}
+
+/// The element of `source` in its verdict map: jump to `chain` (`None`:
+/// the key alone, to delete it).
+pub(super) fn layer_element(source: IpAddr, chain: Option<&str>) -> NfListObject<'static> {
+    let key = Expression::String(Cow::Owned(source.to_string()));
+    let elem = match chain {
+        Some(chain) => Expression::List(vec![
+            key,
+            Expression::Verdict(Verdict::Jump(JumpTarget {
+                target: Cow::Owned(chain.to_string()),
+            })),
+        ]),
+        None => key,
+    };
+    NfListObject::Element(Element {
         family: family(),
         table: Cow::Borrowed(TABLE),
-        name: Cow::Borrowed("layer"),
-        ..Chain::default()
-    })));
-    for r in layer_rules(&c.layer) {
-        b.add(r);
+        name: Cow::Borrowed(layer_map(source)),
+        elem: Cow::Owned(vec![elem]),
+    })
+}
+
+/// A transaction for `nft -j -f -`: nft's JSON commands, in order. (The
+/// `nftables` crate has no verdict-map type: the two maps' declarations
+/// are written as nft's JSON directly.)
+#[derive(Default)]
+pub struct Ruleset {
+    commands: Vec<serde_json::Value>,
+    error: Option<String>,
+}
+
+impl Ruleset {
+    /// Appends a batch's commands.
+    pub fn batch(&mut self, b: Batch<'static>) {
+        for o in b.to_nftables().objects.iter() {
+            match serde_json::to_value(o) {
+                Ok(v) => self.commands.push(v),
+                Err(e) => self.error = Some(e.to_string()),
+            }
+        }
     }
-    flush_chain(&mut b, family(), TABLE, "hold");
-    for r in hold_rules(c.interfaces) {
-        b.add(r);
+
+    /// Appends the declarations of the verdict maps.
+    fn maps(&mut self) {
+        for (name, kind) in LAYER_MAPS {
+            self.commands.push(serde_json::json!({"add": {"map": {
+                "family": "inet", "table": TABLE, "name": name,
+                "type": kind, "map": "verdict"
+            }}}));
+        }
     }
-    flush_chain(&mut b, family(), TABLE, "ifaces_in");
-    for r in ifaces_in_rules(c.interfaces, ports) {
-        b.add(r);
+
+    /// Whether it holds no command.
+    pub fn is_empty(&self) -> bool {
+        self.commands.is_empty() && self.error.is_none()
     }
-    bridge_sets(c, &mut b, true);
-    flush_chain(&mut b, NfFamily::Bridge, BRIDGE_TABLE, "forward");
-    for r in bridge_rules(c.interfaces) {
-        b.add(r);
+}
+
+impl serde::Serialize for Ruleset {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error as _, SerializeMap as _};
+        if let Some(e) = &self.error {
+            return Err(S::Error::custom(e));
+        }
+        let mut m = s.serialize_map(Some(1))?;
+        m.serialize_entry("nftables", &self.commands)?;
+        m.end()
     }
-    b.to_nftables()
 }
 
 fn ct(key: &'static str) -> Expression<'static> {
@@ -188,7 +256,7 @@ fn ct(key: &'static str) -> Expression<'static> {
 /// a DNS-fed pass admitted is accepted while established (its revocation
 /// deletes its conntrack entry: [`super::passes`]); without it (no
 /// `conntrack` to delete entries with), every packet needs a live pass.
-pub fn ruleset(c: &Contents<'_>, ports: Ports, keep_established: bool) -> Nftables<'static> {
+pub fn ruleset(c: &Contents<'_>, ports: Ports, keep_established: bool) -> Ruleset {
     let table = || Table {
         family: family(),
         name: Cow::Borrowed(TABLE),
@@ -245,6 +313,10 @@ pub fn ruleset(c: &Contents<'_>, ports: Ports, keep_established: bool) -> Nftabl
             ..Set::default()
         })));
     }
+    let mut out = Ruleset::default();
+    out.batch(b);
+    out.maps();
+    let mut b = Batch::new();
     // dstnat (-100) and filter (0), as nft spells them.
     b.add(base_chain(
         "prerouting",
@@ -390,8 +462,26 @@ pub fn ruleset(c: &Contents<'_>, ports: Ports, keep_established: bool) -> Nftabl
         ));
         b.add(rule("forward", vec![from(), Statement::Drop(None)]));
     }
-    for r in layer_rules(&c.layer) {
-        b.add(r);
+    for (ip, map) in [("ip", "@layer_v4"), ("ip6", "@layer_v6")] {
+        b.add(rule(
+            "layer",
+            vec![Statement::VerdictMap(VerdictMap {
+                key: field(ip, "saddr"),
+                data: Expression::String(Cow::Borrowed(map)),
+            })],
+        ));
+    }
+    let mut chains = std::collections::HashSet::new();
+    for s in &c.layer {
+        let chain = s.layer.chain();
+        if chains.insert(chain.clone()) {
+            for o in layer_chain(&chain, &s.layer) {
+                b.add(o);
+            }
+        }
+        for &source in &s.sources {
+            b.add(layer_element(source, Some(&chain)));
+        }
     }
     for r in hold_rules(c.interfaces)
         .into_iter()
@@ -400,7 +490,8 @@ pub fn ruleset(c: &Contents<'_>, ports: Ports, keep_established: bool) -> Nftabl
     {
         b.add(r);
     }
-    b.to_nftables()
+    out.batch(b);
+    out
 }
 
 /// One element of the DNS-fed sets: a sandbox's source address may reach
@@ -500,12 +591,12 @@ pub fn passes(passes: &[Pass]) -> Nftables<'static> {
 }
 
 /// The ruleset as nft's JSON.
-pub fn to_json(rules: &Nftables<'_>) -> Result<String, NftError> {
+pub fn to_json(rules: &impl serde::Serialize) -> Result<String, NftError> {
     Ok(serde_json::to_string(rules)?)
 }
 
 /// Puts the ruleset in force (`nft -j -f -`, one transaction).
-pub fn apply(rules: &Nftables<'_>) -> Result<(), NftError> {
+pub fn apply(rules: &impl serde::Serialize) -> Result<(), NftError> {
     let json = to_json(rules)?;
     nftables::helper::apply_ruleset_raw(
         &json,

@@ -380,6 +380,11 @@ impl Registry {
         (revoked.len(), cut)
     }
 
+    /// Whether kernel-passed flows are kept while established.
+    pub fn conntrack(&self) -> bool {
+        self.conntrack
+    }
+
     /// How many passes sandbox `id` holds (for tests and metrics).
     pub fn held(&self, id: &str) -> usize {
         self.inner.lock().map_or(0, |i| i.count(id))

@@ -267,11 +267,12 @@ pub async fn start(config: HostConfig) -> Result<HostRunning, HostStartError> {
         conntrack,
         Some(state_dir.join("passes.json")),
     ));
+    let mut installed = super::layout::Installed::default();
     if config.nftables {
         if table.load().interfaces().is_empty() {
             return Err(HostStartError::NoInterfaces);
         }
-        install(&table.load(), ports, conntrack)?;
+        installed = install(&table.load(), ports, conntrack)?;
         // Flows a previous daemon passed: those its record shows the
         // restored policies still allow go on; the rest are cut.
         kernel.revise(&[], None);
@@ -322,15 +323,18 @@ pub async fn start(config: HostConfig) -> Result<HostRunning, HostStartError> {
         }
         None => None,
     };
-    let host = Arc::new(Mutex::new(Host::new(
-        config.sandboxes.clone(),
-        state_dir,
-        shared,
-        table.clone(),
-        config.nftables,
-        ports,
-        kernel,
-    )));
+    let host = Arc::new(Mutex::new(
+        Host::new(
+            config.sandboxes.clone(),
+            state_dir,
+            shared,
+            table.clone(),
+            config.nftables,
+            ports,
+            kernel,
+        )
+        .with_installed(installed),
+    ));
     if let Some(l) = control {
         super::control::serve(host.clone(), l);
     }

@@ -10,8 +10,9 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 
+use super::layout::Installed;
 use super::nft::{self, NftError, Ports};
-use super::table::{Entry, File, HostError, SandboxTable, Shared, valid_id};
+use super::table::{Entry, File, HostError, Sandbox, SandboxTable, Shared, valid_id};
 use crate::policy::stat_key;
 use crate::policy::{PolicyError, stderr_line};
 use crate::watch::{FileWatch, give_back_free_memory};
@@ -80,6 +81,8 @@ pub(crate) struct Host {
     pub(crate) kernel: Arc<super::kernel::Kernel>,
     key: Option<[i128; 5]>,
     files: HashMap<String, FileWatch>,
+    /// What the nftables table holds, as last written.
+    installed: Installed,
 }
 
 /// Writes `bytes` to `path` whole: a temporary file beside it, then a
@@ -108,29 +111,45 @@ fn write_whole(path: &Path, bytes: &[u8]) -> Result<(), ChangeError> {
     std::fs::rename(&tmp, path).map_err(write)
 }
 
-/// What the nftables table holds for `table`'s sandboxes: their sources
-/// and the kernel layer of each one's policy in force.
-fn contents(table: &SandboxTable) -> nft::Contents<'_> {
-    let mut sources = Vec::new();
-    let mut layer = Vec::new();
-    for s in table.sandboxes() {
-        sources.extend(s.addresses.iter().copied());
-        let set = s.policies().store.load();
-        match set.select(s.policies().name.as_deref()) {
-            Ok(p) => layer.extend(super::kernel::layer_for(p, &s.addresses)),
-            // Fail closed: a sandbox without its policy passes nothing.
-            Err(_) => layer.extend(s.addresses.iter().filter_map(|ip| {
-                Some(nft::LayerRule {
-                    source: *ip,
-                    dest: ipnet::IpNet::new(*ip, 0).ok()?.trunc(),
-                    ports: None,
-                    drop: true,
-                })
-            })),
+/// A sandbox's place in the kernel layer, from its policy in force
+/// (fail closed: a sandbox without its policy passes nothing). Equal
+/// layers are shared (`seen`), as their chain is.
+fn sandbox_layer(s: &Sandbox, seen: &mut Vec<Arc<nft::Layer>>) -> nft::SandboxLayer {
+    let set = s.policies().store.load();
+    let layer = match set.select(s.policies().name.as_deref()) {
+        Ok(p) => super::kernel::layer_for(p),
+        Err(_) => nft::Layer::drop_all(),
+    };
+    let layer = match seen.iter().find(|l| ***l == layer) {
+        Some(l) => l.clone(),
+        None => {
+            let l = Arc::new(layer);
+            if seen.len() < 64 {
+                seen.push(l.clone());
+            }
+            l
         }
+    };
+    nft::SandboxLayer {
+        id: s.id.clone(),
+        sources: s.addresses.clone(),
+        layer,
     }
+}
+
+/// What the nftables table holds for `sandboxes` of `table`: their sources
+/// and the kernel layer of each one's policy in force.
+fn contents<'a>(
+    table: &'a SandboxTable,
+    sandboxes: impl Iterator<Item = &'a Arc<Sandbox>>,
+) -> nft::Contents<'a> {
+    let mut seen = Vec::new();
+    let layer: Vec<nft::SandboxLayer> = sandboxes.map(|s| sandbox_layer(s, &mut seen)).collect();
     nft::Contents {
-        sources,
+        sources: layer
+            .iter()
+            .flat_map(|s| s.sources.iter().copied())
+            .collect(),
         networks: table.networks(),
         layer,
         interfaces: table.interfaces(),
@@ -138,19 +157,16 @@ fn contents(table: &SandboxTable) -> nft::Contents<'_> {
 }
 
 /// The whole nftables table for `table`'s sandboxes, in one transaction
-/// (`keep_established`: see [`nft::ruleset`]).
+/// (`keep_established`: see [`nft::ruleset`]); the record of what it holds.
 pub(crate) fn install(
     table: &SandboxTable,
     ports: Ports,
     keep_established: bool,
-) -> Result<(), NftError> {
-    nft::apply(&nft::ruleset(&contents(table), ports, keep_established))
-}
-
-/// What changes with the sandboxes and their policies, in one transaction
-/// (the DNS-fed passes are revised after it: [`super::kernel::Kernel::revise`]).
-pub(crate) fn refresh(table: &SandboxTable, ports: Ports) -> Result<(), NftError> {
-    nft::apply(&nft::update(&contents(table), ports))
+) -> Result<Installed, NftError> {
+    let c = contents(table, table.sandboxes());
+    let installed = Installed::of(&c)?;
+    nft::apply(&nft::ruleset(&c, ports, keep_established))?;
+    Ok(installed)
 }
 
 impl Host {
@@ -164,6 +180,7 @@ impl Host {
         kernel: Arc<super::kernel::Kernel>,
     ) -> Host {
         let mut h = Host {
+            installed: Installed::default(),
             kernel,
             ports,
             key: stat_key(&path),
@@ -176,6 +193,12 @@ impl Host {
         };
         h.watch_files();
         h
+    }
+
+    /// The record of what the nftables table holds, as [`install`] wrote it.
+    pub(crate) fn with_installed(mut self, installed: Installed) -> Host {
+        self.installed = installed;
+        self
     }
 
     /// Starts watching every sandbox's policy file as it is now.
@@ -251,12 +274,12 @@ impl Host {
 
     /// Puts the kernel layer of the policies in force now in the table.
     /// `changed`: the sandboxes whose policy changed (`None`: any may have).
-    fn refresh_layer(&self, changed: Option<&HashSet<String>>) {
+    fn refresh_layer(&mut self, changed: Option<&HashSet<String>>) {
         if !self.nftables {
             return;
         }
         let table = self.table.load();
-        if let Err(e) = refresh(&table, self.ports) {
+        if let Err(e) = self.write_layer(&table, changed, &[]) {
             stderr_line(format!(
                 "gatehouse-egress: the kernel layer of a changed policy was not written ({e}); the proxy still decides every connection with it"
             ));
@@ -266,6 +289,47 @@ impl Host {
         self.kernel.revise(&[], changed);
     }
 
+    /// Writes the kernel layer of `changed` sandboxes of `table` (`None`:
+    /// every one) and takes `gone` out: only what changed, in one
+    /// transaction ([`Installed`]). A refused transaction changed nothing;
+    /// the table is then written whole (its DNS-fed passes start afresh).
+    fn write_layer(
+        &mut self,
+        table: &SandboxTable,
+        changed: Option<&HashSet<String>>,
+        gone: &[String],
+    ) -> Result<(), NftError> {
+        let all = changed.is_none()
+            || self
+                .installed
+                .needs_all(table.networks(), table.interfaces());
+        let c = match (all, changed) {
+            (false, Some(ids)) => contents(table, ids.iter().filter_map(|id| table.get(id))),
+            _ => contents(table, table.sandboxes()),
+        };
+        let mut gone = gone.to_vec();
+        if all {
+            let now: HashSet<&str> = c.layer.iter().map(|s| s.id.as_str()).collect();
+            gone.extend(
+                self.installed
+                    .ids()
+                    .filter(|id| !now.contains(id.as_str()))
+                    .cloned(),
+            );
+        }
+        match self.installed.apply(&c, &gone, self.ports) {
+            Ok(()) => Ok(()),
+            Err(NftError::Collision(chain)) => Err(NftError::Collision(chain)),
+            Err(e) => {
+                stderr_line(format!(
+                    "gatehouse-egress: a change to the nftables table was refused ({e}); writing the table whole"
+                ));
+                self.installed = install(table, self.ports, self.kernel.conntrack())?;
+                Ok(())
+            }
+        }
+    }
+
     /// Loads the table file again, keeping the sandboxes that did not
     /// change; installs its nftables sets; swaps it in; retires the
     /// sandboxes that left (their open connections close).
@@ -273,23 +337,34 @@ impl Host {
         self.key = stat_key(&self.path);
         let old = self.table.load_full();
         let table = SandboxTable::load(&self.path, &self.shared, Some(&old))?;
+        // A sandbox that left or changed keeps only what the table in force
+        // allows it: its passes and flows are revised; the others' (the
+        // same `Sandbox`, kept as it was) are not looked at.
+        let changed: HashSet<String> = old
+            .sandboxes()
+            .filter(|o| !table.get(&o.id).is_some_and(|s| Arc::ptr_eq(s, o)))
+            .map(|o| o.id.clone())
+            .collect();
         if self.nftables {
             if table.interfaces().is_empty() {
                 return Err(ChangeError::Invalid(super::table::NO_INTERFACES.into()));
             }
-            refresh(&table, self.ports)?;
+            // Written: the sandboxes new or changed; taken out: those gone.
+            let touched: HashSet<String> = table
+                .sandboxes()
+                .filter(|s| !old.get(&s.id).is_some_and(|o| Arc::ptr_eq(s, o)))
+                .map(|s| s.id.clone())
+                .collect();
+            let gone: Vec<String> = changed
+                .iter()
+                .filter(|id| table.get(id).is_none())
+                .cloned()
+                .collect();
+            self.write_layer(&table, Some(&touched), &gone)?;
         }
         let n = table.sandboxes().count();
         self.table.store(Arc::new(table));
-        // A sandbox that left or changed keeps only what the table in force
-        // allows it: its passes and flows are revised; the others' (the
-        // same `Sandbox`, kept as it was) are not looked at.
         let now = self.table.load();
-        let changed: HashSet<String> = old
-            .sandboxes()
-            .filter(|o| !now.get(&o.id).is_some_and(|s| Arc::ptr_eq(s, o)))
-            .map(|o| o.id.clone())
-            .collect();
         let before: Vec<IpAddr> = old
             .sandboxes()
             .filter(|o| changed.contains(&o.id))
@@ -435,22 +510,38 @@ impl Host {
         text: &str,
         name: Option<String>,
     ) -> Result<String, ChangeError> {
-        let mut file = File::read(&self.path)?;
-        let Some(entry) = file.sandbox.iter_mut().find(|e| e.id == id) else {
-            return Err(ChangeError::NotFound(id.into()));
+        // The table in force says where the sandbox's policy is: the file
+        // is read (and rewritten) only when the entry must point elsewhere,
+        // so a change costs the same whatever the number of sandboxes.
+        let pointed = {
+            let table = self.table.load();
+            let s = table
+                .get(id)
+                .ok_or_else(|| ChangeError::NotFound(id.into()))?;
+            (s.policies().path.clone(), s.policies().name.clone())
         };
         self.check(text, name.as_deref())?;
         self.make_state_dir()?;
         let policy = self.policy_file(id);
+        let repoint = pointed != (policy.clone(), name.clone());
+        let mut file = None;
+        if repoint {
+            let read = File::read(&self.path)?;
+            if read.sandbox.iter().all(|e| e.id != id) {
+                return Err(ChangeError::NotFound(id.into()));
+            }
+            file = Some(read);
+        }
         write_whole(&policy, text.as_bytes())?;
         // A policy put whole starts the Zoo document afresh: the next Zoo
         // call builds on nothing a PUT replaced (`zoo` writes its document
         // back after this returns).
         let _ = std::fs::remove_file(self.zoo_file(id));
-        let repoint = entry.policy != policy || entry.policy_name != name;
-        if repoint {
-            entry.policy = policy;
-            entry.policy_name = name;
+        if let Some(mut file) = file {
+            if let Some(entry) = file.sandbox.iter_mut().find(|e| e.id == id) {
+                entry.policy = policy;
+                entry.policy_name = name;
+            }
             self.write_table(file)?;
         } else {
             let table = self.table.load();
@@ -474,7 +565,7 @@ impl Host {
     /// The first Zoo call starts the document: from then on the sandbox's
     /// policy is what its Zoo calls say, as a Zoo sandbox's is.
     pub(crate) fn zoo(&mut self, id: &str, call: serde_json::Value) -> Result<String, ChangeError> {
-        if File::read(&self.path)?.sandbox.iter().all(|e| e.id != id) {
+        if self.table.load().get(id).is_none() {
             return Err(ChangeError::NotFound(id.into()));
         }
         let mut doc: serde_json::Value = std::fs::read(self.zoo_file(id))

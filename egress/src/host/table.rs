@@ -100,6 +100,7 @@ pub struct SandboxTable {
     interfaces: Vec<String>,
     sandboxes: Vec<Arc<Sandbox>>,
     by_address: HashMap<IpAddr, Arc<Sandbox>>,
+    by_id: HashMap<Arc<str>, Arc<Sandbox>>,
 }
 
 /// Why a sandbox table was refused. Each variant names the file, and the
@@ -301,7 +302,7 @@ impl SandboxTable {
                     "an id is 1 to {MAX_ID} letters, digits, `-` and `_`"
                 )));
             }
-            if table.sandboxes.iter().any(|s| s.id == entry.id) {
+            if table.by_id.contains_key(entry.id.as_str()) {
                 return Err(problem("a second sandbox with this id".into()));
             }
             let addresses = table.addresses_of(&entry, shared).map_err(problem)?;
@@ -318,6 +319,7 @@ impl SandboxTable {
             for ip in &sandbox.addresses {
                 table.by_address.insert(*ip, sandbox.clone());
             }
+            table.by_id.insert(sandbox.key.clone(), sandbox.clone());
             table.sandboxes.push(sandbox);
         }
         Ok(table)
@@ -379,7 +381,7 @@ impl SandboxTable {
 
     /// The sandbox with this id.
     pub fn get(&self, id: &str) -> Option<&Arc<Sandbox>> {
-        self.sandboxes.iter().find(|s| s.id == id)
+        self.by_id.get(id)
     }
 
     /// Every sandbox, in the table's order.

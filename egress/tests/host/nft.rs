@@ -94,9 +94,10 @@ fn the_host_table_is_applied_read_back_and_replaced_whole() {
     // Per family: DNS over UDP and TCP redirected, the kernel passes, every
     // other TCP redirected, two input accepts and a drop, the jump to the
     // kernel layer, an established kernel-passed flow, a forward pass (that
-    // marks its flow) and a drop; IPv6 neighbour discovery; and the jump
-    // to the sandbox interfaces' input rules (none here).
-    assert_eq!(rules, 2 * 11 + 2);
+    // marks its flow) and a drop; IPv6 neighbour discovery; the jump to
+    // the sandbox interfaces' input rules (none here); and the kernel
+    // layer's two verdict-map lookups.
+    assert_eq!(rules, 2 * 11 + 2 + 2);
     let text = ns.nft(&["list", "table", "inet", TABLE], "");
     for want in [
         "ip saddr @sandboxes_v4 udp dport 53 redirect to :15053",
@@ -132,7 +133,7 @@ fn the_host_table_is_applied_read_back_and_replaced_whole() {
             ("pass_v6".to_string(), vec![]),
         ]
     );
-    assert_eq!(rules, 24);
+    assert_eq!(rules, 26);
     // A broken batch changes nothing: the transaction is refused whole.
     let mut broken: serde_json::Value = serde_json::from_str(
         &nft::to_json(&nft::ruleset(&contents(&first, &[]), ports, true)).unwrap(),
@@ -189,52 +190,65 @@ fn networks_hold_every_source_in_them_and_outsiders_one_by_one() {
     assert!(v6.contains("fd00:200::/48"), "{v6}");
 }
 
+/// One sandbox's layer of `policy`.
+fn sandbox(id: &str, sources: &[IpAddr], policy: &str) -> nft::SandboxLayer {
+    use gatehouse_egress::host::kernel::layer_for;
+    let set = gatehouse::PolicySet::from_source("p.policy", policy).unwrap();
+    nft::SandboxLayer {
+        id: id.into(),
+        sources: sources.to_vec(),
+        layer: std::sync::Arc::new(layer_for(set.single().unwrap())),
+    }
+}
+
 #[test]
 fn the_kernel_layer_follows_the_policy_and_updates_keep_or_flush_passes() {
-    use gatehouse_egress::host::kernel::layer_for;
+    use gatehouse_egress::host::layout::Installed;
     let ns = Netns::new("nftlayer");
     let ports = Ports {
         transparent: 15001,
         dns: 15053,
     };
-    let set = gatehouse::PolicySet::from_source(
-        "p.policy",
-        "policy p {\n  network {\n    allow domain ssh.test port 22\n    deny cidr 11.0.0.0/29 port 22, 2000-2010\n    allow ip 10.9.9.9\n  }\n}\n",
-    )
-    .unwrap();
+    let policy = "policy p {\n  network {\n    allow domain ssh.test port 22\n    deny cidr 11.0.0.0/29 port 22, 2000-2010\n    allow ip 10.9.9.9\n  }\n}\n";
     let me: Vec<IpAddr> = vec!["10.200.1.2".parse().unwrap()];
-    let layer = layer_for(set.single().unwrap(), &me);
+    let other: Vec<IpAddr> = vec!["10.200.2.2".parse().unwrap(), "fd00::2".parse().unwrap()];
     let c = nft::Contents {
-        sources: me.clone(),
+        sources: me.iter().chain(&other).copied().collect(),
         networks: &[],
-        layer,
+        layer: vec![sandbox("me", &me, policy), sandbox("other", &other, policy)],
         interfaces: &[],
     };
+    let mut installed = Installed::of(&c).unwrap();
     ns.nft(
         &["-j", "-f", "-"],
         &nft::to_json(&nft::ruleset(&c, ports, true)).unwrap(),
     );
-    let text = ns.nft(&["list", "chain", "inet", TABLE, "layer"], "");
+    // Both sandboxes have the same layer: one chain, which each source
+    // jumps to from the verdict maps.
+    let chain = c.layer[0].layer.chain();
+    assert_eq!(installed.chains(), 1);
+    let text = ns.nft(&["list", "chain", "inet", TABLE, &chain], "");
     for want in [
         // The exact exception comes first, then the deny rule, then
-        // non-public destinations (local deny).
-        "ip saddr 10.200.1.2 ip daddr 10.9.9.9 meta l4proto tcp return",
-        "ip saddr 10.200.1.2 ip daddr 11.0.0.0/29 tcp dport { 22, 2000-2010 } drop",
-        "ip saddr 10.200.1.2 ip daddr 10.0.0.0/8 meta l4proto tcp drop",
-        "ip6 saddr",
+        // non-public destinations (local deny), as one set a family.
+        "ip daddr 10.9.9.9 meta l4proto tcp return",
+        "ip daddr 11.0.0.0/29 tcp dport { 22, 2000-2010 } drop",
+        "ip daddr { 0.0.0.0/8, 10.0.0.0/8,",
+        "ip6 daddr { ::/3,",
     ] {
-        if want == "ip6 saddr" {
-            assert!(
-                !text.contains(want),
-                "an IPv4 sandbox gets no IPv6 rule\n{text}"
-            );
-        } else {
-            assert!(text.contains(want), "{want}\n{text}");
-        }
+        assert!(text.contains(want), "{want}\n{text}");
     }
     let exception = text.find("10.9.9.9").unwrap();
     assert!(exception < text.find("10.0.0.0/8").unwrap());
-    // A pass, then an update that keeps it, then a revocation that deletes it.
+    let maps = ns.nft(&["list", "chain", "inet", TABLE, "layer"], "");
+    assert!(maps.contains("ip saddr vmap @layer_v4"), "{maps}");
+    let v4 = ns.nft(&["list", "map", "inet", TABLE, "layer_v4"], "");
+    assert!(
+        v4.contains(&format!("10.200.1.2 : jump {chain}"))
+            && v4.contains(&format!("10.200.2.2 : jump {chain}")),
+        "{v4}"
+    );
+    // A pass, then a change that keeps it, then a revocation that deletes it.
     let pass = nft::Pass {
         source: me[0],
         addr: "11.0.0.3".parse().unwrap(),
@@ -247,25 +261,52 @@ fn the_kernel_layer_follows_the_policy_and_updates_keep_or_flush_passes() {
     );
     let listed = || ns.nft(&["list", "set", "inet", TABLE, "pass_v4"], "");
     assert!(listed().contains("11.0.0.3"));
-    let off =
-        gatehouse::PolicySet::from_source("o.policy", "policy o {\n  network off\n}\n").unwrap();
+    // One sandbox's policy changes: its new layer's chain is added, its
+    // element points there, and nothing of the other sandbox is written.
+    let off = sandbox("me", &me, "policy o {\n  network off\n}\n");
     let c = nft::Contents {
         sources: me.clone(),
         networks: &[],
-        layer: layer_for(off.single().unwrap(), &me),
+        layer: vec![off.clone()],
         interfaces: &[],
     };
-    ns.nft(
-        &["-j", "-f", "-"],
-        &nft::to_json(&nft::update(&c, ports)).unwrap(),
-    );
+    let (rules, delta) = installed.change(&c, &[], ports).unwrap();
+    let json = nft::to_json(&rules).unwrap();
+    assert!(!json.contains("10.200.2.2"), "{json}");
+    ns.nft(&["-j", "-f", "-"], &json);
+    installed.commit(delta);
+    assert_eq!(installed.chains(), 2);
     assert!(listed().contains("11.0.0.3"));
-    let text = ns.nft(&["list", "chain", "inet", TABLE, "layer"], "");
+    let v4 = ns.nft(&["list", "map", "inet", TABLE, "layer_v4"], "");
     assert!(
-        text.contains("ip saddr 10.200.1.2 ip daddr 0.0.0.0/0 meta l4proto tcp drop"),
+        v4.contains(&format!("10.200.1.2 : jump {}", off.layer.chain()))
+            && v4.contains(&format!("10.200.2.2 : jump {chain}")),
+        "{v4}"
+    );
+    let text = ns.nft(&["list", "chain", "inet", TABLE, &off.layer.chain()], "");
+    assert!(
+        text.contains("ip daddr 0.0.0.0/0 meta l4proto tcp drop"),
         "{text}"
     );
-    assert!(!text.contains("11.0.0.0/29"), "{text}");
+    // The same change again writes nothing; the other sandbox leaving
+    // takes its elements and, now unused, the first chain out.
+    let (rules, _) = installed.change(&c, &[], ports).unwrap();
+    assert!(rules.is_empty());
+    let c = nft::Contents {
+        sources: me.clone(),
+        networks: &[],
+        layer: Vec::new(),
+        interfaces: &[],
+    };
+    let (rules, delta) = installed.change(&c, &["other".into()], ports).unwrap();
+    ns.nft(&["-j", "-f", "-"], &nft::to_json(&rules).unwrap());
+    installed.commit(delta);
+    assert_eq!(installed.chains(), 1);
+    let all = ns.nft(&["list", "table", "inet", TABLE], "");
+    assert!(
+        !all.contains(&chain) && !all.contains("10.200.2.2") && !all.contains("fd00::2"),
+        "{all}"
+    );
     // A revocation deletes exactly its elements (whether or not they are
     // still there: a second delete does not fail the transaction).
     let gone = [(me[0], "11.0.0.3".parse().unwrap(), 22u16)];
