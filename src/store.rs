@@ -48,6 +48,19 @@ impl PolicyStore {
         }
     }
 
+    /// A store whose first policy set is `set`, shared with whoever else
+    /// holds it (equal policies compiled once).
+    pub fn shared(set: Arc<PolicySet>) -> Self {
+        PolicyStore {
+            current: ArcSwap::new(set),
+        }
+    }
+
+    /// Installs an already compiled set that others may share.
+    pub fn replace_shared(&self, set: Arc<PolicySet>) {
+        self.current.store(set);
+    }
+
     /// The current set, lock-free. Keep the snapshot for the duration of
     /// one decision (or one batch that must be consistent).
     pub fn load(&self) -> Snapshot {

@@ -211,6 +211,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
             tally: None,
             telemetry: config.telemetry.clone(),
             sandbox: None,
+            sets: None,
         },
         metrics.clone(),
     )?);

@@ -20,8 +20,12 @@ use super::boundary::{BRIDGE_TABLE, bridge_rules, bridge_sets, flush_chain, hold
 use super::expr::{Contents, Layer, Ports, TABLE, family, refill, source_element, sources_sets};
 use super::nft::{NftError, Ruleset, layer_chain, layer_element};
 
-/// A sandbox's sources and its layer's chain, as written.
-type Placed = (Vec<IpAddr>, String);
+/// A sandbox's sources and its layer's chain, as written (the name shared
+/// with the chain's entry).
+type Placed = (Vec<IpAddr>, Arc<str>);
+
+/// A sandbox's place in a change: its sources and chain now, or gone.
+type Moved = (String, Option<(Vec<IpAddr>, String)>);
 
 /// The table's contents as last written.
 #[derive(Default)]
@@ -32,7 +36,7 @@ pub struct Installed {
     sandboxes: HashMap<String, Placed>,
     /// Each layer chain in the table, its layer and how many sandboxes
     /// jump to it.
-    chains: HashMap<String, (Arc<Layer>, usize)>,
+    chains: HashMap<Arc<str>, (Arc<Layer>, usize)>,
 }
 
 /// What a written change makes of the record ([`Installed::commit`]).
@@ -40,7 +44,7 @@ pub struct Delta {
     networks: Vec<ipnet::IpNet>,
     interfaces: Vec<String>,
     /// Each sandbox changed: its sources and chain now, or gone.
-    sandboxes: Vec<(String, Option<Placed>)>,
+    sandboxes: Vec<Moved>,
     /// Each chain whose count changed: its layer and count now (0: gone).
     chains: Vec<(String, Arc<Layer>, usize)>,
 }
@@ -53,19 +57,20 @@ impl Installed {
             interfaces: c.interfaces.to_vec(),
             ..Installed::default()
         };
+        let mut delta = Vec::new();
         for s in &c.layer {
             let chain = s.layer.chain();
             let entry = out
                 .chains
-                .entry(chain.clone())
+                .entry(Arc::from(chain.as_str()))
                 .or_insert_with(|| (s.layer.clone(), 0));
             if entry.0 != s.layer {
                 return Err(NftError::Collision(chain));
             }
             entry.1 += 1;
-            out.sandboxes
-                .insert(s.id.clone(), (s.sources.clone(), chain));
+            delta.push((s.id.clone(), Some((s.sources.clone(), chain))));
         }
+        out.place(delta);
         Ok(out)
     }
 
@@ -195,20 +200,21 @@ impl Installed {
                     count(was, layer, false)?;
                 }
                 for ip in sources {
-                    if !(s.sources.contains(ip) && *was == chain) {
+                    if !(s.sources.contains(ip) && **was == *chain) {
                         deletes.push(layer_element(*ip, None));
                     }
                 }
             }
             for ip in &s.sources {
-                if !old.is_some_and(|(src, was)| src.contains(ip) && *was == chain) {
+                if !old.is_some_and(|(src, was)| src.contains(ip) && **was == *chain) {
                     adds.push(layer_element(*ip, Some(&chain)));
                 }
             }
-            if !self.chains.contains_key(&chain) && !fresh.iter().any(|(n, _)| *n == chain) {
+            if !self.chains.contains_key(chain.as_str()) && !fresh.iter().any(|(n, _)| *n == chain)
+            {
                 fresh.push((chain.clone(), s.layer.clone()));
             }
-            if old.is_none_or(|(src, was)| *src != s.sources || *was != chain) {
+            if old.is_none_or(|(src, was)| *src != s.sources || **was != *chain) {
                 delta
                     .sandboxes
                     .push((s.id.clone(), Some((s.sources.clone(), chain))));
@@ -228,7 +234,7 @@ impl Installed {
         let mut counts: Vec<(String, (Arc<Layer>, usize))> = counts.into_iter().collect();
         counts.sort_by(|a, b| a.0.cmp(&b.0));
         for (chain, (layer, n)) in counts {
-            let was = self.chains.get(&chain).map_or(0, |(_, n)| *n);
+            let was = self.chains.get(chain.as_str()).map_or(0, |(_, n)| *n);
             if n == 0 && was > 0 {
                 b.delete(NfListObject::Chain(Chain {
                     family: family(),
@@ -264,21 +270,32 @@ impl Installed {
     pub fn commit(&mut self, delta: Delta) {
         self.networks = delta.networks;
         self.interfaces = delta.interfaces;
-        for (id, now) in delta.sandboxes {
+        for (chain, layer, n) in delta.chains {
+            if n == 0 {
+                self.chains.remove(chain.as_str());
+            } else if let Some(e) = self.chains.get_mut(chain.as_str()) {
+                *e = (layer, n);
+            } else {
+                self.chains.insert(Arc::from(chain), (layer, n));
+            }
+        }
+        self.place(delta.sandboxes);
+    }
+
+    /// Records where sandboxes are now (after their chains).
+    fn place(&mut self, sandboxes: Vec<Moved>) {
+        for (id, now) in sandboxes {
             match now {
-                Some(v) => {
-                    self.sandboxes.insert(id, v);
+                Some((sources, chain)) => {
+                    let name = self
+                        .chains
+                        .get_key_value(chain.as_str())
+                        .map_or_else(|| Arc::from(chain), |(k, _)| k.clone());
+                    self.sandboxes.insert(id, (sources, name));
                 }
                 None => {
                     self.sandboxes.remove(&id);
                 }
-            }
-        }
-        for (chain, layer, n) in delta.chains {
-            if n == 0 {
-                self.chains.remove(&chain);
-            } else {
-                self.chains.insert(chain, (layer, n));
             }
         }
     }

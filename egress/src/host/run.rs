@@ -225,6 +225,8 @@ pub async fn start(config: HostConfig) -> Result<HostRunning, HostStartError> {
         options: PolicyOptions {
             log: sink,
             trusted,
+            // Sandboxes naming one policy file hold one compiled set.
+            sets: Some(Arc::default()),
             ..PolicyOptions::default()
         },
         metrics: metrics.clone(),

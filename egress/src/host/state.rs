@@ -80,7 +80,8 @@ pub(crate) struct Host {
     /// The DNS-fed passes: revised after every change in force.
     pub(crate) kernel: Arc<super::kernel::Kernel>,
     key: Option<[i128; 5]>,
-    files: HashMap<String, FileWatch>,
+    /// One watch a policy file, however many sandboxes name it.
+    files: HashMap<PathBuf, FileWatch>,
     /// What the nftables table holds, as last written.
     installed: Installed,
 }
@@ -203,24 +204,20 @@ impl Host {
 
     /// Starts watching every sandbox's policy file as it is now.
     fn watch_files(&mut self) {
-        self.files = self
-            .table
-            .load()
-            .sandboxes()
-            .map(|s| (s.id.clone(), FileWatch::new(s.policies())))
-            .collect();
+        let table = self.table.load();
+        self.files.clear();
+        for s in table.sandboxes() {
+            self.files
+                .entry(s.policies().path.clone())
+                .or_insert_with(|| FileWatch::new(s.policies()));
+        }
     }
 
     /// The files the reload thread watches: the table, and every
     /// sandbox's policy.
     pub(crate) fn watched_files(&self) -> Vec<PathBuf> {
         std::iter::once(self.path.clone())
-            .chain(
-                self.table
-                    .load()
-                    .sandboxes()
-                    .map(|s| s.policies().path.clone()),
-            )
+            .chain(self.files.keys().cloned())
             .collect()
     }
 
@@ -239,10 +236,24 @@ impl Host {
         }
         let table = self.table.load();
         let mut reloaded = HashSet::new();
+        // Each file is looked at once, through the first sandbox naming it;
+        // when it changed, every other sandbox naming it reads it again
+        // (the compiled set is shared: one compile).
+        let mut changed: HashMap<&Path, bool> = HashMap::new();
         for s in table.sandboxes() {
-            if let Some(file) = self.files.get_mut(&s.id)
-                && file.poll(s.policies())
-            {
+            let path = s.policies().path.as_path();
+            let now = match changed.get(path) {
+                Some(&c) => c && s.policies().reload(),
+                None => {
+                    let c = self
+                        .files
+                        .get_mut(path)
+                        .is_some_and(|file| file.poll(s.policies()));
+                    changed.insert(path, c);
+                    c
+                }
+            };
+            if now {
                 reloaded.insert(s.id.clone());
             }
         }
@@ -267,7 +278,7 @@ impl Host {
         for s in table.sandboxes() {
             s.policies().reload();
             self.files
-                .insert(s.id.clone(), FileWatch::new(s.policies()));
+                .insert(s.policies().path.clone(), FileWatch::new(s.policies()));
         }
         self.refresh_layer(None);
     }
@@ -549,7 +560,8 @@ impl Host {
                 .get(id)
                 .ok_or_else(|| ChangeError::NotFound(id.into()))?;
             s.policies().reload();
-            self.files.insert(id.into(), FileWatch::new(s.policies()));
+            self.files
+                .insert(s.policies().path.clone(), FileWatch::new(s.policies()));
             self.refresh_layer(Some(&HashSet::from([id.to_string()])));
         }
         let table = self.table.load();

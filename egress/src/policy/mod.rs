@@ -2,6 +2,7 @@
 //! reloaded when the file's content changes or on SIGHUP; the decision log;
 //! and the daemon's own lines on stderr, which never block a request.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -48,9 +49,13 @@ pub struct Policies {
     pub metrics: Arc<crate::metrics::Metrics>,
     /// This policy's own counters, when it has them (host mode).
     pub tally: Option<Arc<crate::metrics::Tally>>,
+    /// Compiled sets shared with other policies ([`SetCache`]).
+    sets: Option<Arc<SetCache>>,
     /// Bumped at every swap, so that long-lived tunnels can be decided
     /// again ([`Policies::swaps`]).
-    swaps: tokio::sync::watch::Sender<u64>,
+    /// Made at the first subscription: a policy nothing listens to (most
+    /// of host mode's sandboxes, most of the time) holds no channel.
+    swaps: std::sync::OnceLock<tokio::sync::watch::Sender<u64>>,
     /// What the file was when this last read it: its `stat` key taken
     /// before the read and the digest of what was read. The watcher starts
     /// from it, never from a read of its own: a write landing between the
@@ -245,6 +250,54 @@ pub struct PolicyOptions {
     pub telemetry: gatehouse_otel::Telemetry,
     /// Host mode: the sandbox whose policy this is (on its spans).
     pub sandbox: Option<String>,
+    /// Compiled sets shared with every other policy opened with the same
+    /// cache from the same file, bytes and name (host mode: the sandboxes
+    /// naming one policy file hold one compiled set).
+    pub sets: Option<Arc<SetCache>>,
+}
+
+/// Compiled sets by (file, policy name, SHA-256 of the bytes): a policy
+/// opened or reloaded with bytes a live set was compiled from shares it
+/// instead of compiling its own. The file is part of the key because a
+/// decision record names the rule's file. Entries are weak: a set lives as
+/// long as a policy has it in force.
+#[derive(Default)]
+pub struct SetCache {
+    sets: std::sync::Mutex<HashMap<SetKey, std::sync::Weak<PolicySet>>>,
+}
+
+type SetKey = (PathBuf, Option<String>, String);
+
+impl SetCache {
+    /// The set compiled from `bytes` of `path`, shared when a live one
+    /// was; `digest`: the bytes' SHA-256.
+    fn load(
+        &self,
+        path: &Path,
+        digest: String,
+        bytes: Vec<u8>,
+        name: Option<&str>,
+        trusted: &[PublicKey],
+    ) -> Result<Arc<PolicySet>, PolicyError> {
+        let key = (path.to_path_buf(), name.map(str::to_string), digest);
+        if let Some(set) = self
+            .sets
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&key).and_then(std::sync::Weak::upgrade))
+        {
+            return Ok(set);
+        }
+        let set = Arc::new(load_bytes(path, bytes, name, trusted)?);
+        if let Ok(mut m) = self.sets.lock() {
+            // Dead entries go when the map has doubled since the last sweep.
+            if m.len() >= 64 && m.len().is_power_of_two() {
+                m.retain(|_, w| w.strong_count() > 0);
+            }
+            m.insert(key, Arc::downgrade(&set));
+        }
+        Ok(set)
+    }
 }
 
 impl PolicyOptions {
@@ -273,11 +326,15 @@ impl Policies {
             tally,
             telemetry,
             sandbox,
+            sets,
         } = options;
         let (seen, bytes) = Seen::read(&path);
         let bytes = bytes?;
         let newest = gatehouse::bundle::serial(&bytes).unwrap_or(0);
-        let set = load_bytes(&path, bytes, name.as_deref(), &trusted)?;
+        let set = match &sets {
+            Some(c) => c.load(&path, seen.digest.clone(), bytes, name.as_deref(), &trusted)?,
+            None => Arc::new(load_bytes(&path, bytes, name.as_deref(), &trusted)?),
+        };
         metrics.set_revision(set.revision());
         let unrestricted = match bypass {
             true => Some(
@@ -293,7 +350,8 @@ impl Policies {
             path,
             trusted,
             name,
-            store: PolicyStore::new(set),
+            store: PolicyStore::shared(set),
+            sets,
             access_log: log.as_ref().is_some_and(|l| l.wants_json()),
             spans: (telemetry.is_on() && !bypass).then_some((telemetry, sandbox)),
             sink: log.unwrap_or_else(|| Arc::new(Discard)),
@@ -301,7 +359,7 @@ impl Policies {
             requests: AtomicU64::new(0),
             newest: AtomicU64::new(newest),
             records: keep_records.then(Default::default),
-            swaps: tokio::sync::watch::Sender::new(0),
+            swaps: std::sync::OnceLock::new(),
             seen: std::sync::Mutex::new(seen),
         })
     }
@@ -323,9 +381,18 @@ impl Policies {
         self.newest.load(Ordering::Relaxed)
     }
 
+    /// Wakes whoever listens for swaps.
+    fn swapped(&self) {
+        if let Some(s) = self.swaps.get() {
+            s.send_modify(|g| *g += 1);
+        }
+    }
+
     /// A receiver that sees every swap of the policy in force.
     pub fn swaps(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.swaps.subscribe()
+        self.swaps
+            .get_or_init(|| tokio::sync::watch::Sender::new(0))
+            .subscribe()
     }
 
     /// Recompiles the file and swaps it in; a bad file is refused, logged,
@@ -345,14 +412,25 @@ impl Policies {
                 source,
             })?;
             serial = gatehouse::bundle::serial(&b).unwrap_or(0);
-            load_bytes(&self.path, b, self.name.as_deref(), &self.trusted)
+            match &self.sets {
+                Some(c) => {
+                    let digest = gatehouse::artifact::sha256_hex(&b);
+                    c.load(&self.path, digest, b, self.name.as_deref(), &self.trusted)
+                }
+                None => Ok(Arc::new(load_bytes(
+                    &self.path,
+                    b,
+                    self.name.as_deref(),
+                    &self.trusted,
+                )?)),
+            }
         });
         match loaded {
             Ok(set) => {
                 self.newest.fetch_max(serial, Ordering::Relaxed);
                 let rev = set.revision().to_string();
-                self.store.replace(set);
-                self.swaps.send_modify(|g| *g += 1);
+                self.store.replace_shared(set);
+                self.swapped();
                 self.metrics.reloads.inc();
                 self.metrics.set_revision(&rev);
                 stderr_line(format!(
@@ -381,7 +459,7 @@ impl Policies {
             return;
         };
         self.store.replace(set);
-        self.swaps.send_modify(|g| *g += 1);
+        self.swapped();
     }
 
     /// Decides one query of any kind (a tool call, a command) with the
