@@ -245,4 +245,40 @@ fn host_mode_memory_per_sandbox_beyond_its_policy() {
         beyond <= PER_SANDBOX_BUDGET,
         "{beyond} bytes per sandbox beyond its policy, budget {PER_SANDBOX_BUDGET}"
     );
+    drop(t);
+    // Issue 58: sandboxes naming one file share one compiled set (as the
+    // daemon opens them, with a set cache): the whole cost a sandbox, its
+    // policy's share included, is under the budget.
+    let mut table = String::from("networks = [\"10.0.0.0/8\"]\n");
+    for i in 0..N {
+        table.push_str(&format!(
+            "[[sandbox]]\nid = \"sandbox-{i}\"\naddresses = [\"10.1.{}.{}\"]\npolicy = \"s0.policy\"\n",
+            i / 200,
+            i % 200 + 2
+        ));
+    }
+    std::fs::write(&path, table).unwrap();
+    let shared = Shared {
+        options: gatehouse_egress::policy::PolicyOptions {
+            sets: Some(Arc::default()),
+            ..shared.options.clone()
+        },
+        ..shared
+    };
+    WEIGHED.with(|c| c.set(true));
+    let before = live();
+    let t = SandboxTable::load(&path, &shared, None).unwrap();
+    let all = (live() - before) / N;
+    WEIGHED.with(|c| c.set(false));
+    let first = t.sandboxes().next().unwrap().policies().store.load_full();
+    assert!(
+        t.sandboxes()
+            .all(|s| Arc::ptr_eq(&s.policies().store.load_full(), &first)),
+        "sandboxes naming one file hold one compiled set"
+    );
+    println!("host mode, one policy file: {all} bytes per sandbox in all");
+    assert!(
+        all <= PER_SANDBOX_BUDGET,
+        "{all} bytes per sandbox sharing one policy file, budget {PER_SANDBOX_BUDGET}"
+    );
 }
