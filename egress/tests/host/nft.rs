@@ -322,3 +322,62 @@ fn the_kernel_layer_follows_the_policy_and_updates_keep_or_flush_passes() {
             .contains("10.200.1.2")
     );
 }
+
+/// A change of `networks` writes the sources held whole, and a sandbox not
+/// in the new contents leaves with its elements and its chain.
+#[test]
+fn a_change_of_networks_rewrites_the_sources_and_drops_who_left() {
+    use gatehouse_egress::host::layout::Installed;
+    let ns = Netns::new("nftall");
+    let ports = Ports {
+        transparent: 15001,
+        dns: 15053,
+    };
+    let a: Vec<IpAddr> = vec!["10.200.1.2".parse().unwrap()];
+    let b: Vec<IpAddr> = vec!["10.201.0.9".parse().unwrap()];
+    let open = "policy p {\n  network {\n    allow domain x.test\n  }\n}\n";
+    let off = "policy o {\n  network off\n}\n";
+    let c = nft::Contents {
+        sources: a.iter().chain(&b).copied().collect(),
+        networks: &[],
+        layer: vec![sandbox("a", &a, open), sandbox("b", &b, off)],
+        interfaces: &[],
+    };
+    let mut installed = Installed::of(&c).unwrap();
+    ns.nft(
+        &["-j", "-f", "-"],
+        &nft::to_json(&nft::ruleset(&c, ports, true)).unwrap(),
+    );
+    assert_eq!(installed.chains(), 2);
+    let networks = ["10.200.0.0/16".parse().unwrap()];
+    assert!(installed.needs_all(&networks, &[]));
+    // `b` leaves; `a` is now covered by a network.
+    let c = nft::Contents {
+        sources: a.clone(),
+        networks: &networks,
+        layer: vec![sandbox("a", &a, open)],
+        interfaces: &[],
+    };
+    let (rules, delta) = installed.change(&c, &[], ports).unwrap();
+    ns.nft(&["-j", "-f", "-"], &nft::to_json(&rules).unwrap());
+    installed.commit(delta);
+    assert_eq!(installed.chains(), 1);
+    assert!(!installed.needs_all(&networks, &[]));
+    let v4 = ns.nft(&["list", "set", "inet", TABLE, "sandboxes_v4"], "");
+    assert!(
+        v4.contains("10.200.0.0/16") && !v4.contains("10.200.1.2") && !v4.contains("10.201.0.9"),
+        "{v4}"
+    );
+    let all = ns.nft(&["list", "table", "inet", TABLE], "");
+    assert!(!all.contains("10.201.0.9"), "{all}");
+    assert!(
+        all.contains(&format!("10.200.1.2 : jump {}", c.layer[0].layer.chain())),
+        "{all}"
+    );
+    // The bridge table's copy of the sources follows.
+    let bridge = ns.nft(&["list", "table", "bridge", nft::BRIDGE_TABLE], "");
+    assert!(
+        bridge.contains("10.200.0.0/16") && !bridge.contains("10.201.0.9"),
+        "{bridge}"
+    );
+}
