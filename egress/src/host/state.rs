@@ -84,6 +84,10 @@ pub(crate) struct Host {
     files: HashMap<PathBuf, FileWatch>,
     /// What the nftables table holds, as last written.
     installed: Installed,
+    /// The table file as last read or written (while its `stat` key is
+    /// `key`): a change through the API edits it rather than parsing
+    /// the file again.
+    file: Option<File>,
 }
 
 /// Writes `bytes` to `path` whole: a temporary file beside it, then a
@@ -182,6 +186,7 @@ impl Host {
     ) -> Host {
         let mut h = Host {
             installed: Installed::default(),
+            file: None,
             kernel,
             ports,
             key: stat_key(&path),
@@ -346,8 +351,24 @@ impl Host {
     /// sandboxes that left (their open connections close).
     pub(crate) fn reload(&mut self) -> Result<usize, ChangeError> {
         self.key = stat_key(&self.path);
+        self.file = None;
+        let file = File::read(&self.path)?;
+        self.reload_file(file)
+    }
+
+    /// The table file as it is now: the copy kept when the file has not
+    /// moved since, else read again.
+    fn table_file(&self) -> Result<File, ChangeError> {
+        match &self.file {
+            Some(f) if stat_key(&self.path) == self.key => Ok(f.clone()),
+            _ => Ok(File::read(&self.path)?),
+        }
+    }
+
+    /// [`Host::reload`] of the table file as read (or just written).
+    fn reload_file(&mut self, file: File) -> Result<usize, ChangeError> {
         let old = self.table.load_full();
-        let table = SandboxTable::load(&self.path, &self.shared, Some(&old))?;
+        let table = SandboxTable::build(&self.path, &file, &self.shared, Some(&old))?;
         // A sandbox that left or changed keeps only what the table in force
         // allows it: its passes and flows are revised; the others' (the
         // same `Sandbox`, kept as it was) are not looked at.
@@ -375,6 +396,7 @@ impl Host {
         }
         let n = table.sandboxes().count();
         self.table.store(Arc::new(table));
+        self.file = Some(file);
         let now = self.table.load();
         let before: Vec<IpAddr> = old
             .sandboxes()
@@ -413,12 +435,17 @@ impl Host {
     /// refusal the file is put back as it was.
     fn write_table(&mut self, file: File) -> Result<(), ChangeError> {
         let before = std::fs::read(&self.path).unwrap_or_default();
-        let text = toml::to_string(&file).map_err(|e| ChangeError::Invalid(e.to_string()))?;
-        let header = "# The sandboxes of gatehouse-egress host mode; the control API rewrites this file.\n\n";
+        let text = file.to_toml().ok_or_else(|| {
+            ChangeError::Invalid("a policy path is not UTF-8: the table cannot hold it".into())
+        })?;
+        let header =
+            "# The sandboxes of gatehouse-egress host mode; the control API rewrites this file.\n";
         write_whole(&self.path, format!("{header}{text}").as_bytes())?;
-        if let Err(e) = self.reload() {
+        self.key = stat_key(&self.path);
+        if let Err(e) = self.reload_file(file) {
             write_whole(&self.path, &before)?;
             self.key = stat_key(&self.path);
+            self.file = None;
             return Err(e);
         }
         Ok(())
@@ -461,7 +488,7 @@ impl Host {
                 super::table::MAX_ID
             )));
         }
-        let mut file = File::read(&self.path)?;
+        let mut file = self.table_file()?;
         if file.sandbox.iter().any(|e| e.id == id) {
             return Err(ChangeError::Exists(id.into()));
         }
@@ -486,7 +513,7 @@ impl Host {
 
     /// Removes a sandbox; its open connections close.
     pub(crate) fn remove(&mut self, id: &str) -> Result<(), ChangeError> {
-        let mut file = File::read(&self.path)?;
+        let mut file = self.table_file()?;
         let table = self.table.load();
         if let Some(s) = table.get(id)
             && !s.addresses.iter().all(|ip| table.covers(*ip))
@@ -537,7 +564,7 @@ impl Host {
         let repoint = pointed != (policy.clone(), name.clone());
         let mut file = None;
         if repoint {
-            let read = File::read(&self.path)?;
+            let read = self.table_file()?;
             if read.sandbox.iter().all(|e| e.id != id) {
                 return Err(ChangeError::NotFound(id.into()));
             }

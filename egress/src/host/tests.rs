@@ -226,3 +226,47 @@ fn a_wrong_table_is_refused_naming_the_sandbox() {
         assert!(e.contains("sandboxes.toml"), "{e}");
     }
 }
+
+/// The table as the control API writes it (by hand, for speed) reads back
+/// as the same table, whatever its strings hold.
+#[test]
+fn the_hand_written_table_reads_back_the_same() {
+    let tricky = [
+        "plain",
+        "quote \" and backslash \\ and tab \t",
+        "new\nline\r and \u{7f} \u{1b}[31m",
+        "ünïcödé ✓ 𝄞",
+        "",
+    ];
+    let file = File {
+        networks: vec!["10.200.0.0/16".into(), tricky[1].into()],
+        interfaces: vec!["veth*".into()],
+        sandbox: tricky
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Entry {
+                id: format!("s{i}"),
+                addresses: vec![t.to_string(), "10.200.1.2".into()],
+                policy: PathBuf::from(format!("/p/{t}.policy")),
+                policy_name: (i % 2 == 0).then(|| t.to_string()),
+            })
+            .collect(),
+    };
+    let text = file.to_toml().unwrap();
+    let back: File = toml::from_str(&text).unwrap();
+    assert_eq!(
+        serde_json::to_value(&back).unwrap(),
+        serde_json::to_value(&file).unwrap(),
+        "{text}"
+    );
+    // An empty table, and a path TOML cannot hold.
+    let empty = File::default();
+    let back: File = toml::from_str(&empty.to_toml().unwrap()).unwrap();
+    assert!(back.sandbox.is_empty() && back.networks.is_empty());
+    use std::os::unix::ffi::OsStrExt as _;
+    let mut bad = file.clone();
+    if let Some(e) = bad.sandbox.first_mut() {
+        e.policy = PathBuf::from(std::ffi::OsStr::from_bytes(b"/p/\xff.policy"));
+    }
+    assert!(bad.to_toml().is_none());
+}
