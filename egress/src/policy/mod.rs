@@ -32,7 +32,10 @@ pub struct Policies {
     access_log: bool,
     /// OpenTelemetry spans of requests, when export is on; with the
     /// sandbox's id in host mode.
-    spans: Option<(gatehouse_otel::Telemetry, Option<String>)>,
+    spans: Option<gatehouse_otel::Telemetry>,
+    /// Host mode: the sandbox whose policy this is (on its spans and its
+    /// refusal lines on stderr).
+    sandbox: Option<Box<str>>,
     /// Set by `--no-policy` (load tests only): every decision is an allow
     /// and nothing is logged, to show what the engine costs.
     pub bypass: bool,
@@ -248,7 +251,8 @@ pub struct PolicyOptions {
     pub tally: Option<Arc<crate::metrics::Tally>>,
     /// OpenTelemetry export: a span per request (docs/telemetry.md).
     pub telemetry: gatehouse_otel::Telemetry,
-    /// Host mode: the sandbox whose policy this is (on its spans).
+    /// Host mode: the sandbox whose policy this is (on its spans and
+    /// stderr refusal lines).
     pub sandbox: Option<String>,
     /// Compiled sets shared with every other policy opened with the same
     /// cache from the same file, bytes and name (host mode: the sandboxes
@@ -353,7 +357,8 @@ impl Policies {
             store: PolicyStore::shared(set),
             sets,
             access_log: log.as_ref().is_some_and(|l| l.wants_json()),
-            spans: (telemetry.is_on() && !bypass).then_some((telemetry, sandbox)),
+            spans: (telemetry.is_on() && !bypass).then_some(telemetry),
+            sandbox: sandbox.map(String::into_boxed_str),
             sink: log.unwrap_or_else(|| Arc::new(Discard)),
             bypass,
             requests: AtomicU64::new(0),

@@ -20,7 +20,7 @@ impl Policies {
             id: self.requests.fetch_add(1, Ordering::Relaxed),
             decisions: 0,
             started: self.spans.as_ref().map(|_| std::time::SystemTime::now()),
-            ids: self.spans.as_ref().and_then(|(t, _)| t.span_ids(None)),
+            ids: self.spans.as_ref().and_then(|t| t.span_ids(None)),
         }
     }
 }
@@ -80,7 +80,7 @@ impl Request<'_> {
     /// ignored (the span is then a trace of its own). The header is
     /// forwarded as the client sent it.
     pub fn traced_by(&mut self, traceparent: Option<&str>) {
-        if let Some((t, _)) = &self.policies.spans
+        if let Some(t) = &self.policies.spans
             && let Some(parent) = traceparent.and_then(gatehouse_otel::TraceParent::parse)
         {
             self.ids = t.span_ids(Some(&parent));
@@ -129,7 +129,7 @@ impl Request<'_> {
     pub fn finish(&self, what: &(dyn std::fmt::Display + Sync), outcome: Outcome<'_>) {
         let refused = outcome.is_refusal();
         let p = self.policies;
-        if let (Some((t, sandbox)), Some(start), Some(ids)) = (&p.spans, self.started, &self.ids)
+        if let (Some(t), Some(start), Some(ids)) = (&p.spans, self.started, &self.ids)
             && t.span_wanted()
         {
             // The outcome is the proxy's word (`forwarded`, `refused:
@@ -146,7 +146,7 @@ impl Request<'_> {
             ];
             let mut n = 2;
             for (k, v) in [
-                ("gatehouse.sandbox", sandbox.as_deref()),
+                ("gatehouse.sandbox", p.sandbox.as_deref()),
                 ("gatehouse.request", request.as_deref()),
             ] {
                 if let (Some(v), Some(slot)) = (v, attrs.get_mut(n)) {
@@ -165,13 +165,19 @@ impl Request<'_> {
         if p.bypass || !(p.access_log || p.records.is_some() || refused) {
             return;
         }
-        let line = serde_json::json!({
+        let mut line = serde_json::json!({
             "time": gatehouse::log::now_rfc3339(),
             "request": self.id,
             "what": what.to_string(),
             "outcome": outcome.to_string(),
             "revisions": vec![self.set.revision(); self.decisions],
         });
+        // Host mode: whose request it was (the decision log's sink tags
+        // its own records; the stderr line and the access record are
+        // written here).
+        if let (Some(id), Some(o)) = (&p.sandbox, line.as_object_mut()) {
+            o.insert("sandbox".into(), serde_json::Value::from(&**id));
+        }
         if p.access_log {
             p.sink.record_other(&serde_json::json!({ "access": &line }));
         }

@@ -78,6 +78,22 @@ fn three_sandboxes_each_reach_exactly_what_their_policy_allows() {
         seen.get("allowed.test:80") + seen.get("denied.test:80"),
         before
     );
+    // The refusal's line on the daemon's stderr names the sandbox (issue
+    // 59: an operator tailing the journal sees who was refused).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let refusal = loop {
+        let err = std::fs::read_to_string(w.dir.join("daemon.err")).unwrap_or_default();
+        let line = err
+            .lines()
+            .find(|l| l.contains("\"refused") && l.contains("denied.test"))
+            .map(str::to_string);
+        if line.is_some() || std::time::Instant::now() > deadline {
+            break line.unwrap_or(err);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let v: serde_json::Value = serde_json::from_str(&refusal).unwrap_or_default();
+    assert_eq!(v["sandbox"], "sandbox-one", "{refusal}");
 
     // A lie about the address: the allowed name sent to the denied
     // origin's address reaches the allowed name's own server, never the
