@@ -234,20 +234,13 @@ struct OtelArgs {
 impl OtelArgs {
     /// Starts the export (outside any runtime: it has its own).
     fn start(&self, program: &str) -> Result<gatehouse_otel::Telemetry, String> {
-        use gatehouse_otel::{Exporter, Settings};
-        let mut flags = Settings::default();
-        if let Some(e) = &self.otel_exporter {
-            flags.exporter = Exporter::parse(e).ok_or_else(|| {
-                format!("`--otel-exporter {e}`: expected none, otlp-http or otlp-grpc")
-            })?;
-        }
-        flags.endpoint = self.otel_endpoint.clone();
-        if flags.endpoint.is_some() && self.otel_exporter.is_none() && self.otel.is_none() {
-            flags.exporter = Exporter::OtlpHttp;
-        }
-        flags.log_commands = self.otel_log_commands;
-        let settings =
-            Settings::assemble(self.otel.as_deref(), flags).map_err(|e| e.to_string())?;
+        let settings = gatehouse_otel::Settings::from_flags(&gatehouse_otel::Flags {
+            file: self.otel.clone(),
+            exporter: self.otel_exporter.clone(),
+            endpoint: self.otel_endpoint.clone(),
+            log_commands: self.otel_log_commands,
+        })
+        .map_err(|e| e.to_string())?;
         gatehouse_otel::Telemetry::start(&settings, program).map_err(|e| e.to_string())
     }
 }

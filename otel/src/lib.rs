@@ -51,7 +51,7 @@ use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
 pub use record::{
     CapturedForBench, capture_for_bench, encode_decision_for_bench, export_for_bench,
 };
-pub use settings::{Encoding, Exporter, Settings, SettingsError};
+pub use settings::{Encoding, Exporter, Flags, Settings, SettingsError};
 pub use trace::{Sampler, SpanIds, TraceParent, in_span};
 
 /// Telemetry that could not be started.

@@ -119,6 +119,29 @@ pub enum SettingsError {
     },
 }
 
+/// A program's `--otel*` flags, as given. Each overrides only what it
+/// names, over the `OTEL_*` variables and the settings file:
+///
+/// - `file` (`--otel FILE`): the settings file, over the variables;
+/// - `exporter` (`--otel-exporter KIND`): the exporter (`none` turns
+///   export off, whatever the variables or the file say);
+/// - `endpoint` (`--otel-endpoint URL`): the collector's URL; it turns
+///   export on (OTLP/HTTP) only when nothing else names an exporter, and
+///   never changes the exporter or protocol the variables or file name;
+/// - `log_commands` (`--otel-log-commands`): command lines and paths sent
+///   too (it can only turn them on).
+#[derive(Clone, Debug, Default)]
+pub struct Flags {
+    /// `--otel FILE`.
+    pub file: Option<std::path::PathBuf>,
+    /// `--otel-exporter KIND`.
+    pub exporter: Option<String>,
+    /// `--otel-endpoint URL`.
+    pub endpoint: Option<String>,
+    /// `--otel-log-commands`.
+    pub log_commands: bool,
+}
+
 impl Settings {
     /// Reads a settings file's text.
     pub fn from_toml(text: &str) -> Result<Self, SettingsError> {
@@ -198,7 +221,16 @@ impl Settings {
         file: Option<&std::path::Path>,
         flags: Settings,
     ) -> Result<Self, SettingsError> {
-        let mut s = Settings::from_env();
+        Settings::assemble_over(Settings::from_env(), file, flags)
+    }
+
+    /// [`Settings::assemble`] over the settings of the variables, `env`.
+    fn assemble_over(
+        env: Settings,
+        file: Option<&std::path::Path>,
+        flags: Settings,
+    ) -> Result<Self, SettingsError> {
+        let mut s = env;
         if let Some(path) = file {
             let text = std::fs::read_to_string(path).map_err(|e| {
                 SettingsError::Toml(format!("cannot read `{}`: {e}", path.display()))
@@ -207,6 +239,44 @@ impl Settings {
         }
         let s = s.overlay(flags);
         s.validate()?;
+        Ok(s)
+    }
+
+    /// The settings of a program's `--otel*` flags over the variables and
+    /// the settings file ([`Flags`] says what each flag overrides).
+    pub fn from_flags(f: &Flags) -> Result<Self, SettingsError> {
+        Settings::from_flags_over(Settings::from_env(), f)
+    }
+
+    /// [`Settings::from_flags`] over the settings of the variables, `env`.
+    fn from_flags_over(env: Settings, f: &Flags) -> Result<Self, SettingsError> {
+        let mut flags = Settings {
+            endpoint: f.endpoint.clone(),
+            log_commands: f.log_commands,
+            ..Settings::default()
+        };
+        let exporter = match &f.exporter {
+            Some(e) => Some(Exporter::parse(e).ok_or_else(|| {
+                SettingsError::Invalid(format!(
+                    "`--otel-exporter {e}`: expected none, otlp-http or otlp-grpc"
+                ))
+            })?),
+            None => None,
+        };
+        if let Some(e) = exporter {
+            flags.exporter = e;
+        }
+        let mut s = Settings::assemble_over(env, f.file.as_deref(), flags)?;
+        match exporter {
+            // `--otel-exporter none` turns export off whatever else says.
+            Some(e) => s.exporter = e,
+            // An endpoint alone turns export on, over OTLP/HTTP, only when
+            // neither the variables nor the file name an exporter.
+            None if s.exporter == Exporter::None && f.endpoint.is_some() => {
+                s.exporter = Exporter::OtlpHttp;
+            }
+            None => {}
+        }
         Ok(s)
     }
 
@@ -351,6 +421,44 @@ mod tests {
                 .find(|(n, _)| *n == k)
                 .map(|(_, v)| (*v).to_string())
         }
+    }
+
+    #[test]
+    fn each_flag_overrides_only_what_it_names() {
+        let grpc = || {
+            Settings::from_vars(vars(&[
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4317"),
+                ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+            ]))
+        };
+        let flags = |exporter: Option<&str>, endpoint: Option<&str>| Flags {
+            exporter: exporter.map(str::to_string),
+            endpoint: endpoint.map(str::to_string),
+            ..Flags::default()
+        };
+        // An endpoint alone keeps the protocol the variables name.
+        let s = Settings::from_flags_over(grpc(), &flags(None, Some("http://10.0.0.1:4317")))
+            .expect("assembles");
+        assert_eq!(s.exporter, Exporter::OtlpGrpc);
+        assert_eq!(s.endpoint.as_deref(), Some("http://10.0.0.1:4317"));
+        // With nothing else naming an exporter, an endpoint alone is OTLP/HTTP.
+        let s = Settings::from_flags_over(Settings::default(), &flags(None, Some("http://h:4318")))
+            .expect("assembles");
+        assert_eq!(s.exporter, Exporter::OtlpHttp);
+        // `none` turns export off over the variables.
+        let s = Settings::from_flags_over(grpc(), &flags(Some("none"), None)).expect("assembles");
+        assert_eq!(s.exporter, Exporter::None);
+        // An exporter flag wins over the variables' protocol.
+        let s =
+            Settings::from_flags_over(grpc(), &flags(Some("otlp-http"), None)).expect("assembles");
+        assert_eq!(s.exporter, Exporter::OtlpHttp);
+        let e =
+            Settings::from_flags_over(grpc(), &flags(Some("kafka"), None)).expect_err("refused");
+        assert!(e.to_string().contains("--otel-exporter kafka"), "{e}");
+        // No flag: the variables as they are.
+        let s = Settings::from_flags_over(grpc(), &Flags::default()).expect("assembles");
+        assert_eq!(s.exporter, Exporter::OtlpGrpc);
+        assert_eq!(s.endpoint, None);
     }
 
     #[test]

@@ -41,22 +41,13 @@ impl Telemetry {
 /// variables ask for.
 #[cfg(feature = "otel")]
 pub fn start(a: &EvalArgs) -> Result<Telemetry, Exit> {
-    use gatehouse_otel::{Exporter, Settings};
-    let mut flags = Settings::default();
-    if let Some(e) = &a.otel_exporter {
-        flags.exporter = Exporter::parse(e).ok_or_else(|| {
-            Exit::Usage(format!(
-                "`--otel-exporter {e}`: expected none, otlp-http or otlp-grpc"
-            ))
-        })?;
-    }
-    flags.endpoint = a.otel_endpoint.clone();
-    if flags.endpoint.is_some() && a.otel_exporter.is_none() && a.otel.is_none() {
-        flags.exporter = Exporter::OtlpHttp;
-    }
-    flags.log_commands = a.otel_log_commands;
-    let settings = Settings::assemble(a.otel.as_deref().map(std::path::Path::new), flags)
-        .map_err(|e| Exit::Usage(e.to_string()))?;
+    let settings = gatehouse_otel::Settings::from_flags(&gatehouse_otel::Flags {
+        file: a.otel.as_deref().map(std::path::PathBuf::from),
+        exporter: a.otel_exporter.clone(),
+        endpoint: a.otel_endpoint.clone(),
+        log_commands: a.otel_log_commands,
+    })
+    .map_err(|e| Exit::Usage(e.to_string()))?;
     let inner = gatehouse_otel::Telemetry::start(&settings, "policyc")
         .map_err(|e| Exit::Usage(e.to_string()))?;
     Ok(Telemetry { inner })

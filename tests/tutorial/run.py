@@ -50,7 +50,7 @@ for info, body in blocks:
         if not matches(expected, actual):
             failures.append(f"$ {cmd}\n--- the tutorial shows:\n" + "\n".join(expected) +
                             "\n--- it printed:\n" + "\n".join(actual))
-subprocess.run(["bash", "-c", "kill $(jobs -p) 2>/dev/null; pkill -f 'gatehouse-egress --policy agent.policy' || true"], cwd=work)
+subprocess.run(["bash", "-c", "[ -f proxy.pid ] && kill \"$(cat proxy.pid)\" 2>/dev/null; true"], cwd=work)
 if failures:
     print("\n\n".join(failures))
     sys.exit(f"docs/tutorial.md: {len(failures)} of {ran} commands differ from what the tutorial shows")
