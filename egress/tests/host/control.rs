@@ -91,6 +91,46 @@ fn the_control_api_changes_a_running_sandbox_at_once() {
     let (code, out) = w.curl(2, "http://denied.test/");
     assert!(code == 0 && out.contains("origin denied.test"), "{out}");
     assert_eq!(w.curl(2, "http://other.test/").0, 6);
+    // The rest of docs/host.md's vocabulary: an address with a comment, a
+    // prefix denied; a value outside it is refused (422) and the policy in
+    // force stays.
+    for body in [
+        r#"{"kind":"ip","value":"10.9.9.9","effect":"allow","comment":"the build cache"}"#,
+        r#"{"kind":"cidr","value":"192.168.0.0/16","effect":"deny"}"#,
+    ] {
+        let (code, answer) = w.control("POST", "/v1/sandboxes/sandbox-two/rules", Some(body));
+        assert_eq!(code, 200, "{body}: {answer}");
+    }
+    for (endpoint, body) in [
+        ("rules", r#"{"kind":"url","value":"https://x.test/"}"#),
+        (
+            "rules",
+            r#"{"kind":"domain","value":"x.test","effect":"block"}"#,
+        ),
+        (
+            "rules",
+            r#"{"kind":"domain","value":"x.test","colour":"red"}"#,
+        ),
+        ("network", r#"{"default":"maybe"}"#),
+        ("permissions", r#"{"permission":"shell","action":"exec"}"#),
+    ] {
+        let (code, answer) = w.control(
+            "POST",
+            &format!("/v1/sandboxes/sandbox-two/{endpoint}"),
+            Some(body),
+        );
+        assert_eq!(code, 422, "{body}: {answer}");
+    }
+    let (code, out) = w.curl(2, "http://denied.test/");
+    assert!(code == 0 && out.contains("origin denied.test"), "{out}");
+    // `deny` of the domain `*`: no name is allowed any more.
+    let (code, answer) = w.control(
+        "POST",
+        "/v1/sandboxes/sandbox-two/rules",
+        Some(r#"{"kind":"domain","value":"*","effect":"deny"}"#),
+    );
+    assert_eq!(code, 200, "{answer}");
+    assert_ne!(w.curl(2, "http://denied.test/").0, 0);
     // Tool calls are decided for the sandbox: a denied one is 403.
     let (code, body) = w.control(
         "POST",
