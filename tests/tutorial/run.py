@@ -2,13 +2,15 @@
 block is written to a scratch folder, every ```console block's `$ COMMAND`
 lines are run there with bash (standard error folded into standard output),
 and each command's output must be the lines shown under it. A line `...`
-stands for any number of lines. Usage: run.py TUTORIAL BIN_DIR"""
+stands for any number of lines. Usage: run.py TUTORIAL BIN_DIR [CWD]: with
+CWD, the commands run there (docs/host.md's lab runs from the checkout)
+instead of a scratch folder."""
 import os, re, subprocess, sys, tempfile
 
 tutorial, bindir = sys.argv[1], os.path.abspath(sys.argv[2])
 text = open(tutorial).read()
 blocks = re.findall(r"^```([^\n]*)\n(.*?)^```\s*$", text, re.M | re.S)
-work = tempfile.mkdtemp(prefix="gatehouse-tutorial-")
+work = os.path.abspath(sys.argv[3]) if len(sys.argv) > 3 else tempfile.mkdtemp(prefix="gatehouse-tutorial-")
 env = dict(os.environ, PATH=bindir + os.pathsep + os.environ["PATH"], NO_COLOR="1")
 for k in ["http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy"]:
     env.pop(k, None)
@@ -53,5 +55,5 @@ for info, body in blocks:
 subprocess.run(["bash", "-c", "[ -f proxy.pid ] && kill \"$(cat proxy.pid)\" 2>/dev/null; true"], cwd=work)
 if failures:
     print("\n\n".join(failures))
-    sys.exit(f"docs/tutorial.md: {len(failures)} of {ran} commands differ from what the tutorial shows")
-print(f"docs/tutorial.md: all {ran} commands print what the tutorial shows")
+    sys.exit(f"{tutorial}: {len(failures)} of {ran} commands differ from what the tutorial shows")
+print(f"{tutorial}: all {ran} commands print what the tutorial shows")
