@@ -6,7 +6,7 @@
 #
 #   examples/host/lab.sh up [-n N] [--host-netns NAME] [--policy FILE]
 #                           [--upstream-dns ADDR:PORT] [--dir DIR]
-#   examples/host/lab.sh run K COMMAND...     # COMMAND inside sandbox K
+#   examples/host/lab.sh run [--dir DIR] K COMMAND...  # COMMAND inside sandbox K
 #   examples/host/lab.sh down [--dir DIR]
 #
 # With --host-netns NAME the "host" is a namespace of its own, NAME, and
@@ -31,6 +31,10 @@ n=2
 hostns=
 policy=
 upstream=
+if [ "$cmd" = run ] && [ "${1:-}" = --dir ]; then
+  dir=$2
+  shift 2
+fi
 while [ $# -gt 0 ] && [ "$cmd" != run ]; do
   case $1 in
     -n) n=$2; shift 2 ;;
@@ -132,8 +136,15 @@ EOF
       printf '\n[[sandbox]]\nid = "sandbox-%s"\naddresses = ["10.200.%s.2"]\npolicy = "lab.policy"\n' "$k" "$k"
     done
   } > "$dir/sandboxes.toml"
-  h "$bin" host --sandboxes "$dir/sandboxes.toml" --upstream-dns "$upstream" \
-    --control "$dir/control.sock" --state "$dir/state" > "$dir/daemon.log" 2>&1 &
+  # Started directly (`ip netns exec` execs it), so that `$!` is the
+  # daemon's own pid.
+  set -- "$bin" host --sandboxes "$dir/sandboxes.toml" --upstream-dns "$upstream" \
+    --control "$dir/control.sock" --state "$dir/state"
+  if [ -n "$hostns" ]; then
+    ip netns exec "$hostns" "$@" > "$dir/daemon.log" 2>&1 &
+  else
+    "$@" > "$dir/daemon.log" 2>&1 &
+  fi
   echo $! > "$dir/daemon.pid"
   for _ in $(seq 200); do
     if [ -S "$dir/control.sock" ] && grep -q "host mode for $n sandbox" "$dir/daemon.log"; then

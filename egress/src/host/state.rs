@@ -31,6 +31,14 @@ pub enum ChangeError {
     /// A sandbox with this id exists already.
     #[error("sandbox `{0}` exists already")]
     Exists(String),
+    /// An address asked for is another sandbox's.
+    #[error("`{address}` is already sandbox `{by}`'s")]
+    Taken {
+        /// The address.
+        address: String,
+        /// The sandbox that has it.
+        by: String,
+    },
     /// Removing the sandbox would release an address no `networks` entry
     /// covers: its traffic would leave host mode's control.
     #[error(
@@ -61,7 +69,7 @@ impl ChangeError {
     pub fn status(&self) -> u16 {
         match self {
             ChangeError::NotFound(_) => 404,
-            ChangeError::Exists(_) | ChangeError::Uncovered(_) => 409,
+            ChangeError::Exists(_) | ChangeError::Taken { .. } | ChangeError::Uncovered(_) => 409,
             ChangeError::Write { .. } | ChangeError::Nft(_) => 500,
             _ => 422,
         }
@@ -491,6 +499,16 @@ impl Host {
         let mut file = self.table_file()?;
         if file.sandbox.iter().any(|e| e.id == id) {
             return Err(ChangeError::Exists(id.into()));
+        }
+        // Another sandbox's address is a conflict (409), as a taken id is.
+        let table = self.table.load();
+        for text in &addresses {
+            if let Some(other) = text.parse().ok().and_then(|ip| table.lookup(ip)) {
+                return Err(ChangeError::Taken {
+                    address: text.clone(),
+                    by: other.id.clone(),
+                });
+            }
         }
         self.check(text, name.as_deref())?;
         self.make_state_dir()?;

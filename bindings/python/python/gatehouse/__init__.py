@@ -38,6 +38,7 @@ __all__ = [
     "TestCase",
     "check",
     "fmt",
+    "host",
     "policy_tests",
     "__version__",
 ]
@@ -378,3 +379,7 @@ def policy_tests(sources: Iterable[Tuple[str, str]]) -> List[TestCase]:
         TestCase(f, line, col, test, policy, text, json.loads(js), outcome, because)
         for (f, line, col, test, policy, text, js, outcome, because) in cases
     ]
+
+
+# The control API of `gatehouse-egress host`: `gatehouse.host.Host`.
+from . import host as host  # noqa: E402  (it builds on GatehouseError above)
