@@ -263,6 +263,9 @@ pub async fn start(config: HostConfig) -> Result<HostRunning, HostStartError> {
         .state_dir
         .clone()
         .unwrap_or_else(|| super::control::default_state_dir(&config.sandboxes));
+    // Absolute: the table names the policies the API keeps there, and reads
+    // its entries relative to its own folder, not to where we started.
+    let state_dir = std::path::absolute(&state_dir).unwrap_or(state_dir);
     let kernel = Arc::new(Kernel::start(
         config.nftables,
         table.clone(),

@@ -110,6 +110,88 @@ fn the_control_api_keeps_modes_leaves_nothing_behind_and_keeps_counts() {
     assert!(left.is_empty(), "{left:?}");
 }
 
+/// A table named by a relative path (`--sandboxes sub/sandboxes.toml`, no
+/// `--state`): the policies the API keeps are found again, on every change
+/// and after a restart (the state folder is made absolute; it was taken
+/// relative to the table's folder, `sub/sub/...`, and refused).
+#[test]
+fn a_relative_table_keeps_what_the_api_stores() {
+    let dir = std::env::temp_dir().join(format!("gatehouse-host-relative-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    std::fs::write(
+        dir.join("sub/sandboxes.toml"),
+        "networks = [\"10.0.0.0/8\"]\n",
+    )
+    .unwrap();
+    let start = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_gatehouse-egress"))
+            .current_dir(&dir)
+            .args(["host", "--sandboxes", "sub/sandboxes.toml", "--no-nftables"])
+            .args(["--transparent-port", "0", "--dns-port", "0"])
+            .args(["--upstream-dns", "127.0.0.1:9", "--control", "c.sock"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let call = |method: &str, path: &str, body: &str| -> u16 {
+        let out = std::process::Command::new("curl")
+            .current_dir(&dir)
+            .args([
+                "-s",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code}",
+                "--max-time",
+                "10",
+            ])
+            .args([
+                "-X",
+                method,
+                "--unix-socket",
+                "c.sock",
+                "--data-binary",
+                body,
+            ])
+            .arg(format!("http://h{path}"))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).parse().unwrap_or(0)
+    };
+    let wait = || {
+        for _ in 0..200 {
+            if dir.join("c.sock").exists() && call("GET", "/v1/sandboxes", "") == 200 {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("the daemon did not start");
+    };
+    let policy = "policy p {\n  network {\n    allow domain a.test\n  }\n}\n";
+    let mut d = start();
+    wait();
+    let add = r#"{"id":"s1","addresses":["10.1.0.2"],"policy":"policy p {\n  network off\n}\n"}"#;
+    assert_eq!(call("POST", "/v1/sandboxes", add), 201);
+    assert_eq!(call("PUT", "/v1/sandboxes/s1/policy", policy), 200);
+    assert_eq!(call("PUT", "/v1/sandboxes/s1/policy", policy), 200);
+    let table = std::fs::read_to_string(dir.join("sub/sandboxes.toml")).unwrap();
+    let kept = dir.join("sub/gatehouse-state/s1.policy");
+    assert!(table.contains(&kept.display().to_string()), "{table}");
+    assert_eq!(std::fs::read_to_string(&kept).unwrap(), policy);
+    // A restarted daemon adopts it.
+    let _ = d.kill();
+    let _ = d.wait();
+    let _ = std::fs::remove_file(dir.join("c.sock"));
+    let mut d = start();
+    wait();
+    assert_eq!(call("PUT", "/v1/sandboxes/s1/policy", policy), 200);
+    let _ = d.kill();
+    let _ = d.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Item 9: `--control PATH` never replaces a file that is not a socket,
 /// and never takes the socket of a daemon that answers on it; a stale
 /// socket (nobody answers) is reused.
