@@ -124,16 +124,26 @@ fn a_relative_table_keeps_what_the_api_stores() {
         "networks = [\"10.0.0.0/8\"]\n",
     )
     .unwrap();
+    /// The daemon, killed however the test ends.
+    struct Daemon(std::process::Child);
+    impl Drop for Daemon {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
     let start = || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_gatehouse-egress"))
-            .current_dir(&dir)
-            .args(["host", "--sandboxes", "sub/sandboxes.toml", "--no-nftables"])
-            .args(["--transparent-port", "0", "--dns-port", "0"])
-            .args(["--upstream-dns", "127.0.0.1:9", "--control", "c.sock"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap()
+        Daemon(
+            std::process::Command::new(env!("CARGO_BIN_EXE_gatehouse-egress"))
+                .current_dir(&dir)
+                .args(["host", "--sandboxes", "sub/sandboxes.toml", "--no-nftables"])
+                .args(["--transparent-port", "0", "--dns-port", "0"])
+                .args(["--upstream-dns", "127.0.0.1:9", "--control", "c.sock"])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap(),
+        )
     };
     let call = |method: &str, path: &str, body: &str| -> u16 {
         let out = std::process::Command::new("curl")
@@ -170,7 +180,7 @@ fn a_relative_table_keeps_what_the_api_stores() {
         panic!("the daemon did not start");
     };
     let policy = "policy p {\n  network {\n    allow domain a.test\n  }\n}\n";
-    let mut d = start();
+    let d = start();
     wait();
     let add = r#"{"id":"s1","addresses":["10.1.0.2"],"policy":"policy p {\n  network off\n}\n"}"#;
     assert_eq!(call("POST", "/v1/sandboxes", add), 201);
@@ -181,14 +191,12 @@ fn a_relative_table_keeps_what_the_api_stores() {
     assert!(table.contains(&kept.display().to_string()), "{table}");
     assert_eq!(std::fs::read_to_string(&kept).unwrap(), policy);
     // A restarted daemon adopts it.
-    let _ = d.kill();
-    let _ = d.wait();
+    drop(d);
     let _ = std::fs::remove_file(dir.join("c.sock"));
-    let mut d = start();
+    let d = start();
     wait();
     assert_eq!(call("PUT", "/v1/sandboxes/s1/policy", policy), 200);
-    let _ = d.kill();
-    let _ = d.wait();
+    drop(d);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
