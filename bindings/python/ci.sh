@@ -17,7 +17,8 @@ python3 -m venv "$venv"
 "$venv/bin/pip" install --quiet --upgrade pip
 "$venv/bin/pip" install --quiet "$here[test]" cedarpy
 cd "$here"
-GATEHOUSE_EGRESS="${GATEHOUSE_EGRESS:-$root/target/release/gatehouse-egress}" "$venv/bin/python" -m pytest -q -p no:cacheprovider
+GATEHOUSE_EGRESS="${GATEHOUSE_EGRESS:-$root/target/release/gatehouse-egress}" \
+  GATEHOUSE_RUN="${GATEHOUSE_RUN:-$root/target/release/gatehouse-run}" "$venv/bin/python" -m pytest -q -p no:cacheprovider
 "$venv/bin/python" -m mypy --strict --cache-dir "$venv/mypy-cache" python/gatehouse examples tests bench
 cd "$root"
 "$venv/bin/python" bindings/python/examples/quickstart.py > /dev/null

@@ -74,6 +74,36 @@ enum Command {
         after_help = "Examples:\n  gatehouse-egress host --sandboxes /etc/gatehouse/sandboxes.toml --control /run/gatehouse.sock\n  curl --unix-socket /run/gatehouse.sock -d '{\"kind\":\"domain\",\"value\":\"github.com\"}' http://host/v1/sandboxes/ci-1/rules\n  gatehouse-egress host --sandboxes sandboxes.toml --upstream-dns 1.1.1.1:53 --log decisions.jsonl --metrics 127.0.0.1:9090"
     )]
     Host(HostArgs),
+    /// Switches a host-mode sandbox to another policy through the control
+    /// API, atomically: in force for its next connection when this
+    /// returns, its open connections, DNS-fed passes and kernel-passed
+    /// flows that the new policy denies cut (a two-phase sandbox's switch
+    /// from its setup policy to its agent policy; docs/host.md).
+    #[command(
+        after_help = "Examples:\n  gatehouse-egress switch --control /run/gatehouse.sock ci-1 agent.policy\n  gatehouse-egress switch --control /run/gatehouse.sock --policy-name agent ci-1 phases.policy"
+    )]
+    Switch(SwitchArgs),
+}
+
+/// `switch`'s flags.
+#[derive(Args, Debug)]
+struct SwitchArgs {
+    /// The daemon's control socket (`host --control`).
+    #[arg(long, value_name = "SOCKET", required = true)]
+    control: Option<PathBuf>,
+    /// Which policy of the file's set.
+    #[arg(long, value_name = "NAME")]
+    policy_name: Option<String>,
+    /// Seconds to wait for the daemon's answer.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    timeout: u64,
+    /// The sandbox's id.
+    #[arg(value_name = "SANDBOX", required = true)]
+    sandbox: Option<String>,
+    /// The policy to put in force (text; the daemon checks it as it
+    /// checks any policy it is given).
+    #[arg(value_name = "POLICY", required = true)]
+    policy: Option<PathBuf>,
 }
 
 /// Host mode's flags.
@@ -167,6 +197,10 @@ struct FleetArgs {
 /// The proxy's own flags (no subcommand).
 #[derive(Args, Debug)]
 struct ProxyArgs {
+    /// Say nothing at start (where it listens); refusals and errors are
+    /// still written (`gatehouse-run` starts its proxy so).
+    #[arg(long)]
+    quiet: bool,
     /// The HTTP proxy's address.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:3128")]
     http: SocketAddr,
@@ -376,6 +410,7 @@ fn main() {
             None => 2,
         },
         Some(Command::Host(a)) => host(a),
+        Some(Command::Switch(a)) => switch(a),
         None => proxy(&cli.proxy),
     };
     std::process::exit(code);
@@ -443,7 +478,7 @@ fn proxy(args: &ProxyArgs) -> i32 {
     config.telemetry = telemetry.clone();
     match runtime {
         Ok(rt) => {
-            let code = rt.block_on(serve(config));
+            let code = rt.block_on(serve(config, args.quiet));
             // What is queued reaches the collector, within a bound.
             telemetry.shutdown(Duration::from_secs(5));
             if telemetry.dropped() > 0 {
@@ -456,6 +491,43 @@ fn proxy(args: &ProxyArgs) -> i32 {
         }
         Err(e) => {
             eprintln!("gatehouse-egress: {e}");
+            1
+        }
+    }
+}
+
+/// `switch`: the policy file put in force for the sandbox; 0 when the
+/// daemon has it in force, 1 when it refused (its message, every
+/// diagnostic of a policy that does not build, on stderr), 2 for a file
+/// that cannot be read.
+fn switch(args: &SwitchArgs) -> i32 {
+    let (Some(control), Some(id), Some(path)) = (&args.control, &args.sandbox, &args.policy) else {
+        return 2;
+    };
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("gatehouse-egress switch: {}: {e}", path.display());
+            return 2;
+        }
+    };
+    let client =
+        gatehouse_egress::host::client::Client::new(control, Duration::from_secs(args.timeout));
+    let result = client.revision(id).and_then(|before| {
+        client
+            .put_policy(id, &text, args.policy_name.as_deref())
+            .map(|after| (before, after))
+    });
+    match result {
+        Ok((before, after)) => {
+            println!(
+                "{id}: {} in force (revision {before} -> {after}); what it denies is cut",
+                path.display()
+            );
+            0
+        }
+        Err(e) => {
+            eprintln!("gatehouse-egress switch: {id}: {e}");
             1
         }
     }
@@ -524,8 +596,12 @@ fn host(args: &HostArgs) -> i32 {
     code
 }
 
-async fn serve(config: Config) -> i32 {
+async fn serve(config: Config, quiet: bool) -> i32 {
     match start(config).await {
+        Ok(_running) if quiet => {
+            gatehouse_egress::adapter::stopped().await;
+            0
+        }
         Ok(r) => {
             eprintln!(
                 "gatehouse-egress: http proxy on {} (at most {} connections)",

@@ -16,7 +16,7 @@ use std::path::Path;
 /// or a folder kept as one room (`policy`, `resolve`, `exchange`).
 const STAGES: &[(&str, &[&str])] = &[
     (
-        "words and plumbing: what became of a request, counters, byte relays, buffered connections, nftables parts, file notifications",
+        "words and plumbing: what became of a request, counters, byte relays, buffered connections, nftables parts, file notifications, the control API's client",
         &[
             "notify",
             "outcome",
@@ -26,6 +26,7 @@ const STAGES: &[(&str, &[&str])] = &[
             "host::addr",
             "host::expr",
             "host::ports",
+            "host::client",
         ],
     ),
     (

@@ -123,8 +123,11 @@ impl Reaper {
                 if let Ok(Some(_)) = self.0.try_wait() {
                     return;
                 }
-                std::thread::sleep(Duration::from_millis(20));
+                std::thread::sleep(Duration::from_millis(5));
             }
+            eprintln!(
+                "gatehouse-run: the proxy did not stop within 6 s of SIGTERM; killed (records it had not written are lost)"
+            );
         }
         let _ = self.0.kill();
         let _ = self.0.wait();

@@ -180,7 +180,8 @@ fn outer(args: &Args, plan: &Plan, abi: ABI) -> Result<u8, RunError> {
         .port();
     let egress_bin = egress_binary(args);
     let mut cmd = Command::new(&egress_bin);
-    cmd.arg("--policy")
+    cmd.arg("--quiet")
+        .arg("--policy")
         .arg(&args.policy_file)
         .arg("--http")
         .arg(format!("127.0.0.1:{port}"))
@@ -198,11 +199,21 @@ fn outer(args: &Args, plan: &Plan, abi: ABI) -> Result<u8, RunError> {
     // with SIGTERM or SIGKILL, it runs no Drop): SIGTERM, so that the proxy
     // still flushes what it queued.
     // SAFETY: the closure runs between fork and exec and calls prctl(2)
-    // only, with integers.
+    // with integers and pthread_sigmask(3) with a set it fills first
+    // (both async-signal-safe).
     #[allow(unsafe_code)]
     unsafe {
         cmd.pre_exec(|| {
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM, 0, 0, 0) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // The launcher blocks SIGINT, SIGTERM and SIGHUP to wait for
+            // them (`catch_signals`), and a child inherits its mask: the
+            // proxy would never see the SIGTERM that stops it, and be
+            // killed 6 s later without flushing its records.
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            if libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut()) != 0 {
                 return Err(io::Error::last_os_error());
             }
             Ok(())

@@ -98,6 +98,14 @@ code=$?
 set -e
 if [ "$code" = 125 ] && grep -q 'stopped at start' "$work/stopped"; then echo "ok: exit 125, the proxy's own stop named"; else echo "FAIL: a proxy that stopped: exit $code"; cat "$work/stopped"; fail=1; fi
 
+echo "== the proxy stops on the SIGTERM it is sent when the command ends"
+# The launcher blocks SIGTERM for itself; a proxy that inherited the mask
+# never saw it and was killed 6 s later, its records unwritten.
+start=$(date +%s%N)
+(cd "$ws" && "$run" "$work/policy.policy" --allow-weaker -- true) 2> "$work/ended"
+took=$(( ($(date +%s%N) - start) / 1000000 ))
+if [ "$took" -lt 3000 ] && ! grep -q 'did not stop' "$work/ended"; then echo "ok: ended in ${took} ms"; else echo "FAIL: the run of true took ${took} ms"; cat "$work/ended"; fail=1; fi
+
 echo "== the command under the policy"
 mkdir -p "$work/outside"
 set +e
@@ -169,8 +177,8 @@ mkdir -p "$work/killed"
 long="300.$$"
 (cd "$work/killed" && exec "$run" "$work/killed.policy" --allow-weaker -- sleep "$long") 2>/dev/null &
 launcher=$!
-for _ in $(seq 100); do pgrep -f "gatehouse-egress --policy $work/killed.policy" >/dev/null && pgrep -f "^sleep $long\$" >/dev/null && break; sleep 0.1; done
-pgrep -f "gatehouse-egress --policy $work/killed.policy" >/dev/null || { echo "FAIL: the proxy never started"; fail=1; }
+for _ in $(seq 100); do pgrep -f "gatehouse-egress --quiet --policy $work/killed.policy" >/dev/null && pgrep -f "^sleep $long\$" >/dev/null && break; sleep 0.1; done
+pgrep -f "gatehouse-egress --quiet --policy $work/killed.policy" >/dev/null || { echo "FAIL: the proxy never started"; fail=1; }
 [ -e "$work/killed/.agents" ] || { echo "FAIL: the run made no placeholder for .agents"; fail=1; }
 kill -TERM "$launcher"
 set +e
@@ -180,10 +188,10 @@ set -e
 [ "$code" = 143 ] && echo "ok: the launcher ended with 143 (SIGTERM)" || { echo "FAIL: the launcher ended with $code"; fail=1; }
 [ ! -e "$work/killed/.agents" ] && [ ! -e "$work/killed/.zerocode" ] \
   && echo "ok: its placeholders are gone" || { echo "FAIL: placeholders left: $(ls -A "$work/killed")"; fail=1; }
-for _ in $(seq 50); do pgrep -f "gatehouse-egress --policy $work/killed.policy" >/dev/null || pgrep -f "^sleep $long\$" >/dev/null || break; sleep 0.1; done
-if pgrep -f "gatehouse-egress --policy $work/killed.policy" >/dev/null || pgrep -f "^sleep $long\$" >/dev/null; then
-  echo "FAIL: left running: $(pgrep -af "gatehouse-egress --policy $work/killed.policy|^sleep $long\$")"; fail=1
-  pkill -f "gatehouse-egress --policy $work/killed.policy"; pkill -f "^sleep $long\$"
+for _ in $(seq 50); do pgrep -f "gatehouse-egress --quiet --policy $work/killed.policy" >/dev/null || pgrep -f "^sleep $long\$" >/dev/null || break; sleep 0.1; done
+if pgrep -f "gatehouse-egress --quiet --policy $work/killed.policy" >/dev/null || pgrep -f "^sleep $long\$" >/dev/null; then
+  echo "FAIL: left running: $(pgrep -af "gatehouse-egress --quiet --policy $work/killed.policy|^sleep $long\$")"; fail=1
+  pkill -f "gatehouse-egress --quiet --policy $work/killed.policy"; pkill -f "^sleep $long\$"
 else
   echo "ok: the proxy and the command ended with the launcher"
 fi

@@ -19,6 +19,7 @@
 mod addr;
 pub mod answered;
 mod boundary;
+pub mod client;
 pub mod control;
 mod expr;
 pub mod kernel;

@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import socket
+import subprocess
 import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -39,8 +41,12 @@ __all__ = [
     "HostDecision",
     "HostError",
     "NotFound",
+    "PhaseFailed",
     "Rejected",
     "Sandbox",
+    "Switched",
+    "TwoPhase",
+    "two_phase",
 ]
 
 
@@ -116,6 +122,37 @@ class Denied(HostError):
     def __init__(self, decision: HostDecision) -> None:
         super().__init__(403, f"{decision.decision}: {decision.reason}")
         self.decision = decision
+
+
+@dataclass(frozen=True)
+class Switched:
+    """A sandbox switched to another policy: the revisions in force before
+    and after."""
+
+    id: str
+    before: str
+    after: str
+
+
+@dataclass(frozen=True)
+class TwoPhase:
+    """What :func:`two_phase` ran: the setup phase, the switch, the agent
+    phase."""
+
+    setup: "subprocess.CompletedProcess[bytes]"
+    switched: Switched
+    agent: "subprocess.CompletedProcess[bytes]"
+
+
+class PhaseFailed(GatehouseError):
+    """The setup phase did not succeed (its exit status is ``setup.returncode``).
+    The sandbox was switched to its agent policy all the same: it is never
+    left on its setup policy."""
+
+    def __init__(self, setup: "subprocess.CompletedProcess[bytes]", switched: Switched) -> None:
+        super().__init__(f"the setup phase exited with {setup.returncode}; the agent phase did not start")
+        self.setup = setup
+        self.switched = switched
 
 
 class _UnixConnection(http.client.HTTPConnection):
@@ -215,6 +252,19 @@ class Host:
         _, a = self._call("PUT", path, text)
         return str(a["revision"])
 
+    def switch(self, id: str, text: str, policy_name: Optional[str] = None) -> Switched:
+        """Switches the sandbox to the policy ``text`` (a two-phase
+        sandbox's setup policy to its agent policy), atomically: in force
+        for its next connection when this returns, and its open
+        connections, DNS-fed passes and kernel-passed flows that ``text``
+        denies are cut. ``gatehouse-egress switch`` is the same from a
+        shell."""
+        before = next((s.revision for s in self.sandboxes() if s.id == id), None)
+        if before is None:
+            raise NotFound(404, f"no sandbox `{id}`")
+        after = self.put_policy(id, text, policy_name)
+        return Switched(id=id, before=before, after=after)
+
     def _zoo(self, id: str, endpoint: str, args: Mapping[str, Any]) -> str:
         _, a = self._call("POST", f"/v1/sandboxes/{self._id(id)}/{endpoint}", json.dumps(dict(args)))
         return str(a["revision"])
@@ -270,3 +320,69 @@ class Host:
         if d.refused:
             raise Denied(d)
         return d
+
+
+def two_phase(
+    host: Host,
+    id: str,
+    *,
+    setup_policy: str,
+    agent_policy: str,
+    setup: Sequence[str],
+    agent: Sequence[str],
+    enter: Sequence[str] = (),
+    workspace: Optional[str] = None,
+    run: str = "gatehouse-run",
+    setup_name: Optional[str] = None,
+    agent_name: Optional[str] = None,
+    setup_env: Optional[Mapping[str, str]] = None,
+    capture_output: bool = False,
+) -> TwoPhase:
+    """A two-phase sandbox, as ZeroCode's cloud runs one (docs/host.md,
+    "Two-phase sandboxes"): the sandbox's network is put on
+    ``setup_policy`` and ``setup`` runs under ``gatehouse-run
+    setup_policy``; then the sandbox is switched to ``agent_policy``
+    (:meth:`Host.switch`) and ``agent`` runs under a new ``gatehouse-run
+    agent_policy`` launch, so that what the agent policy closes (the
+    setup's secrets) is closed to every process of the agent phase —
+    Landlock cannot take a right back from a running process, and
+    ``gatehouse-run`` ends every process of its run when its command ends.
+
+    ``enter`` is how a command gets into the sandbox (``["ip", "netns",
+    "exec", "ci-1"]``, ``["docker", "exec", "ci-1"]``); the policy paths
+    are read here for the daemon and passed as they are to
+    ``gatehouse-run`` inside, so they must name the same file on both
+    sides. ``setup_env`` is added to the setup phase's environment only
+    (secrets as variables, as ZeroCode gives them to its setup script);
+    the agent phase gets this process's environment without it, and
+    ``enter`` must pass the environment on (``ip netns exec`` does;
+    ``docker exec`` needs ``-e NAME``). A setup phase that fails raises
+    :class:`PhaseFailed` after the switch: the sandbox never stays on its
+    setup policy. Both phases' output goes where this process's goes, or
+    with ``capture_output`` into the results."""
+    with open(setup_policy, encoding="utf-8") as f:
+        setup_text = f.read()
+    with open(agent_policy, encoding="utf-8") as f:
+        agent_text = f.read()
+
+    def launch(
+        policy: str, name: Optional[str], argv: Sequence[str], extra: Mapping[str, str]
+    ) -> "subprocess.CompletedProcess[bytes]":
+        cmd = [*enter, run, policy]
+        if name is not None:
+            cmd += ["--policy", name]
+        if workspace is not None:
+            cmd += ["--workspace", workspace]
+        return subprocess.run(
+            [*cmd, "--", *argv], env={**os.environ, **extra}, capture_output=capture_output, check=False
+        )
+
+    host.put_policy(id, setup_text, setup_name)
+    try:
+        first = launch(setup_policy, setup_name, setup, setup_env or {})
+    finally:
+        switched = host.switch(id, agent_text, agent_name)
+    if first.returncode != 0:
+        raise PhaseFailed(first, switched)
+    second = launch(agent_policy, agent_name, agent, {})
+    return TwoPhase(setup=first, switched=switched, agent=second)
