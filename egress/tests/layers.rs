@@ -16,7 +16,7 @@ use std::path::Path;
 /// or a folder kept as one room (`policy`, `resolve`, `exchange`).
 const STAGES: &[(&str, &[&str])] = &[
     (
-        "words and plumbing: what became of a request, counters, byte relays, buffered connections, nftables parts, file notifications, the control API's client",
+        "words and plumbing: what became of a request, counters, byte relays, buffered connections, nftables parts, file notifications, the control API's client, nf_tables elements over netlink",
         &[
             "notify",
             "outcome",
@@ -27,6 +27,7 @@ const STAGES: &[(&str, &[&str])] = &[
             "host::expr",
             "host::ports",
             "host::client",
+            "host::netlink",
         ],
     ),
     (

@@ -310,7 +310,15 @@ impl Installed {
     ) -> Result<(), NftError> {
         let (rules, delta) = self.change(c, gone, ports)?;
         if !rules.is_empty() {
-            super::nft::apply(&rules)?;
+            // Elements alone go over netlink (`nft` reads every element of
+            // the table first); a batch the kernel refused changed nothing,
+            // and `nft` then makes the same transaction (and says why not).
+            let fast = rules
+                .element_ops()
+                .map(|ops| ops.apply(std::time::Duration::from_secs(2)));
+            if !matches!(fast, Some(Ok(()))) {
+                super::nft::apply(&rules)?;
+            }
         }
         self.commit(delta);
         Ok(())

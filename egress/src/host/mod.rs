@@ -24,6 +24,7 @@ pub mod control;
 mod expr;
 pub mod kernel;
 pub mod layout;
+pub mod netlink;
 pub mod nft;
 pub mod passes;
 mod ports;

@@ -229,6 +229,28 @@ impl Ruleset {
     pub fn is_empty(&self) -> bool {
         self.commands.is_empty() && self.error.is_none()
     }
+
+    /// Its commands as element operations ([`super::netlink`]), when that
+    /// is all they are, none failed to serialise, and every element is in
+    /// a verdict map of [`LAYER_MAPS`]: plain hash maps, whose elements
+    /// are one message each. (The sources' sets are interval sets, whose
+    /// elements nft splits into ranges: those stay nft's.)
+    pub fn element_ops(&self) -> Option<super::netlink::Ops> {
+        if self.error.is_some() {
+            return None;
+        }
+        let ops = super::netlink::Ops::from_commands(&self.commands)?;
+        ops.0
+            .iter()
+            .all(|o| {
+                o.family == super::netlink::NFPROTO_INET
+                    && o.table == TABLE
+                    && LAYER_MAPS.iter().any(|(m, _)| *m == o.set)
+                    && layer_map(o.key) == o.set
+                    && (o.jump.is_some() == o.add)
+            })
+            .then_some(ops)
+    }
 }
 
 impl serde::Serialize for Ruleset {

@@ -73,6 +73,24 @@ impl Netns {
         String::from_utf8(out.stdout).unwrap()
     }
 
+    /// Runs `f` on a thread of its own moved into this namespace (its
+    /// sockets live here), and returns what it returned.
+    #[allow(dead_code)] // the examples that share this file have no use for it
+    pub(crate) fn inside<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> T {
+        let path = format!("/run/netns/{}", self.0);
+        std::thread::spawn(move || {
+            let file = std::fs::File::open(&path).unwrap();
+            rustix::thread::move_into_link_name_space(
+                file.as_fd(),
+                Some(rustix::thread::LinkNameSpaceType::Network),
+            )
+            .unwrap();
+            f()
+        })
+        .join()
+        .unwrap()
+    }
+
     /// Runs `f` on a thread of its own moved into this namespace: sockets
     /// it opens live here. The thread keeps running what `f` spawned on its
     /// runtime; returns what `f` returned once it did.

@@ -381,3 +381,109 @@ fn a_change_of_networks_rewrites_the_sources_and_drops_who_left() {
         "{bridge}"
     );
 }
+
+/// The daemon's element changes go over netlink (`nft` reads every element
+/// of the table before deleting one): a sandbox leaving and one arriving,
+/// read back with nft; a batch the kernel refuses changes nothing.
+#[test]
+fn element_changes_over_netlink_are_one_transaction() {
+    use gatehouse_egress::host::layout::Installed;
+    use gatehouse_egress::host::netlink::NetlinkError;
+    use std::time::Duration;
+    let ns = Netns::new("nftnl");
+    let ports = Ports {
+        transparent: 15001,
+        dns: 15053,
+    };
+    let policy = "policy p {\n  network {\n    deny cidr 11.0.0.0/29\n  }\n}\n";
+    let me: Vec<IpAddr> = vec!["10.200.1.2".parse().unwrap()];
+    let other: Vec<IpAddr> = vec!["10.200.2.2".parse().unwrap(), "fd00::2".parse().unwrap()];
+    // The sources are covered by `networks`: their interval sets do not
+    // change, and only the verdict maps' elements are written.
+    let networks: Vec<ipnet::IpNet> = vec![
+        "10.200.0.0/16".parse().unwrap(),
+        "fd00::/16".parse().unwrap(),
+    ];
+    let c = nft::Contents {
+        sources: me.iter().chain(&other).copied().collect(),
+        networks: &networks,
+        layer: vec![sandbox("me", &me, policy), sandbox("other", &other, policy)],
+        interfaces: &[],
+    };
+    let mut installed = Installed::of(&c).unwrap();
+    ns.nft(
+        &["-j", "-f", "-"],
+        &nft::to_json(&nft::ruleset(&c, ports, true)).unwrap(),
+    );
+    let chain = c.layer[0].layer.chain();
+    let maps = || {
+        ns.nft(&["list", "map", "inet", TABLE, "layer_v4"], "")
+            + &ns.nft(&["list", "map", "inet", TABLE, "layer_v6"], "")
+    };
+    // `other` leaves and `new` arrives with the same layer: elements only.
+    let new: Vec<IpAddr> = vec!["10.200.3.2".parse().unwrap()];
+    let c2 = nft::Contents {
+        sources: me.iter().chain(&new).copied().collect(),
+        networks: &networks,
+        layer: vec![sandbox("new", &new, policy)],
+        interfaces: &[],
+    };
+    let (rules, delta) = installed.change(&c2, &["other".into()], ports).unwrap();
+    let ops = rules.element_ops().expect("a change of elements only");
+    assert!(ops.0.iter().any(|o| !o.add) && ops.0.iter().any(|o| o.add));
+    ns.inside(move || ops.apply(Duration::from_secs(2)))
+        .unwrap();
+    installed.commit(delta);
+    let text = maps();
+    assert!(
+        text.contains(&format!("10.200.3.2 : jump {chain}"))
+            && text.contains(&format!("10.200.1.2 : jump {chain}"))
+            && !text.contains("10.200.2.2")
+            && !text.contains("fd00::2"),
+        "{text}"
+    );
+    // A batch with one element the kernel refuses (deleting one that is not
+    // there) is refused whole: its add does not land either.
+    let refused = gatehouse_egress::host::netlink::Ops(vec![
+        gatehouse_egress::host::netlink::Op {
+            add: true,
+            family: 1,
+            table: TABLE.into(),
+            set: "layer_v4".into(),
+            key: "10.200.7.7".parse().unwrap(),
+            jump: Some(chain.clone()),
+        },
+        gatehouse_egress::host::netlink::Op {
+            add: false,
+            family: 1,
+            table: TABLE.into(),
+            set: "layer_v4".into(),
+            key: "10.200.8.8".parse().unwrap(),
+            jump: None,
+        },
+    ]);
+    let e = ns.inside(move || refused.apply(Duration::from_secs(2)));
+    assert!(matches!(e, Err(NetlinkError::Refused(2))), "{e:?}");
+    assert!(!maps().contains("10.200.7.7"));
+    // A change that adds a chain is not elements only: nft makes it.
+    let off = sandbox("me", &me, "policy o {\n  network off\n}\n");
+    let c3 = nft::Contents {
+        sources: me.clone(),
+        networks: &networks,
+        layer: vec![off],
+        interfaces: &[],
+    };
+    let (rules, _) = installed.change(&c3, &[], ports).unwrap();
+    assert!(rules.element_ops().is_none());
+    // Nor is one whose sources leave the networks (their interval sets).
+    let outside: Vec<IpAddr> = vec!["192.0.2.9".parse().unwrap()];
+    let c4 = nft::Contents {
+        sources: me.iter().chain(&outside).copied().collect(),
+        networks: &networks,
+        layer: vec![sandbox("outside", &outside, policy)],
+        interfaces: &[],
+    };
+    let (rules, _) = installed.change(&c4, &[], ports).unwrap();
+    assert!(nft::to_json(&rules).unwrap().contains("sandboxes_v4"));
+    assert!(rules.element_ops().is_none());
+}
