@@ -282,6 +282,8 @@ struct Point {
     put_first_ms: f64,
     put_same_ms: f64,
     put_layer_ms: f64,
+    add_ms: f64,
+    remove_ms: f64,
     reload_s: f64,
     rtt: (f64, f64),
     bulk_mbs: f64,
@@ -359,6 +361,29 @@ fn gatehouse(w: &World, bin: &Path, n: usize, seconds: u64) -> Point {
         .collect();
     pt.put_same_ms = median(same);
     pt.put_layer_ms = median(layer);
+    // A sandbox added and removed through the control API (each rewrites
+    // the table file), median of 5 each.
+    let added: Vec<Duration> = (0..5)
+        .map(|i| {
+            let body = serde_json::json!({
+                "id": format!("added{i}"),
+                "addresses": [format!("10.127.255.{}", i + 1)],
+                "policy": policy(i, ""),
+            });
+            let (status, t) = control(&socket, "POST", "/v1/sandboxes", &body.to_string());
+            assert_eq!(status, 201, "POST added{i}: {}", d.display());
+            t
+        })
+        .collect();
+    let removed: Vec<Duration> = (0..5)
+        .map(|i| {
+            let (status, t) = control(&socket, "DELETE", &format!("/v1/sandboxes/added{i}"), "");
+            assert_eq!(status, 204, "DELETE added{i}: {}", d.display());
+            t
+        })
+        .collect();
+    pt.add_ms = median(added);
+    pt.remove_ms = median(removed);
     // A whole reload: from SIGHUP until the daemon says it is done.
     let log = || std::fs::read_to_string(d.join("log")).unwrap_or_default();
     let before = log().matches("SIGHUP: sandbox table").count();
@@ -534,9 +559,9 @@ fn main() {
     );
     let _ = writeln!(
         out,
-        "| sandboxes | daemon | start | RSS | RSS per extra sandbox | idle CPU | PUT policy: first (table rewritten) / same layer / new layer (median of 5) | SIGHUP reload | kernel-passed RTT p50 / p99 | bulk upload | CPU per kept-alive HTTP request | requests/s |"
+        "| sandboxes | daemon | start | RSS | RSS per extra sandbox | idle CPU | PUT policy: first (table rewritten) / same layer / new layer (median of 5) | sandbox added / removed (median of 5) | SIGHUP reload | kernel-passed RTT p50 / p99 | bulk upload | CPU per kept-alive HTTP request | requests/s |"
     );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (n, g, s) in &rows {
         for (name, pt, base) in [
             ("gatehouse host", g, one.map(|o| o.0)),
@@ -552,7 +577,7 @@ fn main() {
             let gh = name.starts_with("gatehouse");
             let _ = writeln!(
                 out,
-                "| {n} | {name} | {:.2} s | {:.1} MB | {per} | {:.2} % | {} | {} | {} | {} | {:.1} µs | {:.0} |",
+                "| {n} | {name} | {:.2} s | {:.1} MB | {per} | {:.2} % | {} | {} | {} | {} | {} | {:.1} µs | {:.0} |",
                 pt.start_s,
                 pt.rss_kib as f64 / 1024.0,
                 pt.idle_pct,
@@ -561,6 +586,11 @@ fn main() {
                         "{:.0} / {:.1} / {:.1} ms",
                         pt.put_first_ms, pt.put_same_ms, pt.put_layer_ms
                     )
+                } else {
+                    "—".into()
+                },
+                if gh {
+                    format!("{:.1} / {:.1} ms", pt.add_ms, pt.remove_ms)
                 } else {
                     "—".into()
                 },

@@ -96,21 +96,29 @@ impl FileWatch {
     /// One poll: `stat`, and a read only when the file moved (or settles);
     /// a reload when its content differs. Whether it reloaded.
     pub(crate) fn poll(&mut self, p: &Policies) -> bool {
+        self.poll_read(p).is_some()
+    }
+
+    /// [`FileWatch::poll`], with what was read when the file changed: what
+    /// it was, and its bytes when they could be read (for other policies
+    /// naming the same file, [`Policies::reload_quiet`]).
+    pub(crate) fn poll_read(&mut self, p: &Policies) -> Option<(Seen, Option<Vec<u8>>)> {
         let now_key = stat_key(&p.path);
         if now_key != self.key {
             self.key = now_key;
             self.changed_at = std::time::Instant::now();
         } else if self.changed_at.elapsed() > SETTLE {
-            return false;
+            return None;
         }
         let (seen, text) = Seen::read(&p.path);
         if seen.digest == p.seen().digest {
-            return false;
+            return None;
         }
         self.changed_at = std::time::Instant::now();
-        p.set_seen(seen);
+        p.set_seen(seen.clone());
+        let bytes = text.as_ref().ok().cloned();
         p.reload_text(text);
-        true
+        Some((seen, bytes))
     }
 }
 
@@ -210,6 +218,25 @@ pub(crate) fn give_back_free_memory() {
     // precondition; it is safe to call from any thread at any time.
     unsafe {
         libc::malloc_trim(0);
+    }
+}
+
+/// [`give_back_free_memory`] on a thread of its own (it walks the heap:
+/// milliseconds for a large one), unless one is already under way.
+pub(crate) fn give_back_free_memory_soon() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static UNDER_WAY: AtomicBool = AtomicBool::new(false);
+    if UNDER_WAY.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let spawned = std::thread::Builder::new()
+        .name("gatehouse-trim".into())
+        .spawn(|| {
+            give_back_free_memory();
+            UNDER_WAY.store(false, Ordering::Release);
+        });
+    if spawned.is_err() {
+        UNDER_WAY.store(false, Ordering::Release);
     }
 }
 

@@ -63,6 +63,7 @@ const STAGES: &[(&str, &[&str])] = &[
             "host::passes",
             "host::kernel",
             "host::state",
+            "host::state_files",
         ],
     ),
     (

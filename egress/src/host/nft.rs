@@ -232,7 +232,7 @@ impl Ruleset {
 
     /// Its commands as element operations ([`super::netlink`]), when that
     /// is all they are, none failed to serialise, and every element is in
-    /// a verdict map of [`LAYER_MAPS`]: plain hash maps, whose elements
+    /// a verdict map of `layer_v4`/`layer_v6`: plain hash maps, whose elements
     /// are one message each. (The sources' sets are interval sets, whose
     /// elements nft splits into ranges: those stay nft's.)
     pub fn element_ops(&self) -> Option<super::netlink::Ops> {

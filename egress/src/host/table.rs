@@ -182,6 +182,37 @@ pub(crate) struct File {
     pub(crate) sandbox: Vec<Entry>,
 }
 
+impl File {
+    /// The file that builds `table` (whose file is at `path`), as the
+    /// control API writes it back: each sandbox's entry in the table's
+    /// order, its addresses in canonical form, its policy path relative
+    /// to the table's folder when it is inside it, the networks as
+    /// prefixes. The same table, spelled canonically (comments were never
+    /// kept), without holding a copy of the file in memory.
+    pub(crate) fn of(table: &SandboxTable, path: &Path) -> File {
+        let base = path.parent().unwrap_or(Path::new("."));
+        File {
+            networks: table.networks.iter().map(ToString::to_string).collect(),
+            interfaces: table.interfaces.clone(),
+            sandbox: table
+                .sandboxes
+                .iter()
+                .map(|s| {
+                    let p = &s.policies().path;
+                    Entry {
+                        id: s.id.clone(),
+                        addresses: s.addresses.iter().map(ToString::to_string).collect(),
+                        policy: p
+                            .strip_prefix(base)
+                            .map_or_else(|_| p.clone(), Path::to_path_buf),
+                        policy_name: s.policies().name.clone(),
+                    }
+                })
+                .collect(),
+        }
+    }
+}
+
 /// One sandbox as the file writes it.
 #[derive(Clone, serde::Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
@@ -397,6 +428,77 @@ impl SandboxTable {
             }
             table.by_id.insert(sandbox.key.clone(), sandbox.clone());
             table.sandboxes.push(sandbox);
+        }
+        Ok(table)
+    }
+
+    /// This table with the entry of sandbox `id` changed to `entry` (added
+    /// when it had none; `None`: removed), as [`SandboxTable::build`]
+    /// would make it from the file with that one entry changed: every
+    /// other sandbox is kept as it is (the same `Arc`) and in its place,
+    /// without reading its entry again, so a change costs the same
+    /// whatever the number of sandboxes but for copying the maps.
+    pub(crate) fn edit(
+        &self,
+        path: &Path,
+        id: &str,
+        entry: Option<&Entry>,
+        shared: &Shared,
+    ) -> Result<SandboxTable, HostError> {
+        let mut table = SandboxTable {
+            networks: self.networks.clone(),
+            interfaces: self.interfaces.clone(),
+            sandboxes: self.sandboxes.clone(),
+            by_address: self.by_address.clone(),
+            by_id: self.by_id.clone(),
+        };
+        let place = table.sandboxes.iter().position(|s| s.id == id);
+        if let Some(old) = table.by_id.remove(id) {
+            for ip in &old.addresses {
+                table.by_address.remove(ip);
+            }
+        }
+        let Some(entry) = entry else {
+            if let Some(i) = place {
+                table.sandboxes.remove(i);
+            }
+            return Ok(table);
+        };
+        let problem = |problem: String| HostError::Sandbox {
+            path: path.to_path_buf(),
+            id: entry.id.clone(),
+            problem,
+        };
+        if !valid_id(&entry.id) || entry.id != id {
+            return Err(problem(format!(
+                "an id is 1 to {MAX_ID} letters, digits, `-` and `_`"
+            )));
+        }
+        let addresses = table.addresses_of(entry, shared).map_err(problem)?;
+        let policy_path = path.parent().unwrap_or(Path::new(".")).join(&entry.policy);
+        let kept = self.get(id).filter(|s| {
+            s.addresses == addresses
+                && s.policies().path == policy_path
+                && s.policies().name == entry.policy_name
+        });
+        let sandbox = match kept {
+            Some(kept) => kept.clone(),
+            None => Sandbox::open(
+                path,
+                policy_path,
+                entry.clone(),
+                addresses,
+                shared,
+                Some(self),
+            )?,
+        };
+        for ip in &sandbox.addresses {
+            table.by_address.insert(*ip, sandbox.clone());
+        }
+        table.by_id.insert(sandbox.key.clone(), sandbox.clone());
+        match place.and_then(|i| table.sandboxes.get_mut(i)) {
+            Some(slot) => *slot = sandbox,
+            None => table.sandboxes.push(sandbox),
         }
         Ok(table)
     }

@@ -270,3 +270,99 @@ fn the_hand_written_table_reads_back_the_same() {
     }
     assert!(bad.to_toml().is_none());
 }
+
+/// Issue 58: one entry changed in place ([`SandboxTable::edit`]) makes the
+/// table a whole build of the changed file makes, keeping every other
+/// sandbox as it was; a refused edit is refused as the build refuses it.
+#[test]
+fn an_edit_of_one_entry_is_the_build_of_the_edited_file() {
+    let d = dir("edit");
+    let path = d.join("sandboxes.toml");
+    let mut text = String::from("interfaces = [\"veth*\"]\n");
+    for k in 1..=6 {
+        let p = if k % 2 == 0 { "a.policy" } else { "b.policy" };
+        text.push_str(&format!(
+            "\n[[sandbox]]\nid = \"s{k}\"\naddresses = [\"10.1.0.{k}\"]\npolicy = \"{p}\"\n"
+        ));
+    }
+    std::fs::write(&path, &text).unwrap();
+    let shared = shared_trusting(Vec::new());
+    let old = SandboxTable::load(&path, &shared, None).unwrap();
+    let file = super::File::read(&path).unwrap();
+    let entry = |id: &str, addresses: &[&str], policy: &str| super::Entry {
+        id: id.into(),
+        addresses: addresses.iter().map(|a| a.to_string()).collect(),
+        policy: PathBuf::from(policy),
+        policy_name: None,
+    };
+    let same = |a: &SandboxTable, b: &SandboxTable| {
+        let view = |t: &SandboxTable| -> Vec<(String, Vec<IpAddr>, PathBuf)> {
+            t.sandboxes()
+                .map(|s| (s.id.clone(), s.addresses.clone(), s.policies().path.clone()))
+                .collect()
+        };
+        assert_eq!(view(a), view(b));
+        for s in a.sandboxes() {
+            for ip in &s.addresses {
+                assert_eq!(b.lookup(*ip).map(|t| t.id.clone()), Some(s.id.clone()));
+            }
+        }
+    };
+    // The file written from the table builds the same table.
+    let rebuilt = SandboxTable::build(&path, &super::File::of(&old, &path), &shared, Some(&old));
+    same(&old, &rebuilt.unwrap());
+    assert!(
+        super::File::of(&old, &path)
+            .sandbox
+            .iter()
+            .all(|e| e.policy.is_relative())
+    );
+    // (the sandbox, its entry after the edit or `None` for removed)
+    let edits = [
+        ("s3", None),
+        ("s7", Some(entry("s7", &["10.1.0.7"], "a.policy"))),
+        ("s2", Some(entry("s2", &["10.1.0.2"], "b.policy"))),
+        (
+            "s4",
+            Some(entry("s4", &["10.1.0.40", "10.1.0.41"], "a.policy")),
+        ),
+        ("s6", Some(entry("s6", &["10.1.0.6"], "a.policy"))),
+    ];
+    for (id, e) in edits {
+        let mut changed = file.clone();
+        match &e {
+            None => changed.sandbox.retain(|x| x.id != id),
+            Some(e) => match changed.sandbox.iter_mut().find(|x| x.id == id) {
+                Some(x) => *x = e.clone(),
+                None => changed.sandbox.push(e.clone()),
+            },
+        }
+        let built = SandboxTable::build(&path, &changed, &shared, Some(&old)).unwrap();
+        let edited = old.edit(&path, id, e.as_ref(), &shared).unwrap();
+        same(&built, &edited);
+        for s in edited.sandboxes() {
+            let kept = old.get(&s.id).is_some_and(|o| Arc::ptr_eq(o, s));
+            let kept_built = built
+                .get(&s.id)
+                .zip(old.get(&s.id))
+                .is_some_and(|(b, o)| Arc::ptr_eq(b, o));
+            assert_eq!(kept, kept_built, "{id}: {} kept alike", s.id);
+            assert!(kept || s.id == id, "{id}: only the edited sandbox is new");
+        }
+    }
+    // Another sandbox's address, an invalid address: refused alike.
+    for bad in [
+        entry("s8", &["10.1.0.1"], "a.policy"),
+        entry("s8", &["not-an-ip"], "a.policy"),
+        entry("s8", &["10.1.0.8"], "missing.policy"),
+    ] {
+        let mut changed = file.clone();
+        changed.sandbox.push(bad.clone());
+        let built = SandboxTable::build(&path, &changed, &shared, Some(&old)).map(|_| ());
+        let edited = old.edit(&path, "s8", Some(&bad), &shared).map(|_| ());
+        assert_eq!(
+            built.map_err(|e| e.to_string()),
+            edited.map_err(|e| e.to_string())
+        );
+    }
+}

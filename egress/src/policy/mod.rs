@@ -409,6 +409,16 @@ impl Policies {
     }
 
     pub(crate) fn reload_text(&self, bytes: Result<Vec<u8>, PolicyError>) -> bool {
+        self.reload_said(bytes, true)
+    }
+
+    /// [`Policies::reload_text`] of bytes another sandbox's reload of the
+    /// same file just read and said (its line is the one the journal gets).
+    pub(crate) fn reload_quiet(&self, bytes: Vec<u8>) -> bool {
+        self.reload_said(Ok(bytes), false)
+    }
+
+    fn reload_said(&self, bytes: Result<Vec<u8>, PolicyError>, say: bool) -> bool {
         let newest = self.newest.load(Ordering::Relaxed);
         let mut serial = 0;
         let loaded = bytes.and_then(|b| {
@@ -438,17 +448,21 @@ impl Policies {
                 self.swapped();
                 self.metrics.reloads.inc();
                 self.metrics.set_revision(&rev);
-                stderr_line(format!(
-                    "gatehouse-egress: policy reloaded (revision {})",
-                    &rev
-                ));
+                if say {
+                    stderr_line(format!(
+                        "gatehouse-egress: policy reloaded (revision {})",
+                        &rev
+                    ));
+                }
                 true
             }
             Err(e) => {
                 self.metrics.reload_failures.inc();
-                stderr_line(format!(
-                    "gatehouse-egress: policy reload refused, the old policy stays in force:\n{e}"
-                ));
+                if say {
+                    stderr_line(format!(
+                        "gatehouse-egress: policy reload refused, the old policy stays in force:\n{e}"
+                    ));
+                }
                 false
             }
         }

@@ -358,3 +358,68 @@ fn one_sandboxs_dns_flood_never_starves_the_others() {
         "other sandboxes' questions failed while one flooded"
     );
 }
+
+/// Issue 58: sandboxes naming one policy file take its change from one
+/// read — one compile, one "policy reloaded" line and one line for the
+/// others, not a read and a line per sandbox — and every one of them
+/// decides with it.
+#[test]
+fn a_shared_file_is_read_once_for_every_sandbox_naming_it() {
+    let w = World::new("d58");
+    let table_path = w.dir.join("sandboxes.toml");
+    let table = std::fs::read_to_string(&table_path).unwrap();
+    let before = daemon_err(&w).matches("sandbox table in force").count();
+    std::fs::write(
+        &table_path,
+        table
+            .replace("\"one.policy\"", "\"two.policy\"")
+            .replace("\"three.policy\"", "\"two.policy\""),
+    )
+    .unwrap();
+    let waited = |what: &dyn Fn(&str) -> bool| {
+        for _ in 0..100 {
+            if what(&daemon_err(&w)) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    };
+    assert!(
+        waited(&|e| e.matches("sandbox table in force").count() > before),
+        "{}",
+        daemon_err(&w)
+    );
+    let (_, out, _) = w.sh(1, "dig +short +time=3 +tries=1 @192.0.2.53 allowed.test");
+    assert_eq!(out.trim(), "", "two.policy does not allow it yet");
+    let mark = daemon_err(&w).len();
+    let policy = std::fs::read_to_string(w.dir.join("two.policy")).unwrap();
+    std::fs::write(
+        w.dir.join("two.policy"),
+        policy.replace("allow domain other.test", "allow domain allowed.test"),
+    )
+    .unwrap();
+    assert!(
+        waited(&|e| e
+            .get(mark..)
+            .is_some_and(|t| t.contains("took the same reload"))),
+        "{}",
+        daemon_err(&w)
+    );
+    let after = daemon_err(&w);
+    let after = after.get(mark..).unwrap_or_default();
+    assert_eq!(
+        after.matches("policy reloaded (revision").count(),
+        1,
+        "{after}"
+    );
+    assert!(after.contains("2 more sandboxes naming"), "{after}");
+    for k in 1..=3 {
+        let (_, out, _) = w.sh(k, "dig +short +time=3 +tries=1 @192.0.2.53 allowed.test");
+        assert_eq!(
+            out.trim(),
+            "11.0.0.1",
+            "sandbox {k} decides with the edited file"
+        );
+    }
+}
