@@ -392,44 +392,61 @@ impl SandboxTable {
             }
         }
         for entry in &file.sandbox {
-            let problem = |problem: String| HostError::Sandbox {
-                path: path.to_path_buf(),
-                id: entry.id.clone(),
-                problem,
-            };
-            if !valid_id(&entry.id) {
-                return Err(problem(format!(
-                    "an id is 1 to {MAX_ID} letters, digits, `-` and `_`"
-                )));
-            }
-            if table.by_id.contains_key(entry.id.as_str()) {
-                return Err(problem("a second sandbox with this id".into()));
-            }
-            let addresses = table.addresses_of(entry, shared).map_err(problem)?;
-            let policy_path = base.join(&entry.policy);
-            let kept = previous.and_then(|p| p.get(&entry.id)).filter(|s| {
-                s.addresses == addresses
-                    && s.policies().path == policy_path
-                    && s.policies().name == entry.policy_name
-            });
-            let sandbox = match kept {
-                Some(kept) => kept.clone(),
-                None => Sandbox::open(
-                    path,
-                    policy_path,
-                    entry.clone(),
-                    addresses,
-                    shared,
-                    previous,
-                )?,
-            };
-            for ip in &sandbox.addresses {
-                table.by_address.insert(*ip, sandbox.clone());
-            }
-            table.by_id.insert(sandbox.key.clone(), sandbox.clone());
+            let sandbox = table.enter(path, base, entry, shared, previous)?;
             table.sandboxes.push(sandbox);
         }
         Ok(table)
+    }
+
+    /// The sandbox of `entry`, entered into the maps (not into the list):
+    /// `previous`'s own when its id, addresses, policy file and policy
+    /// name are unchanged, else opened afresh. Refused: an invalid id, one
+    /// the table has already, an address that cannot be a sandbox's or is
+    /// another's.
+    fn enter(
+        &mut self,
+        path: &Path,
+        base: &Path,
+        entry: &Entry,
+        shared: &Shared,
+        previous: Option<&SandboxTable>,
+    ) -> Result<Arc<Sandbox>, HostError> {
+        let problem = |problem: String| HostError::Sandbox {
+            path: path.to_path_buf(),
+            id: entry.id.clone(),
+            problem,
+        };
+        if !valid_id(&entry.id) {
+            return Err(problem(format!(
+                "an id is 1 to {MAX_ID} letters, digits, `-` and `_`"
+            )));
+        }
+        if self.by_id.contains_key(entry.id.as_str()) {
+            return Err(problem("a second sandbox with this id".into()));
+        }
+        let addresses = self.addresses_of(entry, shared).map_err(problem)?;
+        let policy_path = base.join(&entry.policy);
+        let kept = previous.and_then(|p| p.get(&entry.id)).filter(|s| {
+            s.addresses == addresses
+                && s.policies().path == policy_path
+                && s.policies().name == entry.policy_name
+        });
+        let sandbox = match kept {
+            Some(kept) => kept.clone(),
+            None => Sandbox::open(
+                path,
+                policy_path,
+                entry.clone(),
+                addresses,
+                shared,
+                previous,
+            )?,
+        };
+        for ip in &sandbox.addresses {
+            self.by_address.insert(*ip, sandbox.clone());
+        }
+        self.by_id.insert(sandbox.key.clone(), sandbox.clone());
+        Ok(sandbox)
     }
 
     /// This table with the entry of sandbox `id` changed to `entry` (added
@@ -464,38 +481,15 @@ impl SandboxTable {
             }
             return Ok(table);
         };
-        let problem = |problem: String| HostError::Sandbox {
-            path: path.to_path_buf(),
-            id: entry.id.clone(),
-            problem,
-        };
-        if !valid_id(&entry.id) || entry.id != id {
-            return Err(problem(format!(
-                "an id is 1 to {MAX_ID} letters, digits, `-` and `_`"
-            )));
+        if entry.id != id {
+            return Err(HostError::Sandbox {
+                path: path.to_path_buf(),
+                id: entry.id.clone(),
+                problem: format!("the edit is of sandbox `{id}`"),
+            });
         }
-        let addresses = table.addresses_of(entry, shared).map_err(problem)?;
-        let policy_path = path.parent().unwrap_or(Path::new(".")).join(&entry.policy);
-        let kept = self.get(id).filter(|s| {
-            s.addresses == addresses
-                && s.policies().path == policy_path
-                && s.policies().name == entry.policy_name
-        });
-        let sandbox = match kept {
-            Some(kept) => kept.clone(),
-            None => Sandbox::open(
-                path,
-                policy_path,
-                entry.clone(),
-                addresses,
-                shared,
-                Some(self),
-            )?,
-        };
-        for ip in &sandbox.addresses {
-            table.by_address.insert(*ip, sandbox.clone());
-        }
-        table.by_id.insert(sandbox.key.clone(), sandbox.clone());
+        let base = path.parent().unwrap_or(Path::new("."));
+        let sandbox = table.enter(path, base, entry, shared, Some(self))?;
         match place.and_then(|i| table.sandboxes.get_mut(i)) {
             Some(slot) => *slot = sandbox,
             None => table.sandboxes.push(sandbox),
