@@ -382,16 +382,6 @@ fn load(w: &World, url: &str, close: bool, seconds: u32, pid: Option<u32>) -> Ru
     r
 }
 
-/// Resident memory of a process, in KiB.
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
-}
-
 fn clear_nft(w: &World) {
     for t in ["gatehouse_host", "squid_intercept"] {
         let _ = w.host.exec("nft", &["delete", "table", "inet", t]);
@@ -464,7 +454,7 @@ fn main() {
             let _ = writeln!(
                 memory,
                 "- {mode}, serving {n} sandboxes: {} MiB resident after the runs",
-                rss_kib(pid) / 1024
+                load::rss_kib(pid) / 1024
             );
         }
         drop(proc);
@@ -474,11 +464,11 @@ fn main() {
     // before any traffic.
     clear_nft(&w);
     let one = gatehouse(&w, &bin, 1);
-    let rss_one = rss_kib(one.child.id());
+    let rss_one = load::rss_kib(one.child.id());
     drop(one);
     clear_nft(&w);
     let all = gatehouse(&w, &bin, n);
-    let rss_all = rss_kib(all.child.id());
+    let rss_all = load::rss_kib(all.child.id());
     drop(all);
     clear_nft(&w);
     let per = (rss_all.saturating_sub(rss_one)) as f64 * 1024.0 / (n - 1) as f64;

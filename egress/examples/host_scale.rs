@@ -227,15 +227,6 @@ fn control(socket: &Path, method: &str, path: &str, body: &str) -> (u16, Duratio
     (status, t.elapsed())
 }
 
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
-}
-
 /// CPU a process spent over `seconds` doing nothing asked of it, in % of
 /// a core.
 fn idle(pid: u32, seconds: u64) -> f64 {
@@ -338,7 +329,7 @@ fn gatehouse(w: &World, bin: &Path, n: usize, seconds: u64) -> Point {
     };
     let pid = p.child.id();
     std::thread::sleep(Duration::from_secs(1));
-    pt.rss_kib = rss_kib(pid);
+    pt.rss_kib = load::rss_kib(pid);
     pt.idle_pct = idle(pid, seconds);
     // A change through the control API, to a sandbox in the middle.
     let id = format!("s{}", n.div_ceil(2));
@@ -474,7 +465,7 @@ fn squid(w: &World, n: usize, seconds: u64) -> Point {
     };
     let pid = p.child.id();
     std::thread::sleep(Duration::from_secs(1));
-    pt.rss_kib = rss_kib(pid);
+    pt.rss_kib = load::rss_kib(pid);
     pt.idle_pct = idle(pid, seconds);
     (pt.http_cpu_us, pt.http_rps) = http_cpu(w, pid, seconds);
     let _ = w

@@ -1,4 +1,5 @@
-//! What the load comparisons share (`compare.rs`, `host_compare.rs`):
+//! What the load comparisons share (`compare.rs`, `host_compare.rs`,
+//! `host_scale.rs`):
 //! the processes they start, and running `wrk` and reading its report.
 
 use std::path::{Path, PathBuf};
@@ -55,6 +56,17 @@ impl Drop for Proc {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Resident memory of a process, in KiB.
+#[allow(dead_code)] // the host comparisons' alone
+pub fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
 }
 
 /// utime + stime of a process (all its threads), in seconds.
