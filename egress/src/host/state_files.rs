@@ -72,27 +72,34 @@ impl Host {
         // that one read (the compiled set is shared: one compile, one
         // read, one line on stderr).
         type Read = Option<(crate::policy::Seen, Option<Vec<u8>>)>;
-        let mut changed: HashMap<&Path, (Read, usize)> = HashMap::new();
+        // Per file: what the first read, and how many more took it or
+        // refused it (a policy name the new file lacks refuses it for
+        // those sandboxes alone).
+        let mut changed: HashMap<&Path, (Read, usize, usize)> = HashMap::new();
         for s in table.sandboxes() {
             let path = s.policies().path.as_path();
             let now = match changed.get_mut(path) {
-                Some((Some((seen, bytes)), more)) => {
+                Some((Some((seen, bytes)), took, refused)) => {
                     s.policies().set_seen(seen.clone());
-                    *more += 1;
                     // A file that could not be read was refused, and said
                     // so, for the first: the others keep theirs too.
-                    bytes
+                    let ok = bytes
                         .as_ref()
-                        .is_some_and(|b| s.policies().reload_quiet(b.clone()))
+                        .is_some_and(|b| s.policies().reload_quiet(b.clone()));
+                    match ok {
+                        true => *took += 1,
+                        false => *refused += 1,
+                    }
+                    ok
                 }
-                Some((None, _)) => false,
+                Some((None, _, _)) => false,
                 None => {
                     let read = self
                         .files
                         .get_mut(path)
                         .and_then(|file| file.poll_read(s.policies()));
                     let c = read.is_some();
-                    changed.insert(path, (read, 0));
+                    changed.insert(path, (read, 0, 0));
                     c
                 }
             };
@@ -100,10 +107,16 @@ impl Host {
                 reloaded.insert(s.id.clone());
             }
         }
-        for (path, (read, more)) in &changed {
-            if read.is_some() && *more > 0 {
+        for (path, (_, took, refused)) in &changed {
+            if *took > 0 {
                 stderr_line(format!(
-                    "gatehouse-egress: {more} more sandboxes naming {} took the same reload",
+                    "gatehouse-egress: {took} more sandboxes naming {} took the same reload",
+                    path.display()
+                ));
+            }
+            if *refused > 0 {
+                stderr_line(format!(
+                    "gatehouse-egress: {refused} more sandboxes naming {} refused it; theirs stay in force",
                     path.display()
                 ));
             }

@@ -422,4 +422,31 @@ fn a_shared_file_is_read_once_for_every_sandbox_naming_it() {
             "sandbox {k} decides with the edited file"
         );
     }
+    // An edit that does not build is refused once, said once, and every
+    // sandbox naming the file keeps the policy in force.
+    let mark = daemon_err(&w).len();
+    std::fs::write(
+        w.dir.join("two.policy"),
+        "policy two {\n  network {\n    allow domian x.test\n  }\n}\n",
+    )
+    .unwrap();
+    assert!(
+        waited(&|e| e
+            .get(mark..)
+            .is_some_and(|t| t.contains("refused it; theirs stay in force"))),
+        "{}",
+        daemon_err(&w)
+    );
+    let after = daemon_err(&w);
+    let after = after.get(mark..).unwrap_or_default();
+    assert_eq!(after.matches("policy reload refused").count(), 1, "{after}");
+    assert!(!after.contains("took the same reload"), "{after}");
+    for k in 1..=3 {
+        let (_, out, _) = w.sh(k, "dig +short +time=3 +tries=1 @192.0.2.53 allowed.test");
+        assert_eq!(
+            out.trim(),
+            "11.0.0.1",
+            "sandbox {k} keeps the policy in force"
+        );
+    }
 }
