@@ -323,35 +323,31 @@ impl Host {
         // A sandbox that left or changed keeps only what the table in force
         // allows it: its passes and flows are revised; the others' (the
         // same `Sandbox`, kept as it was) are not looked at.
-        let differs = |a: &SandboxTable, b: &SandboxTable, id: &str| {
-            a.get(id)
-                .is_some_and(|x| !b.get(id).is_some_and(|y| Arc::ptr_eq(x, y)))
+        // The sandboxes of `a` that `b` does not hold as they are (only the
+        // edited one can be, after an edit).
+        let differing = |a: &SandboxTable, b: &SandboxTable| -> HashSet<String> {
+            let differs = |id: &str| {
+                a.get(id)
+                    .is_some_and(|x| !b.get(id).is_some_and(|y| Arc::ptr_eq(x, y)))
+            };
+            match edit {
+                Some(id) => std::iter::once(id.to_string())
+                    .filter(|id| differs(id))
+                    .collect(),
+                None => a
+                    .sandboxes()
+                    .filter(|s| differs(&s.id))
+                    .map(|s| s.id.clone())
+                    .collect(),
+            }
         };
-        let changed: HashSet<String> = match edit {
-            Some(id) => std::iter::once(id.to_string())
-                .filter(|id| differs(&old, &table, id))
-                .collect(),
-            None => old
-                .sandboxes()
-                .filter(|o| differs(&old, &table, &o.id))
-                .map(|o| o.id.clone())
-                .collect(),
-        };
+        let changed = differing(&old, &table);
         if self.nftables {
             if table.interfaces().is_empty() {
                 return Err(ChangeError::Invalid(super::table::NO_INTERFACES.into()));
             }
             // Written: the sandboxes new or changed; taken out: those gone.
-            let touched: HashSet<String> = match edit {
-                Some(id) => std::iter::once(id.to_string())
-                    .filter(|id| differs(&table, &old, id))
-                    .collect(),
-                None => table
-                    .sandboxes()
-                    .filter(|s| differs(&table, &old, &s.id))
-                    .map(|s| s.id.clone())
-                    .collect(),
-            };
+            let touched = differing(&table, &old);
             let gone: Vec<String> = changed
                 .iter()
                 .filter(|id| table.get(id).is_none())

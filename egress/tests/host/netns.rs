@@ -79,12 +79,7 @@ impl Netns {
     pub(crate) fn inside<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> T {
         let path = format!("/run/netns/{}", self.0);
         std::thread::spawn(move || {
-            let file = std::fs::File::open(&path).unwrap();
-            rustix::thread::move_into_link_name_space(
-                file.as_fd(),
-                Some(rustix::thread::LinkNameSpaceType::Network),
-            )
-            .unwrap();
+            move_into(&path);
             f()
         })
         .join()
@@ -103,12 +98,7 @@ impl Netns {
         let path = format!("/run/netns/{}", self.0);
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let file = std::fs::File::open(&path).unwrap();
-            rustix::thread::move_into_link_name_space(
-                file.as_fd(),
-                Some(rustix::thread::LinkNameSpaceType::Network),
-            )
-            .unwrap();
+            move_into(&path);
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
@@ -170,4 +160,14 @@ impl Drop for Netns {
         let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
         let _ = std::fs::remove_dir_all(format!("/etc/netns/{}", self.0));
     }
+}
+
+/// Moves the calling thread into the network namespace at `path`.
+fn move_into(path: &str) {
+    let file = std::fs::File::open(path).unwrap();
+    rustix::thread::move_into_link_name_space(
+        file.as_fd(),
+        Some(rustix::thread::LinkNameSpaceType::Network),
+    )
+    .unwrap();
 }
