@@ -450,6 +450,22 @@ Examples:
         #[arg(value_name = "SETTINGS.json")]
         settings: String,
     },
+    /// Claude Code settings files (user, project, local, managed), layered
+    #[command(after_help = "\
+Examples:
+  policyc import claude-code .claude/settings.json > agent.policy
+  policyc import claude-code ~/.claude/settings.json .claude/settings.json .claude/settings.local.json
+
+Each file's layer comes from its name and place: `managed-settings.json`
+(or a file in `managed-settings.d`) is managed, `settings.local.json` local,
+a file in `$CLAUDE_CONFIG_DIR` or `~/.claude` the user's, anything else the
+project's. Rule lists are joined; a single value comes from the highest
+layer that sets it (managed, local, project, user).")]
+    ClaudeCode {
+        /// The settings files, in any order
+        #[arg(value_name = "SETTINGS.json", required = true)]
+        settings: Vec<String>,
+    },
 }
 
 #[derive(Subcommand)]

@@ -77,6 +77,7 @@ pub fn run(cmd: &ImportCmd) -> Exit {
             Ok(t) => (settings, None, None, gatehouse::import::srt::import(&t)),
             Err(e) => return e,
         },
+        ImportCmd::ClaudeCode { settings } => return claude_code(settings),
     };
     report(
         [
@@ -88,20 +89,64 @@ pub fn run(cmd: &ImportCmd) -> Exit {
     )
 }
 
+/// `policyc import claude-code FILE...`: each file's layer from its name
+/// and place.
+fn claude_code(paths: &[String]) -> Exit {
+    use gatehouse::import::claude::{Layer, Settings};
+    let mut texts = Vec::new();
+    for p in paths {
+        match std::fs::read_to_string(p) {
+            Ok(t) => texts.push(t),
+            Err(e) => return Exit::Usage(format!("cannot read `{p}`: {e}")),
+        }
+    }
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let config_dir = std::env::var_os("CLAUDE_CONFIG_DIR").map(std::path::PathBuf::from);
+    let absolute = |p: &str| std::fs::canonicalize(p).unwrap_or_else(|_| p.into());
+    let files: Vec<Settings<'_>> = paths
+        .iter()
+        .zip(&texts)
+        .map(|(p, t)| Settings {
+            name: p.clone(),
+            text: t,
+            layer: Layer::of(
+                &absolute(p),
+                home.as_deref().map(absolute_path).as_deref(),
+                config_dir.as_deref().map(absolute_path).as_deref(),
+            ),
+        })
+        .collect();
+    let import = gatehouse::import::claude::import(&files);
+    let name = |i: Input| match i {
+        Input::Settings(k) => paths.get(usize::from(k)).map_or("settings", |p| p.as_str()),
+        _ => paths.first().map_or("settings", |p| p.as_str()),
+    };
+    report_by(&name, &import)
+}
+
+fn absolute_path(p: &std::path::Path) -> std::path::PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
 /// Notes on stderr, each as `kind: FILE:LINE: message` (`FILE:` alone when
 /// it is about the whole file), in file and line order.
 fn report([config, profile, requirements]: [&str; 3], import: &Import) -> Exit {
+    let name = |i: Input| match i {
+        Input::Requirements => requirements,
+        Input::Profile => profile,
+        _ => config,
+    };
+    report_by(&name, import)
+}
+
+fn report_by<'a>(name: &dyn Fn(Input) -> &'a str, import: &Import) -> Exit {
     for n in &import.notes {
         let kind = if n.severity == Severity::Error {
             "error"
         } else {
             "warning"
         };
-        let file = match n.input {
-            Input::Requirements => requirements,
-            Input::Profile => profile,
-            _ => config,
-        };
+        let file = name(n.input);
         if n.line == 0 {
             errln!("{kind}: {file}: {}", n.message);
         } else {

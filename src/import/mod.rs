@@ -7,6 +7,7 @@
 //! check` would refuse is never returned as a success, and each such error
 //! is reported at the source line the output line came from.
 
+pub mod claude;
 pub mod srt;
 pub mod zerocode;
 pub mod zoo;
@@ -31,6 +32,9 @@ pub enum Input {
     Profile,
     /// The managed requirements (`--requirements FILE`).
     Requirements,
+    /// One of several settings files, by its place in the list given
+    /// (`policyc import claude-code FILE...`, from 0).
+    Settings(u16),
 }
 
 /// A warning or error about the input, with its line.
@@ -79,7 +83,17 @@ impl Import {
 /// import. An output line that names its source as `(line N)` in its
 /// comment (and `requirements` when it came from the requirements file)
 /// sends the note to that line; otherwise it is about the whole input.
-pub(crate) fn validated(text: String, mut notes: Vec<Note>) -> Import {
+pub(crate) fn validated(text: String, notes: Vec<Note>) -> Import {
+    validated_by(text, notes, &source_of)
+}
+
+/// [`validated`], with the importer's own reading of an output line's
+/// comment (which input, which line).
+pub(crate) fn validated_by(
+    text: String,
+    mut notes: Vec<Note>,
+    source_of: &dyn Fn(&str) -> (Input, usize),
+) -> Import {
     if !notes.iter().any(|n| n.severity == Severity::Error) {
         let mut sources = crate::source::SourceMap::new();
         let id = sources.add("imported.policy", text.as_str());
@@ -114,6 +128,7 @@ pub(crate) fn validated(text: String, mut notes: Vec<Note>) -> Import {
                         let file = match input {
                             Input::Requirements => "the requirements",
                             Input::Profile => "the profile file",
+                            Input::Settings(k) if k > 0 => "another settings file",
                             _ => "the config",
                         };
                         format!(" (see line {line} of {file})")

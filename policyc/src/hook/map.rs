@@ -209,6 +209,27 @@ pub fn queries(
     }
 }
 
+/// The tool permission (the `permissions` section's names) a call uses,
+/// asked besides its own queries: `permissions { deny shell.exec }` takes
+/// the harness's shell away, `files.write` its editing tools, `files.read`
+/// its reading and searching tools (`policyc import claude-code` writes
+/// these for a bare `Bash`, `Edit` or `Read` in `permissions.deny`).
+pub fn permission(harness: Harness, tool: &str) -> Option<&'static str> {
+    match (harness, tool) {
+        (_, "Bash")
+        | (Harness::ClaudeCode, "Monitor")
+        | (
+            Harness::Codex,
+            "shell" | "local_shell" | "exec_command" | "container.exec" | "write_stdin",
+        ) => Some("shell.exec"),
+        (Harness::ClaudeCode, "Write" | "Edit" | "MultiEdit" | "NotebookEdit")
+        | (Harness::Codex, "apply_patch") => Some("files.write"),
+        (Harness::ClaudeCode, "Read" | "NotebookRead" | "Glob" | "Grep" | "LS")
+        | (Harness::Codex, "view_image") => Some("files.read"),
+        _ => None,
+    }
+}
+
 /// A string field of the input, non-empty.
 fn text<'a>(input: &'a serde_json::Value, field: &str, tool: &str) -> Result<&'a str, Unmapped> {
     match input.get(field) {

@@ -227,7 +227,17 @@ fn decide(a: &HookArgs, read: &dyn Fn(Event)) -> (Event, Verdict, Ids) {
     };
     let queries = match mapped {
         map::Mapped::Nothing => return (kind, Verdict::Pass, ids),
-        map::Mapped::Ask(q) => q,
+        map::Mapped::Ask(mut q) => {
+            if let Some(permission) = map::permission(a.harness, &tool) {
+                q.insert(
+                    0,
+                    Query::Tool {
+                        permission: permission.into(),
+                    },
+                );
+            }
+            q
+        }
     };
     let guarded = guard::Guarded::new(a);
     if let Some(why) = queries.iter().find_map(|q| guarded.refuses(q)) {
@@ -343,6 +353,10 @@ fn permission_request(
         return Verdict::Deny(why);
     }
     for q in queries {
+        // A tool permission was decided above; it is no action to review.
+        if matches!(q, Query::Tool { .. }) {
+            continue;
+        }
         let review = Query::Review {
             action: Box::new(q.clone()),
             assessment: Assessment {

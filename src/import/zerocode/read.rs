@@ -29,7 +29,9 @@ impl<T> At<T> {
         match input {
             Input::Requirements => format!("  # requirements: {} (line {})", self.key, self.line),
             Input::Profile => format!("  # profile file: {} (line {})", self.key, self.line),
-            Input::Config => format!("  # {} (line {})", self.key, self.line),
+            Input::Config | Input::Settings(_) => {
+                format!("  # {} (line {})", self.key, self.line)
+            }
         }
     }
 }
