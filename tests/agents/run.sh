@@ -29,4 +29,9 @@ if [ ! -x "$codex" ] || [ ! -x "$claude" ] \
 fi
 "$codex" --version
 echo "claude $("$claude" --version)"
-exec timeout 900 python3 "$root/tests/agents/e2e.py" "$policyc" "$codex" "$claude" "$@"
+timeout 900 python3 "$root/tests/agents/e2e.py" "$policyc" "$codex" "$claude" "$@"
+# Issue 60: Claude Code's own rules against its settings imported by
+# `policyc import claude-code` and answered through the hook.
+if [ "$#" -eq 0 ]; then
+  timeout 600 python3 "$root/tests/agents/claude_import.py" "$policyc" "$claude"
+fi

@@ -87,6 +87,22 @@ pub(super) fn policy(m: &Merged, labels: &[String], layers: &[Layer], notes: &mu
         .default_mode
         .as_ref()
         .map_or("default", |a| a.value.as_str());
+    // Seen on Claude Code 2.1.332 (tests/agents/claude_import.py, file 08):
+    // `defaultMode: bypassPermissions` in a settings file does not start
+    // the session in that mode — commands and writes no rule allows were
+    // asked about — so the import takes the default mode, as Claude Code
+    // does (and the stricter reading anyway).
+    if mode == "bypassPermissions"
+        && let Some(d) = &m.default_mode
+    {
+        notes.add(
+            Severity::Warning,
+            d.file,
+            d.line,
+            "`permissions.defaultMode` bypassPermissions: Claude Code 2.1.332 does not start in it from a settings file (it asks, as in the default mode; only `--permission-mode bypassPermissions` bypasses), so it is imported as the default mode".into(),
+        );
+        mode = "default";
+    }
     if mode == "bypassPermissions"
         && let Some(d) = &m.disable_bypass
         && d.value == "disable"
