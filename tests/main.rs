@@ -20,6 +20,7 @@ mod fail_closed;
 mod fmt;
 mod fuzz_regressions;
 mod import;
+mod import_claude;
 mod import_fidelity;
 mod layers;
 mod limits;

@@ -333,3 +333,23 @@ fn paths_are_taken_from_the_session_folder() {
         Mapped::Nothing
     );
 }
+
+#[test]
+fn shell_editing_and_reading_tools_ask_their_tool_permission() {
+    assert_eq!(permission(Harness::ClaudeCode, "Bash"), Some("shell.exec"));
+    assert_eq!(
+        permission(Harness::Codex, "exec_command"),
+        Some("shell.exec")
+    );
+    assert_eq!(
+        permission(Harness::ClaudeCode, "MultiEdit"),
+        Some("files.write")
+    );
+    assert_eq!(
+        permission(Harness::Codex, "apply_patch"),
+        Some("files.write")
+    );
+    assert_eq!(permission(Harness::ClaudeCode, "Grep"), Some("files.read"));
+    assert_eq!(permission(Harness::ClaudeCode, "WebFetch"), None);
+    assert_eq!(permission(Harness::ClaudeCode, "TodoWrite"), None);
+}

@@ -99,11 +99,7 @@ pub(super) fn parse(rule: &str) -> Result<Rule, String> {
             None => return Err("a `(` without its closing `)` at the end".into()),
         },
     };
-    if tool.is_empty()
-        || !tool
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_')
-    {
+    if tool.is_empty() || !tool.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
         return Err(format!("`{tool}` is not a tool name"));
     }
     if let Some(s) = spec
