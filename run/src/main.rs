@@ -8,6 +8,7 @@
 //! its own whose only way out is `gatehouse-egress`, started here with the
 //! same policy, reached through `HTTP(S)_PROXY` / `ALL_PROXY`.
 
+mod apps;
 #[cfg(target_os = "linux")]
 mod guard;
 #[cfg(target_os = "linux")]

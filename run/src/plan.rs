@@ -92,6 +92,9 @@ pub struct Plan {
     /// removed (`EBUSY`): every directory between a write root and a mount
     /// of the plan, so that renaming a parent cannot free a protected path.
     pub pins: Vec<PathBuf>,
+    /// The programs the `apps` rules deny, covered in the run (`apps`).
+    #[serde(default)]
+    pub apps: Vec<crate::apps::Blocked>,
 }
 
 /// The unix sockets a policy allows (`socket` queries).

@@ -92,6 +92,7 @@ pub fn run(args: &Args) -> Result<u8, RunError> {
     let ws = Workspace::bind(&dir).with_home(home);
     let mut plan = crate::plan::plan(&set, policy, &ws, args.allow_weaker);
     adopt_live_placeholders(&mut plan.mounts);
+    crate::apps::add_to(&mut plan, &set, policy);
     outer(args, &plan, abi)
 }
 
@@ -223,6 +224,7 @@ fn outer(args: &Args, plan: &Plan, abi: ABI) -> Result<u8, RunError> {
         .spawn()
         .map_err(io(format!("starting {}", egress_bin.display())))?;
     let mut egress = Reaper(egress);
+    crate::apps::record_blocked(args.log.as_deref(), &plan.apps);
     let ready = Instant::now();
     while TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_err() {
         if let Ok(Some(status)) = egress.0.try_wait() {
@@ -273,6 +275,15 @@ fn outer(args: &Args, plan: &Plan, abi: ABI) -> Result<u8, RunError> {
             let _ = child.kill();
         }
     }
+    // The apps rules, live: the policy file read again while the run goes.
+    let _watch = i32::try_from(child.id()).ok().map(|pid| {
+        crate::apps::Watch::start(
+            args.policy_file.clone(),
+            args.policy.clone(),
+            pid,
+            args.log.clone(),
+        )
+    });
     let mut ctl = ctl;
     // A failure here is the inner process's to report (it has ended).
     let _ = send_plan(&mut ctl, plan);
@@ -315,6 +326,7 @@ fn inner(args: &Args, fd: i32, dir: &Path, abi: ABI) -> Result<u8, RunError> {
     drop(listener);
     drop(ctl);
     // Held until the command ends (this process waits for it).
+    crate::apps::cover(&plan.apps)?;
     let mut _placeholders = Vec::new();
     if plan.grants.is_some() {
         _placeholders = mounts(&plan.pins, &plan.mounts)?;
@@ -473,7 +485,7 @@ fn exit_code(s: ExitStatus) -> u8 {
     }
 }
 
-fn cstr(p: &Path) -> Result<std::ffi::CString, RunError> {
+pub(crate) fn cstr(p: &Path) -> Result<std::ffi::CString, RunError> {
     std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).map_err(|_| RunError::Io {
         what: format!("{}: a NUL in the path", p.display()),
         source: io::Error::from(io::ErrorKind::InvalidInput),
