@@ -146,6 +146,20 @@ pub(super) fn policy(m: &Merged, labels: &[String], layers: &[Layer], notes: &mu
     if o.ask_every_command.is_some() || o.ask_every_write {
         on_request = false;
     }
+    // Claude Code strips `timeout`, `nice` and `nohup` (and `stdbuf`)
+    // before it matches a Bash rule, so `timeout 5 git push` meets
+    // `Bash(git push:*)`; gatehouse's command rules are positional. Where
+    // commands run unasked, a command behind one of them asks instead, so
+    // that no deny or ask rule is walked around (stricter for the rest).
+    if on_request
+        && o.commands
+            .iter()
+            .any(|l| l.starts_with("forbid") || l.starts_with("prompt"))
+    {
+        o.commands.push(
+            "prompt [timeout nice nohup stdbuf] because \"Claude Code matches its rules behind these wrappers; gatehouse's rules are positional, so a wrapped command asks\"  # the wrappers Claude Code strips before matching a rule".into(),
+        );
+    }
 
     // Sandbox settings.
     if sandbox_on {
