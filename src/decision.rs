@@ -256,19 +256,48 @@ pub struct RuleRef<'a> {
     pub because: Option<&'a str>,
 }
 
-/// The rule table of a compiled set, compact: file names interned, every
-/// statement's text in one arena, positions as `u32`.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+/// The rule table of a compiled set, compact (issue 62): file names
+/// interned and named by runs of rules, every statement's text in one
+/// arena in rule order (a rule's text ends where the next one's starts),
+/// the few `because` texts beside it, and 12 bytes a rule. Its wire form
+/// (artifacts) is the earlier one, [`WireTable`], byte for byte.
+#[derive(Clone, Debug, Default)]
 pub(crate) struct RuleTable {
     files: Vec<String>,
+    /// `(first rule, file)`: the rules from `first` on, up to the next run,
+    /// were written in `files[file]`.
+    file_runs: Vec<(u32, u32)>,
     text: String,
     entries: Vec<RuleEntry>,
+    /// `(rule, range in because_text)`, by rule.
+    because: Vec<(u32, [u32; 2])>,
+    because_text: String,
+    /// Loaded from an artifact whose table does not resolve (a text range
+    /// outside its arena): refused by [`RuleTable::is_valid`].
+    broken: bool,
+}
+
+/// One rule: its line and column and where its text starts.
+#[derive(Clone, Copy, Debug)]
+struct RuleEntry {
+    line: u32,
+    column: u32,
+    start: u32,
+}
+
+/// The rule table as artifacts hold it: one arena with each rule's text
+/// and then its `because` text, and 28 bytes a rule.
+#[derive(Serialize, Deserialize)]
+struct WireTable {
+    files: Vec<String>,
+    text: String,
+    entries: Vec<WireEntry>,
 }
 
 /// One rule: file index, line, column, and `[start, end)` byte ranges of its
 /// text and `because` text in the arena ([`NO_TEXT`] when there is none).
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
-struct RuleEntry {
+struct WireEntry {
     file: u32,
     line: u32,
     column: u32,
@@ -279,6 +308,67 @@ struct RuleEntry {
 /// The `because` range of a rule without one.
 const NO_TEXT: [u32; 2] = [u32::MAX, u32::MAX];
 
+impl Serialize for RuleTable {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut w = WireTable {
+            files: self.files.clone(),
+            text: String::with_capacity(self.text.len() + self.because_text.len()),
+            entries: Vec::with_capacity(self.entries.len()),
+        };
+        for i in 0..self.entries.len() {
+            let id = RuleId(u32::try_from(i).unwrap_or(u32::MAX));
+            let (Some(r), Some(file)) = (self.get(id), self.file_of(id)) else {
+                return Err(serde::ser::Error::custom(
+                    "a rule table entry does not resolve",
+                ));
+            };
+            let mut push = |t: &str| {
+                let start = u32::try_from(w.text.len()).unwrap_or(u32::MAX);
+                w.text.push_str(t);
+                [start, u32::try_from(w.text.len()).unwrap_or(u32::MAX)]
+            };
+            let source = push(r.source);
+            let because = r.because.map_or(NO_TEXT, &mut push);
+            w.entries.push(WireEntry {
+                file,
+                line: u32::try_from(r.line).unwrap_or(u32::MAX),
+                column: u32::try_from(r.column).unwrap_or(u32::MAX),
+                source,
+                because,
+            });
+        }
+        w.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for RuleTable {
+    /// Rebuilt from the wire form; an entry that does not resolve (a range
+    /// outside the arena, an unknown file) stays unresolvable, so that
+    /// [`RuleTable::is_valid`] refuses the artifact.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let w = WireTable::deserialize(d)?;
+        let mut t = RuleTable {
+            files: w.files,
+            ..RuleTable::default()
+        };
+        let text = |r: [u32; 2]| w.text.get(r[0] as usize..r[1] as usize);
+        for e in &w.entries {
+            let source = text(e.source);
+            let because = match e.because {
+                NO_TEXT => Some(None),
+                r => text(r).map(Some),
+            };
+            let (Some(source), Some(because)) = (source, because) else {
+                t.broken = true;
+                t.push_at(e.file, e.line, e.column, "", None);
+                continue;
+            };
+            t.push_at(e.file, e.line, e.column, source, because);
+        }
+        Ok(t)
+    }
+}
+
 impl RuleTable {
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
@@ -288,18 +378,11 @@ impl RuleTable {
     /// lives long; its size is what a proxy holds).
     pub(crate) fn shrink(&mut self) {
         self.files.shrink_to_fit();
+        self.file_runs.shrink_to_fit();
         self.text.shrink_to_fit();
         self.entries.shrink_to_fit();
-    }
-
-    fn text(&self, [start, end]: [u32; 2]) -> Option<&str> {
-        self.text.get(start as usize..end as usize)
-    }
-
-    fn push_text(&mut self, s: &str) -> [u32; 2] {
-        let start = u32::try_from(self.text.len()).unwrap_or(u32::MAX);
-        self.text.push_str(s);
-        [start, u32::try_from(self.text.len()).unwrap_or(u32::MAX)]
+        self.because.shrink_to_fit();
+        self.because_text.shrink_to_fit();
     }
 
     /// Adds a rule; `file` is interned.
@@ -318,35 +401,140 @@ impl RuleTable {
                 self.files.len() - 1
             }
         };
-        let source = self.push_text(source);
-        let because = because.map_or(NO_TEXT, |b| self.push_text(b));
-        let id = RuleId(u32::try_from(self.entries.len()).unwrap_or(u32::MAX));
-        self.entries.push(RuleEntry {
-            file: u32::try_from(file).unwrap_or(u32::MAX),
-            line: u32::try_from(line).unwrap_or(u32::MAX),
-            column: u32::try_from(column).unwrap_or(u32::MAX),
+        self.push_at(
+            u32::try_from(file).unwrap_or(u32::MAX),
+            u32::try_from(line).unwrap_or(u32::MAX),
+            u32::try_from(column).unwrap_or(u32::MAX),
             source,
             because,
+        )
+    }
+
+    fn push_at(
+        &mut self,
+        file: u32,
+        line: u32,
+        column: u32,
+        source: &str,
+        because: Option<&str>,
+    ) -> RuleId {
+        let id = u32::try_from(self.entries.len()).unwrap_or(u32::MAX);
+        if self.file_runs.last().is_none_or(|&(_, f)| f != file) {
+            self.file_runs.push((id, file));
+        }
+        let start = u32::try_from(self.text.len()).unwrap_or(u32::MAX);
+        self.text.push_str(source);
+        if let Some(b) = because {
+            let from = u32::try_from(self.because_text.len()).unwrap_or(u32::MAX);
+            self.because_text.push_str(b);
+            let to = u32::try_from(self.because_text.len()).unwrap_or(u32::MAX);
+            self.because.push((id, [from, to]));
+        }
+        self.entries.push(RuleEntry {
+            line,
+            column,
+            start,
         });
-        id
+        RuleId(id)
+    }
+
+    /// The file index of a rule: the run it falls in.
+    fn file_of(&self, id: RuleId) -> Option<u32> {
+        let at = self.file_runs.partition_point(|&(first, _)| first <= id.0);
+        self.file_runs.get(at.checked_sub(1)?).map(|&(_, f)| f)
     }
 
     pub(crate) fn get(&self, id: RuleId) -> Option<RuleRef<'_>> {
-        let e = self.entries.get(id.0 as usize)?;
+        let i = id.0 as usize;
+        let e = self.entries.get(i)?;
+        let end = match self.entries.get(i + 1) {
+            Some(next) => next.start as usize,
+            None => self.text.len(),
+        };
+        let because = match self.because.binary_search_by_key(&id.0, |&(r, _)| r) {
+            Ok(k) => {
+                let [from, to] = self.because.get(k)?.1;
+                Some(self.because_text.get(from as usize..to as usize)?)
+            }
+            Err(_) => None,
+        };
         Some(RuleRef {
-            file: self.files.get(e.file as usize)?,
+            file: self.files.get(self.file_of(id)? as usize)?,
             line: e.line as usize,
             column: e.column as usize,
-            source: self.text(e.source)?,
-            because: match e.because {
-                NO_TEXT => None,
-                r => Some(self.text(r)?),
-            },
+            source: self.text.get(e.start as usize..end)?,
+            because,
         })
     }
 
     /// Whether every entry resolves (a table loaded from an artifact).
     pub(crate) fn is_valid(&self) -> bool {
-        (0..self.entries.len()).all(|i| self.get(RuleId(i as u32)).is_some())
+        !self.broken && (0..self.entries.len()).all(|i| self.get(RuleId(i as u32)).is_some())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+mod rule_table_tests {
+    use super::*;
+
+    fn table() -> RuleTable {
+        let mut t = RuleTable::default();
+        t.push("a.policy", 3, 5, "allow domain x.example", None);
+        t.push("a.policy", 4, 5, "forbid rm -rf", Some("never wipe"));
+        t.push("b.policy", 1, 1, "deny cidr 10.0.0.0/8", None);
+        t.push("a.policy", 9, 7, "prompt git push", Some("a person"));
+        t
+    }
+
+    #[test]
+    fn every_rule_reads_back_as_it_was_pushed() {
+        let t = table();
+        let r = t.get(RuleId(1)).unwrap();
+        assert_eq!(
+            (r.file, r.line, r.column, r.source, r.because),
+            ("a.policy", 4, 5, "forbid rm -rf", Some("never wipe"))
+        );
+        let r = t.get(RuleId(2)).unwrap();
+        assert_eq!(
+            (r.file, r.source, r.because),
+            ("b.policy", "deny cidr 10.0.0.0/8", None)
+        );
+        let r = t.get(RuleId(3)).unwrap();
+        assert_eq!(
+            (r.file, r.line, r.because),
+            ("a.policy", 9, Some("a person"))
+        );
+        assert!(t.get(RuleId(4)).is_none());
+        assert!(t.is_valid());
+    }
+
+    #[test]
+    fn the_wire_form_is_the_earlier_one_and_reads_back() {
+        let t = table();
+        let json = serde_json::to_value(&t).unwrap();
+        // One arena, each rule's text then its because text; 28-byte entries.
+        assert_eq!(
+            json["text"],
+            "allow domain x.exampleforbid rm -rfnever wipedeny cidr 10.0.0.0/8prompt git pusha person"
+        );
+        assert_eq!(json["files"], serde_json::json!(["a.policy", "b.policy"]));
+        assert_eq!(
+            json["entries"][1],
+            serde_json::json!({"file": 0, "line": 4, "column": 5, "source": [22, 35], "because": [35, 45]})
+        );
+        assert_eq!(json["entries"][2]["file"], 1);
+        assert_eq!(
+            json["entries"][0]["because"],
+            serde_json::json!([u32::MAX, u32::MAX])
+        );
+        let back: RuleTable = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&back).unwrap(), json);
+        assert!(back.is_valid());
+        // A range outside the arena loads, and is refused.
+        let mut bad = json;
+        bad["entries"][1]["source"] = serde_json::json!([22, 9999]);
+        let back: RuleTable = serde_json::from_value(bad).unwrap();
+        assert!(!back.is_valid());
     }
 }

@@ -64,9 +64,9 @@ impl IpHit {
 #[serde(into = "StoredIntervals", try_from = "StoredIntervals")]
 pub struct Intervals {
     starts: Starts,
-    /// Each interval's slot in `table` ([`NONE`] for none): what artifacts
-    /// store; the lookup reads the codes instead.
-    slots: Vec<u32>,
+    /// The table slots the intervals name, by their codes: artifacts store
+    /// each interval's slot, rebuilt from its code when one is written
+    /// ([`Intervals::slots`]), so the set does not keep both (issue 62).
     table: Vec<IpSlot>,
     ports: PortArena,
     /// Bits of the family's addresses: 32 or 128.
@@ -183,6 +183,14 @@ impl Starts {
         }
     }
 
+    /// Every interval's code, in order.
+    fn codes(&self) -> Box<dyn Iterator<Item = u32> + '_> {
+        match self {
+            Starts::V4(v) => Box::new(v.iter().map(|&[_, c]| c)),
+            Starts::V6(_, c) => Box::new(c.iter().copied()),
+        }
+    }
+
     fn ascending(&self) -> bool {
         match self {
             Starts::V4(v) => v.windows(2).all(|w| w.first() < w.get(1)),
@@ -225,7 +233,7 @@ impl From<Intervals> for StoredIntervals {
     fn from(i: Intervals) -> StoredIntervals {
         StoredIntervals {
             starts: i.starts.wide(),
-            slots: i.slots,
+            slots: i.slots(),
             table: i.table,
             ports: i.ports,
             width: i.width,
@@ -239,13 +247,18 @@ impl TryFrom<StoredIntervals> for Intervals {
         if s.table.len() >= INLINE as usize || s.starts.len() != s.slots.len() {
             return Err(super::Inconsistency::Table("interval table out of shape"));
         }
+        if s.slots
+            .iter()
+            .any(|&x| x != NONE && x as usize >= s.table.len())
+        {
+            return Err(super::Inconsistency::Table("interval slot out of range"));
+        }
         let codes = s.slots.iter().map(|&slot| code(&s.table, slot)).collect();
         let starts = Starts::new(s.width, s.starts, codes).ok_or(super::Inconsistency::Table(
             "interval start wider than its family",
         ))?;
         let mut i = Intervals {
             starts,
-            slots: s.slots,
             table: s.table,
             ports: s.ports,
             width: s.width,
@@ -275,6 +288,8 @@ impl Intervals {
             ..Intervals::default()
         };
         let mut starts: Vec<u128> = Vec::new();
+        // Each interval's slot in `table` ([`NONE`] for none), while building.
+        let mut slots: Vec<u32> = Vec::new();
         let mut cuts: Vec<u128> = vec![0];
         for r in rules {
             cuts.push(r.first);
@@ -355,23 +370,41 @@ impl Intervals {
                 }
             };
             // Merge with the previous interval when nothing changes.
-            if out.slots.last() != Some(&slot) {
+            if slots.last() != Some(&slot) {
                 starts.push(cut);
-                out.slots.push(slot);
+                slots.push(slot);
             }
         }
         // Every cut is within the family's width (`max`).
-        let codes = out
-            .slots
-            .iter()
-            .map(|&slot| code(&out.table, slot))
-            .collect();
+        let codes = slots.iter().map(|&slot| code(&out.table, slot)).collect();
+        drop(slots);
         out.starts = Starts::new(out.width, starts, codes).unwrap_or_default();
-        out.slots.shrink_to_fit();
         out.table.shrink_to_fit();
         out.ports.shrink();
         out.index();
         out
+    }
+
+    /// Each interval's table slot ([`NONE`] for none), from its code: a
+    /// code below [`INLINE`] is the slot itself; an inline code is the one
+    /// slot whose rules it names (slots are deduplicated by their rules,
+    /// so no two have the same inline code).
+    pub(crate) fn slots(&self) -> Vec<u32> {
+        let inline: std::collections::HashMap<u32, u32> = (0..self.table.len())
+            .filter_map(|k| {
+                let k = u32::try_from(k).ok()?;
+                let c = code(&self.table, k);
+                (c != NONE && c & INLINE != 0).then_some((c, k))
+            })
+            .collect();
+        self.starts
+            .codes()
+            .map(|c| match c {
+                NONE => NONE,
+                c if c & INLINE == 0 => c,
+                c => inline.get(&c).copied().unwrap_or(NONE),
+            })
+            .collect()
     }
 
     /// Builds the direct index: about two buckets per interval, at most
@@ -403,15 +436,8 @@ impl Intervals {
 
     /// Checks every index of a loaded table.
     pub(crate) fn validate(&self, rules: usize) -> Result<(), super::Inconsistency> {
-        if self.starts.len() != self.slots.len() || !self.starts.ascending() {
+        if !self.starts.ascending() {
             return Err(super::Inconsistency::Table("interval starts out of order"));
-        }
-        if self
-            .slots
-            .iter()
-            .any(|&s| s != NONE && s as usize >= self.table.len())
-        {
-            return Err(super::Inconsistency::Table("interval slot out of range"));
         }
         self.ports.validate(rules)?;
         for s in &self.table {
@@ -607,10 +633,11 @@ mod tests {
                 });
             }
             let t = Intervals::build(&rules, max);
+            let slots = t.slots();
             let wide = t.starts.wide();
             let full = |addr: u128| {
                 let i = wide.partition_point(|&s| s <= addr);
-                i.checked_sub(1).and_then(|i| t.slots.get(i)).copied()
+                i.checked_sub(1).and_then(|i| slots.get(i)).copied()
             };
             let mut probes: Vec<u128> = vec![0, max];
             for r in &rules {
