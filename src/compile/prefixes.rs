@@ -48,25 +48,20 @@ impl IpHit {
 /// interval, a quarter of a widened `u128`: smaller and more of them per
 /// cache line); IPv6 starts as `u128`.
 ///
-/// A direct index on the address's top bits (about two buckets per
-/// interval) narrows the search to the few intervals that start in the
-/// address's bucket, usually none or one: a lookup is two loads where a
-/// binary search over every interval would be a cache miss per step. The
-/// index is derived data: artifacts hold the intervals, and loading
-/// rebuilds it.
+/// A direct index on the address's top bits (about two buckets an
+/// interval) narrows the search to the intervals starting in the
+/// address's bucket, usually none or one: two loads, not a cache miss per
+/// binary-search step. Loading an artifact rebuilds it.
 ///
-/// At run time each interval also carries a *code* (see [`code`]): an
-/// interval covered by one rule that holds every port names that rule
-/// itself, so the lookup does not touch the rule table; any other names
-/// its table slot. IPv4 intervals keep start and code side by side, one
-/// cache line for both.
+/// Each interval carries a *code* ([`code`]): the one rule covering it
+/// when that rule holds every port, else its table slot. IPv4 intervals
+/// keep start and code side by side.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(into = "StoredIntervals", try_from = "StoredIntervals")]
 pub struct Intervals {
     starts: Starts,
-    /// The table slots the intervals name, by their codes: artifacts store
-    /// each interval's slot, rebuilt from its code when one is written
-    /// ([`Intervals::slots`]), so the set does not keep both (issue 62).
+    /// The slots codes name (artifacts' per-interval slots are rebuilt
+    /// from the codes: [`Intervals::slots`]).
     table: Vec<IpSlot>,
     ports: PortArena,
     /// Bits of the family's addresses: 32 or 128.
@@ -183,14 +178,6 @@ impl Starts {
         }
     }
 
-    /// Every interval's code, in order.
-    fn codes(&self) -> Box<dyn Iterator<Item = u32> + '_> {
-        match self {
-            Starts::V4(v) => Box::new(v.iter().map(|&[_, c]| c)),
-            Starts::V6(_, c) => Box::new(c.iter().copied()),
-        }
-    }
-
     fn ascending(&self) -> bool {
         match self {
             Starts::V4(v) => v.windows(2).all(|w| w.first() < w.get(1)),
@@ -288,7 +275,6 @@ impl Intervals {
             ..Intervals::default()
         };
         let mut starts: Vec<u128> = Vec::new();
-        // Each interval's slot in `table` ([`NONE`] for none), while building.
         let mut slots: Vec<u32> = Vec::new();
         let mut cuts: Vec<u128> = vec![0];
         for r in rules {
@@ -385,10 +371,9 @@ impl Intervals {
         out
     }
 
-    /// Each interval's table slot ([`NONE`] for none), from its code: a
-    /// code below [`INLINE`] is the slot itself; an inline code is the one
-    /// slot whose rules it names (slots are deduplicated by their rules,
-    /// so no two have the same inline code).
+    /// Each interval's table slot ([`NONE`] for none), from its code: the
+    /// code itself below [`INLINE`], else the one slot (slots are unique by
+    /// their rules) whose inline code it is.
     pub(crate) fn slots(&self) -> Vec<u32> {
         let inline: std::collections::HashMap<u32, u32> = (0..self.table.len())
             .filter_map(|k| {
@@ -397,8 +382,12 @@ impl Intervals {
                 (c != NONE && c & INLINE != 0).then_some((c, k))
             })
             .collect();
-        self.starts
-            .codes()
+        let codes: Vec<u32> = match &self.starts {
+            Starts::V4(v) => v.iter().map(|&[_, c]| c).collect(),
+            Starts::V6(_, c) => c.clone(),
+        };
+        codes
+            .into_iter()
             .map(|c| match c {
                 NONE => NONE,
                 c if c & INLINE == 0 => c,
