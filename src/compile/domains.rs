@@ -167,13 +167,17 @@ impl DomainHit {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(into = "StoredTrie", try_from = "StoredTrie")]
 pub struct DomainTrie {
-    nodes: Vec<Node>,
+    /// Each node's table position, in insertion order: the node list
+    /// artifacts store is rebuilt from the table when one is written
+    /// (issue 62), so the set does not keep both. `labels` holds every
+    /// node's label in this order.
+    order: Vec<u32>,
     labels: String,
     slots: Vec<Slot>,
     /// `allow domain *`.
     star: Group,
     ports: PortArena,
-    /// The lookup table, derived from `nodes` (never stored): `home`
+    /// The lookup table, derived from the nodes (never stored): `home`
     /// entries that hashes land on, then overflow room, so that a probe
     /// runs forward without wrapping and always ends on an empty entry.
     table: Vec<Entry>,
@@ -194,7 +198,7 @@ pub struct StoredTrie {
 impl From<DomainTrie> for StoredTrie {
     fn from(t: DomainTrie) -> StoredTrie {
         StoredTrie {
-            nodes: t.nodes,
+            nodes: t.nodes(),
             labels: t.labels,
             slots: t.slots,
             star: t.star,
@@ -223,16 +227,26 @@ impl TryFrom<StoredTrie> for DomainTrie {
         if s.nodes.len() > (1 << 30) {
             return Err(super::Inconsistency::Table("too many nodes"));
         }
+        // Labels in node order, so that the node list can be rebuilt
+        // (unchanged for every artifact this crate writes).
+        let mut nodes = s.nodes;
+        let mut labels = String::with_capacity(s.labels.len());
+        for n in &mut nodes {
+            let end = n.label_start as usize + n.label_len as usize;
+            let label = s.labels.get(n.label_start as usize..end).unwrap_or("");
+            n.label_start = u32::try_from(labels.len()).unwrap_or(u32::MAX);
+            labels.push_str(label);
+        }
         let mut t = DomainTrie {
-            nodes: s.nodes,
-            labels: s.labels,
+            order: Vec::new(),
+            labels,
             slots: s.slots,
             star: s.star,
             ports: s.ports,
             table: Vec::new(),
             home: 0,
         };
-        t.index();
+        t.index(&nodes);
         Ok(t)
     }
 }
@@ -249,8 +263,9 @@ impl DomainTrie {
     /// Builds the automaton. `deny domain *` never reaches here (a checker
     /// error).
     pub fn build(rules: &[DomainRule<'_>]) -> DomainTrie {
+        let mut nodes: Vec<Node> = Vec::new();
         let mut t = DomainTrie {
-            nodes: Vec::new(),
+            order: Vec::new(),
             labels: String::new(),
             slots: Vec::new(),
             star: Group::default(),
@@ -280,8 +295,8 @@ impl DomainTrie {
                 node = match children.get(&(node, label)) {
                     Some(&c) => c,
                     None => {
-                        let id = t.nodes.len() as u32;
-                        t.nodes.push(Node {
+                        let id = nodes.len() as u32;
+                        nodes.push(Node {
                             label_start: t.labels.len() as u32,
                             label_len: label.len() as u8,
                             parent: node,
@@ -298,7 +313,7 @@ impl DomainTrie {
         }
         t.star = Group::build(&mut t.ports, &star);
         // Slots node by node, so that a node's slots sit together.
-        for (id, node) in t.nodes.iter_mut().enumerate() {
+        for (id, node) in nodes.iter_mut().enumerate() {
             node.first_slot = t.slots.len() as u32;
             for pos in [EXACT, SUB, BOTH] {
                 let Some(members) = groups.get(&(id as u32, pos)) else {
@@ -320,25 +335,24 @@ impl DomainTrie {
                 node.flags |= pos;
             }
         }
-        t.nodes.shrink_to_fit();
         t.labels.shrink_to_fit();
         t.slots.shrink_to_fit();
         t.ports.shrink();
-        t.index();
+        t.index(&nodes);
         t
     }
 
     /// Builds the lookup table from the node list (parents first), at a
     /// load of three fifths.
-    fn index(&mut self) {
-        let cap = (self.nodes.len() * 5 / 3 + 1).max(8);
+    fn index(&mut self, nodes: &[Node]) {
+        let cap = (nodes.len() * 5 / 3 + 1).max(8);
         self.home = cap;
         // One empty entry past the home range; more are added if a probe
         // runs past it.
         self.table = vec![Entry::default(); cap + 1];
-        let mut pos_of: Vec<(u32, u64)> = Vec::with_capacity(self.nodes.len());
+        let mut pos_of: Vec<(u32, u64)> = Vec::with_capacity(nodes.len());
         let labels = self.labels.as_bytes();
-        for n in &self.nodes {
+        for n in nodes {
             let (parent, parent_hash) = if n.parent == NONE {
                 (ROOT, ROOT_HASH)
             } else {
@@ -372,6 +386,32 @@ impl DomainTrie {
         }
         // Growing into overflow room may have doubled the allocation.
         self.table.shrink_to_fit();
+        self.order = pos_of.into_iter().map(|(p, _)| p).collect();
+    }
+
+    /// The node list, in insertion order, rebuilt from the table (what
+    /// artifacts store): each node's parent as its index, its label where
+    /// it lies in `labels`.
+    fn nodes(&self) -> Vec<Node> {
+        let index: HashMap<u32, u32> = (self.order.iter().enumerate())
+            .map(|(i, &p)| (p, u32::try_from(i).unwrap_or(NONE)))
+            .collect();
+        let mut start = 0u32;
+        let mut nodes = Vec::with_capacity(self.order.len());
+        for &p in &self.order {
+            let Some(e) = self.table.get(p as usize) else {
+                continue;
+            };
+            nodes.push(Node {
+                label_start: start,
+                label_len: e.len,
+                parent: index.get(&e.parent).copied().unwrap_or(NONE),
+                flags: e.flags,
+                first_slot: e.first_slot,
+            });
+            start = start.saturating_add(u32::from(e.len));
+        }
+        nodes
     }
 
     /// The child of `parent` (whose suffix hash is `*hash`, updated to the
@@ -501,18 +541,15 @@ impl DomainTrie {
     /// Checks every index of a loaded automaton: no lookup can go out of
     /// range or loop.
     pub(crate) fn validate(&self, rules: usize) -> Result<(), super::Inconsistency> {
-        for node in &self.nodes {
-            let end = node.label_start as usize + node.label_len as usize;
-            if end > self.labels.len() || !self.labels.is_char_boundary(node.label_start as usize) {
-                return Err(super::Inconsistency::Table("label out of range"));
-            }
-            if node.flags & !(EXACT | SUB | BOTH) != 0
-                || node.first_slot as usize + node.flags.count_ones() as usize > self.slots.len()
+        // Each node's slots (its labels were checked as it loaded).
+        for e in self.table.iter().filter(|e| e.len != 0) {
+            if e.flags & !(EXACT | SUB | BOTH) != 0
+                || e.first_slot as usize + e.flags.count_ones() as usize > self.slots.len()
             {
                 return Err(super::Inconsistency::Table("slot out of range"));
             }
         }
-        if self.table.len() <= self.nodes.len() {
+        if self.table.len() <= self.order.len() {
             return Err(super::Inconsistency::Table("wrong table size"));
         }
         self.ports.validate(rules)?;
