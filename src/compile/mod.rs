@@ -14,6 +14,7 @@ pub use select::SelectError;
 pub(crate) mod domains;
 pub(crate) mod guardian;
 mod lower;
+mod netrules;
 pub(crate) mod ports;
 pub(crate) mod prefixes;
 mod view;
@@ -404,7 +405,7 @@ impl PolicySet {
                 rid(e.deny)?;
                 rid(e.allow)?;
             }
-            for r in &n.rules {
+            for r in n.rules.unpacked() {
                 rid(Some(r.rule))?;
             }
             for s in [

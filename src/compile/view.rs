@@ -48,7 +48,7 @@ pub(crate) struct Net {
     pub sockets_allowed: bool,
     /// Every rule of the section, lowered, in source order: what
     /// [`Policy::network`] shows the exporters and embedders.
-    pub rules: Vec<NetworkRule>,
+    pub rules: super::netrules::NetRules,
     /// Where `local allow` is written (it is no rule: it never decides).
     pub local_allow_at: Option<Place>,
     /// The rule id the compiler gave next after `local allow`: its place
@@ -71,7 +71,7 @@ impl Net {
             sockets: HashMap::new(),
             socket_any: None,
             sockets_allowed: false,
-            rules: Vec::new(),
+            rules: super::netrules::NetRules::default(),
             local_allow_at: None,
             local_allow_next: 0,
         }
@@ -222,7 +222,7 @@ impl Policy {
             default_allow: n.default_rule,
             local_allow: n.local_allow_at.as_ref(),
             dns_off: n.dns_off,
-            rules: &n.rules,
+            rules: n.rules.all(),
         }
     }
 }

@@ -73,7 +73,7 @@ impl Compiler<'_> {
                 NetStmt::Rule(r) => {
                     let id = self.rule(r.span);
                     let ports = r.ports.as_deref();
-                    net.rules.push(NetworkRule {
+                    net.rules.push(&NetworkRule {
                         allow: r.effect == Effect::Allow,
                         target: match &r.target {
                             NetTarget::Domain(d) => NetworkTarget::Domain(d.clone()),
@@ -157,7 +157,7 @@ impl Compiler<'_> {
                 }
             }
         }
-        net.rules.shrink_to_fit();
+        net.rules.shrink();
         net.domains = DomainTrie::build(&domain_rules);
         net.v4 = Intervals::build(&v4_rules, u128::from(u32::MAX));
         net.v6 = Intervals::build(&v6_rules, u128::MAX);

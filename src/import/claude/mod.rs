@@ -6,6 +6,7 @@
 
 mod emit;
 mod rules;
+mod sandbox;
 
 use serde_json::Value;
 

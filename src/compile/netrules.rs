@@ -1,0 +1,290 @@
+//! A network section's rules in source order, as [`Policy::network`]
+//! shows them — kept packed (issue 62): a decision never reads them, so a
+//! compiled set holds each as a few bytes (its effect and kind, its rule,
+//! its target's bytes, its ports) and unpacks the list the first time an
+//! exporter or embedder asks for it. Artifacts hold the list as before,
+//! byte for byte.
+//!
+//! [`Policy::network`]: super::Policy::network
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::OnceLock;
+
+use serde::{Deserialize, Serialize};
+
+use super::view::{NetworkRule, NetworkTarget, PortSpan};
+use crate::decision::RuleId;
+
+const ALLOW: u8 = 1;
+const PORTS: u8 = 2;
+// The kind, in the bits above.
+const DOMAIN: u8 = 0 << 2;
+const IP4: u8 = 1 << 2;
+const IP6: u8 = 2 << 2;
+const CIDR4: u8 = 3 << 2;
+const CIDR6: u8 = 4 << 2;
+const SOCKET: u8 = 5 << 2;
+const ANY_SOCKET: u8 = 6 << 2;
+const KIND: u8 = 7 << 2;
+
+/// The rules, packed; the unpacked list made once, on demand.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct NetRules {
+    packed: Vec<u8>,
+    view: OnceLock<Vec<NetworkRule>>,
+}
+
+fn varint(out: &mut Vec<u8>, mut v: u64) {
+    loop {
+        let b = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            out.push(b);
+            return;
+        }
+        out.push(b | 0x80);
+    }
+}
+
+/// Reads what [`NetRules::push`] wrote.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Reader<'_> {
+    fn byte(&mut self) -> Option<u8> {
+        let b = *self.bytes.get(self.at)?;
+        self.at += 1;
+        Some(b)
+    }
+    fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
+        let s = self.bytes.get(self.at..self.at + N)?;
+        self.at += N;
+        s.try_into().ok()
+    }
+    fn varint(&mut self) -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.byte()?;
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Some(v);
+            }
+        }
+        None
+    }
+    fn text(&mut self) -> Option<String> {
+        let n = usize::try_from(self.varint()?).ok()?;
+        let s = self.bytes.get(self.at..self.at.checked_add(n)?)?;
+        self.at += n;
+        String::from_utf8(s.to_vec()).ok()
+    }
+    fn rule(&mut self) -> Option<NetworkRule> {
+        let head = self.byte()?;
+        let rule = RuleId(u32::try_from(self.varint()?).ok()?);
+        let target = match head & KIND {
+            DOMAIN => NetworkTarget::Domain(self.text()?),
+            IP4 => NetworkTarget::Ip(IpAddr::V4(Ipv4Addr::from(self.take::<4>()?))),
+            IP6 => NetworkTarget::Ip(IpAddr::V6(Ipv6Addr::from(self.take::<16>()?))),
+            CIDR4 => {
+                let a = Ipv4Addr::from(self.take::<4>()?);
+                let len = self.byte()?;
+                NetworkTarget::Cidr(ipnet::IpNet::V4(ipnet::Ipv4Net::new(a, len).ok()?))
+            }
+            CIDR6 => {
+                let a = Ipv6Addr::from(self.take::<16>()?);
+                let len = self.byte()?;
+                NetworkTarget::Cidr(ipnet::IpNet::V6(ipnet::Ipv6Net::new(a, len).ok()?))
+            }
+            SOCKET => NetworkTarget::Socket(self.text()?),
+            ANY_SOCKET => NetworkTarget::AnySocket,
+            _ => return None,
+        };
+        let ports = if head & PORTS != 0 {
+            let n = usize::try_from(self.varint()?).ok()?;
+            let mut v = Vec::with_capacity(n.min(1024));
+            for _ in 0..n {
+                let [a, b, c, d] = self.take::<4>()?;
+                v.push(PortSpan {
+                    lo: u16::from_le_bytes([a, b]),
+                    hi: u16::from_le_bytes([c, d]),
+                });
+            }
+            Some(v)
+        } else {
+            None
+        };
+        Some(NetworkRule {
+            allow: head & ALLOW != 0,
+            target,
+            ports,
+            rule,
+        })
+    }
+}
+
+impl NetRules {
+    /// Adds a rule after the others.
+    pub(crate) fn push(&mut self, r: &NetworkRule) {
+        let out = &mut self.packed;
+        let head_at = out.len();
+        out.push(0);
+        varint(out, u64::from(r.rule.0));
+        let kind = match &r.target {
+            NetworkTarget::Domain(d) => {
+                varint(out, d.len() as u64);
+                out.extend_from_slice(d.as_bytes());
+                DOMAIN
+            }
+            NetworkTarget::Ip(IpAddr::V4(a)) => {
+                out.extend_from_slice(&a.octets());
+                IP4
+            }
+            NetworkTarget::Ip(IpAddr::V6(a)) => {
+                out.extend_from_slice(&a.octets());
+                IP6
+            }
+            NetworkTarget::Cidr(ipnet::IpNet::V4(n)) => {
+                out.extend_from_slice(&n.addr().octets());
+                out.push(n.prefix_len());
+                CIDR4
+            }
+            NetworkTarget::Cidr(ipnet::IpNet::V6(n)) => {
+                out.extend_from_slice(&n.addr().octets());
+                out.push(n.prefix_len());
+                CIDR6
+            }
+            NetworkTarget::Socket(p) => {
+                varint(out, p.len() as u64);
+                out.extend_from_slice(p.as_bytes());
+                SOCKET
+            }
+            NetworkTarget::AnySocket => ANY_SOCKET,
+        };
+        let mut head = kind | if r.allow { ALLOW } else { 0 };
+        if let Some(ports) = &r.ports {
+            head |= PORTS;
+            varint(out, ports.len() as u64);
+            for p in ports {
+                out.extend_from_slice(&p.lo.to_le_bytes());
+                out.extend_from_slice(&p.hi.to_le_bytes());
+            }
+        }
+        if let Some(h) = out.get_mut(head_at) {
+            *h = head;
+        }
+        self.view = OnceLock::new();
+    }
+
+    /// Gives back the growth room.
+    pub(crate) fn shrink(&mut self) {
+        self.packed.shrink_to_fit();
+    }
+
+    /// The rules, unpacked anew (the list is not kept).
+    pub(crate) fn unpacked(&self) -> Vec<NetworkRule> {
+        let mut r = Reader {
+            bytes: &self.packed,
+            at: 0,
+        };
+        let mut out = Vec::new();
+        while r.at < self.packed.len() {
+            match r.rule() {
+                Some(rule) => out.push(rule),
+                // Never: only `push` writes the bytes.
+                None => break,
+            }
+        }
+        out
+    }
+
+    /// The rules, unpacked the first time they are asked for and kept.
+    pub(crate) fn all(&self) -> &[NetworkRule] {
+        self.view.get_or_init(|| self.unpacked())
+    }
+}
+
+impl Serialize for NetRules {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.unpacked().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for NetRules {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let rules = Vec::<NetworkRule>::deserialize(d)?;
+        let mut out = NetRules::default();
+        for r in &rules {
+            out.push(r);
+        }
+        out.shrink();
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_of_rule_unpacks_as_it_was_pushed() {
+        let span = |lo, hi| PortSpan { lo, hi };
+        let rules = vec![
+            NetworkRule {
+                allow: true,
+                target: NetworkTarget::Domain("**.github.com".into()),
+                ports: Some(vec![span(443, 443), span(8000, 8999)]),
+                rule: RuleId(0),
+            },
+            NetworkRule {
+                allow: false,
+                target: NetworkTarget::Ip("10.1.2.3".parse().unwrap()),
+                ports: None,
+                rule: RuleId(300),
+            },
+            NetworkRule {
+                allow: true,
+                target: NetworkTarget::Ip("2001:db8::1".parse().unwrap()),
+                ports: Some(vec![]),
+                rule: RuleId(70_000),
+            },
+            NetworkRule {
+                allow: false,
+                target: NetworkTarget::Cidr("10.0.0.7/8".parse().unwrap()),
+                ports: None,
+                rule: RuleId(u32::MAX - 2),
+            },
+            NetworkRule {
+                allow: true,
+                target: NetworkTarget::Cidr("2600::/32".parse().unwrap()),
+                ports: Some(vec![span(1, 65535)]),
+                rule: RuleId(5),
+            },
+            NetworkRule {
+                allow: true,
+                target: NetworkTarget::Socket("/run/ünïcode.sock".into()),
+                ports: None,
+                rule: RuleId(6),
+            },
+            NetworkRule {
+                allow: true,
+                target: NetworkTarget::AnySocket,
+                ports: None,
+                rule: RuleId(7),
+            },
+        ];
+        let mut packed = NetRules::default();
+        for r in &rules {
+            packed.push(r);
+        }
+        assert_eq!(packed.unpacked(), rules);
+        assert_eq!(packed.all(), rules.as_slice());
+        // The wire form is the list itself.
+        let json = serde_json::to_string(&packed).unwrap();
+        assert_eq!(json, serde_json::to_string(&rules).unwrap());
+        let back: NetRules = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.unpacked(), rules);
+    }
+}
