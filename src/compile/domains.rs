@@ -25,7 +25,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::ports::{Group, PortArena, PortQ, id};
+use super::ports::{Group, Packed, PortArena, PortQ, id};
 use crate::decision::RuleId;
 use crate::normalize::pattern::DomainPattern;
 use crate::normalize::{Labels, word};
@@ -173,7 +173,11 @@ pub struct DomainTrie {
     /// node's label in this order.
     order: Vec<u32>,
     labels: String,
-    slots: Vec<Slot>,
+    /// Each slot's deny and allow groups, packed (issue 62): artifacts
+    /// store them as full [`Slot`]s.
+    slots: Vec<[Packed; 2]>,
+    /// The groups too large to pack.
+    split: Vec<Group>,
     /// `allow domain *`.
     star: Group,
     ports: PortArena,
@@ -199,8 +203,13 @@ impl From<DomainTrie> for StoredTrie {
     fn from(t: DomainTrie) -> StoredTrie {
         StoredTrie {
             nodes: t.nodes(),
+            slots: (t.slots.iter())
+                .map(|[d, a]| Slot {
+                    deny: d.unpack(&t.split),
+                    allow: a.unpack(&t.split),
+                })
+                .collect(),
             labels: t.labels,
-            slots: t.slots,
             star: t.star,
             ports: t.ports,
         }
@@ -237,10 +246,20 @@ impl TryFrom<StoredTrie> for DomainTrie {
             n.label_start = u32::try_from(labels.len()).unwrap_or(u32::MAX);
             labels.push_str(label);
         }
+        let mut split = Vec::new();
+        let slots = (s.slots.into_iter())
+            .map(|x| {
+                [
+                    Packed::pack(x.deny, &mut split),
+                    Packed::pack(x.allow, &mut split),
+                ]
+            })
+            .collect();
         let mut t = DomainTrie {
             order: Vec::new(),
             labels,
-            slots: s.slots,
+            slots,
+            split,
             star: s.star,
             ports: s.ports,
             table: Vec::new(),
@@ -268,6 +287,7 @@ impl DomainTrie {
             order: Vec::new(),
             labels: String::new(),
             slots: Vec::new(),
+            split: Vec::new(),
             star: Group::default(),
             ports: PortArena::default(),
             table: Vec::new(),
@@ -328,15 +348,18 @@ impl DomainTrie {
                         .collect()
                 };
                 let (deny, allow) = (pick(Effect::Deny), pick(Effect::Allow));
-                t.slots.push(Slot {
-                    deny: Group::build(&mut t.ports, &deny),
-                    allow: Group::build(&mut t.ports, &allow),
-                });
+                let deny = Group::build(&mut t.ports, &deny);
+                let allow = Group::build(&mut t.ports, &allow);
+                t.slots.push([
+                    Packed::pack(deny, &mut t.split),
+                    Packed::pack(allow, &mut t.split),
+                ]);
                 node.flags |= pos;
             }
         }
         t.labels.shrink_to_fit();
         t.slots.shrink_to_fit();
+        t.split.shrink_to_fit();
         t.ports.shrink();
         t.index(&nodes);
         t
@@ -482,8 +505,9 @@ impl DomainTrie {
         let Some(s) = self.slots.get((e.first_slot + rank) as usize) else {
             return NONE;
         };
-        hit.deny = hit.deny.min(s.deny.deny_raw(&self.ports, q));
-        let allow = s.allow.allow_raw(&self.ports, q);
+        let [deny, allow] = *s;
+        hit.deny = hit.deny.min(deny.deny_raw(&self.split, &self.ports, q));
+        let allow = allow.allow_raw(&self.split, &self.ports, q);
         hit.allow = hit.allow.min(allow);
         allow
     }
@@ -554,9 +578,13 @@ impl DomainTrie {
         }
         self.ports.validate(rules)?;
         self.star.validate(&self.ports, rules)?;
-        for s in &self.slots {
-            s.deny.validate(&self.ports, rules)?;
-            s.allow.validate(&self.ports, rules)?;
+        for g in &self.split {
+            g.validate(&self.ports, rules)?;
+        }
+        for p in self.slots.iter().flatten() {
+            if let Some(r) = p.whole() {
+                super::ports::check_rule(r, rules)?;
+            }
         }
         Ok(())
     }

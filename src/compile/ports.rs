@@ -241,6 +241,76 @@ impl Group {
     }
 }
 
+/// The bit of a [`Packed`] group that says it is kept whole in a side
+/// list rather than inline.
+const SPLIT: u32 = 1 << 31;
+
+/// A group in four bytes (issue 62): most groups hold every port with one
+/// rule, or are empty, and are that rule ([`NONE`] for none); the others
+/// are [`SPLIT`] and their place in a side list of full [`Group`]s.
+#[derive(Clone, Copy, Debug, Eq, PartialEq, Hash)]
+pub struct Packed(u32);
+
+impl Packed {
+    /// `g`, inline when it is whole (and its rule fits), else added to
+    /// `split`.
+    pub fn pack(g: Group, split: &mut Vec<Group>) -> Packed {
+        match g.whole() {
+            Some(r) if r == NONE || r < SPLIT => Packed(r),
+            _ => {
+                let i = u32::try_from(split.len()).unwrap_or(NONE);
+                split.push(g);
+                Packed(SPLIT | i.min(SPLIT - 2))
+            }
+        }
+    }
+
+    /// The full group again (as artifacts store it).
+    pub fn unpack(self, split: &[Group]) -> Group {
+        match self.whole() {
+            Some(r) => Group {
+                start: 0,
+                len: 0,
+                portless: r,
+                any: r,
+            },
+            None => split
+                .get((self.0 & !SPLIT) as usize)
+                .copied()
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The group's one rule when it is whole ([`NONE`] for empty).
+    pub fn whole(self) -> Option<u32> {
+        (self.0 == NONE || self.0 & SPLIT == 0).then_some(self.0)
+    }
+
+    /// [`Group::deny_raw`]: a whole group's rule holds every port but 0.
+    #[inline(always)]
+    pub fn deny_raw(self, split: &[Group], arena: &PortArena, q: PortQ) -> u32 {
+        match self.whole() {
+            Some(_) if q == PortQ::Port(0) => NONE,
+            Some(r) => r,
+            None => split
+                .get((self.0 & !SPLIT) as usize)
+                .map_or(NONE, |g| g.deny_raw(arena, q)),
+        }
+    }
+
+    /// [`Group::allow_raw`], as [`Packed::deny_raw`].
+    #[inline(always)]
+    pub fn allow_raw(self, split: &[Group], arena: &PortArena, q: PortQ) -> u32 {
+        match self.whole() {
+            Some(_) if q == PortQ::Port(0) => NONE,
+            Some(r) => r,
+            None => split
+                .get((self.0 & !SPLIT) as usize)
+                .map_or(NONE, |g| g.allow_raw(arena, q)),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -266,5 +336,31 @@ mod tests {
         let only_ports = Group::build(&mut a, &[(RuleId(1), Some(&p443))]);
         assert_eq!(only_ports.deny(&a, PortQ::NoPort), None);
         assert_eq!(only_ports.at(&a, 65535), None);
+        // Packed, each answers every query as the full group does.
+        let whole = Group::build(&mut a, &[(RuleId(4), None), (RuleId(7), Some(&p443))]);
+        let mut split = Vec::new();
+        for full in [g, only_ports, whole, Group::default()] {
+            let p = Packed::pack(full, &mut split);
+            assert_eq!(p.unpack(&split), full);
+            for q in [
+                PortQ::NoPort,
+                PortQ::Port(0),
+                PortQ::Port(80),
+                PortQ::Port(443),
+                PortQ::Port(444),
+            ] {
+                assert_eq!(
+                    p.deny_raw(&split, &a, q),
+                    full.deny_raw(&a, q),
+                    "{full:?} {q:?}"
+                );
+                assert_eq!(
+                    p.allow_raw(&split, &a, q),
+                    full.allow_raw(&a, q),
+                    "{full:?} {q:?}"
+                );
+            }
+        }
+        assert_eq!(split.len(), 2);
     }
 }

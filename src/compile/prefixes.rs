@@ -11,7 +11,7 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
 
-use super::ports::{Group, PortArena, PortQ};
+use super::ports::{Group, Packed, PortArena, PortQ};
 use crate::decision::RuleId;
 use crate::syntax::ast::{Effect, PortRange};
 
@@ -62,7 +62,9 @@ pub struct Intervals {
     starts: Starts,
     /// The slots codes name (artifacts' per-interval slots are rebuilt
     /// from the codes: [`Intervals::slots`]).
-    table: Vec<IpSlot>,
+    table: Vec<[Packed; 3]>,
+    /// The groups of `table` too large to pack.
+    split: Vec<Group>,
     ports: PortArena,
     /// Bits of the family's addresses: 32 or 128.
     width: u32,
@@ -99,12 +101,13 @@ const EXACT: u32 = 1 << 29;
 const RULE_BITS: u32 = EXACT - 1;
 
 /// The code of an interval with table slot `slot`.
-fn code(table: &[IpSlot], slot: u32) -> u32 {
+fn code(table: &[[Packed; 3]], slot: u32) -> u32 {
     let Some(s) = table.get(slot as usize) else {
         return NONE;
     };
     let one = |r: u32| r != NONE && r < RULE_BITS;
-    match (s.deny.whole(), s.allow.whole(), s.exact_allow.whole()) {
+    let [deny, allow, exact_allow] = *s;
+    match (deny.whole(), allow.whole(), exact_allow.whole()) {
         (Some(d), Some(NONE), Some(NONE)) if one(d) => INLINE | DENY | d,
         (Some(NONE), Some(a), Some(NONE)) if one(a) => INLINE | a,
         (Some(NONE), Some(a), Some(e)) if one(a) && a == e => INLINE | EXACT | a,
@@ -186,76 +189,9 @@ impl Starts {
     }
 }
 
-/// What artifacts hold of [`Intervals`].
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct StoredIntervals {
-    /// Each start as `[high 64 bits, low 64 bits]`: the artifact's JSON
-    /// cannot carry a number above `u64::MAX`, which IPv6 starts reach.
-    #[serde(with = "wide")]
-    starts: Vec<u128>,
-    slots: Vec<u32>,
-    table: Vec<IpSlot>,
-    ports: PortArena,
-    width: u32,
-}
-
-/// `u128` starts as pairs of `u64` in artifacts.
-mod wide {
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub(super) fn serialize<S: Serializer>(v: &[u128], s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(v.iter().map(|&x| [(x >> 64) as u64, x as u64]))
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u128>, D::Error> {
-        let pairs: Vec<[u64; 2]> = Vec::deserialize(d)?;
-        Ok(pairs
-            .into_iter()
-            .map(|[hi, lo]| (u128::from(hi) << 64) | u128::from(lo))
-            .collect())
-    }
-}
-
-impl From<Intervals> for StoredIntervals {
-    fn from(i: Intervals) -> StoredIntervals {
-        StoredIntervals {
-            starts: i.starts.wide(),
-            slots: i.slots(),
-            table: i.table,
-            ports: i.ports,
-            width: i.width,
-        }
-    }
-}
-
-impl TryFrom<StoredIntervals> for Intervals {
-    type Error = super::Inconsistency;
-    fn try_from(s: StoredIntervals) -> Result<Intervals, super::Inconsistency> {
-        if s.table.len() >= INLINE as usize || s.starts.len() != s.slots.len() {
-            return Err(super::Inconsistency::Table("interval table out of shape"));
-        }
-        if s.slots
-            .iter()
-            .any(|&x| x != NONE && x as usize >= s.table.len())
-        {
-            return Err(super::Inconsistency::Table("interval slot out of range"));
-        }
-        let codes = s.slots.iter().map(|&slot| code(&s.table, slot)).collect();
-        let starts = Starts::new(s.width, s.starts, codes).ok_or(super::Inconsistency::Table(
-            "interval start wider than its family",
-        ))?;
-        let mut i = Intervals {
-            starts,
-            table: s.table,
-            ports: s.ports,
-            width: s.width,
-            index: Vec::new(),
-            bits: 0,
-        };
-        i.index();
-        Ok(i)
-    }
-}
+#[path = "prefixes_store.rs"]
+mod store;
+pub use store::StoredIntervals;
 
 /// One address rule as the compiler hands it over, in canonical form.
 pub struct PrefixRule<'a> {
@@ -344,11 +280,12 @@ impl Intervals {
                         let deny = pick(&|r| r.effect == Effect::Deny);
                         let allow = pick(&|r| r.effect == Effect::Allow);
                         let exact = pick(&|r| r.effect == Effect::Allow && r.exact);
-                        let slot = IpSlot {
-                            deny: Group::build(&mut out.ports, &deny),
-                            allow: Group::build(&mut out.ports, &allow),
-                            exact_allow: Group::build(&mut out.ports, &exact),
-                        };
+                        let groups = [
+                            Group::build(&mut out.ports, &deny),
+                            Group::build(&mut out.ports, &allow),
+                            Group::build(&mut out.ports, &exact),
+                        ];
+                        let slot = groups.map(|g| Packed::pack(g, &mut out.split));
                         out.table.push(slot);
                         dedup.insert(key, s);
                         s
@@ -366,6 +303,7 @@ impl Intervals {
         drop(slots);
         out.starts = Starts::new(out.width, starts, codes).unwrap_or_default();
         out.table.shrink_to_fit();
+        out.split.shrink_to_fit();
         out.ports.shrink();
         out.index();
         out
@@ -429,10 +367,11 @@ impl Intervals {
             return Err(super::Inconsistency::Table("interval starts out of order"));
         }
         self.ports.validate(rules)?;
-        for s in &self.table {
-            for g in [&s.deny, &s.allow, &s.exact_allow] {
-                g.validate(&self.ports, rules)?;
-            }
+        for g in &self.split {
+            g.validate(&self.ports, rules)?;
+        }
+        for r in self.table.iter().flatten().filter_map(|p| p.whole()) {
+            super::ports::check_rule(r, rules)?;
         }
         Ok(())
     }
@@ -469,10 +408,10 @@ impl Intervals {
         }
         match self.table.get(code as usize) {
             None => IpHit::NONE,
-            Some(s) => IpHit {
-                deny: s.deny.deny_raw(&self.ports, q),
-                allow: s.allow.allow_raw(&self.ports, q),
-                exact_allow: s.exact_allow.allow_raw(&self.ports, q),
+            Some([deny, allow, exact]) => IpHit {
+                deny: deny.deny_raw(&self.split, &self.ports, q),
+                allow: allow.allow_raw(&self.split, &self.ports, q),
+                exact_allow: exact.allow_raw(&self.split, &self.ports, q),
             },
         }
     }
@@ -648,10 +587,11 @@ mod tests {
                     PortQ::Port(443),
                 ] {
                     let want = full(a).and_then(|s| t.table.get(s as usize)).map(|s| {
+                        let [d, a, e] = s.map(|p| p.unpack(&t.split));
                         (
-                            s.deny.deny(&t.ports, q),
-                            s.allow.allow(&t.ports, q),
-                            s.exact_allow.allow(&t.ports, q),
+                            d.deny(&t.ports, q),
+                            a.allow(&t.ports, q),
+                            e.allow(&t.ports, q),
                         )
                     });
                     let got = t.lookup(a, q);
