@@ -169,9 +169,10 @@ impl DomainHit {
 pub struct DomainTrie {
     /// Each node's table position, in insertion order: the node list
     /// artifacts store is rebuilt from the table when one is written
-    /// (issue 62), so the set does not keep both. `labels` holds every
-    /// node's label in this order.
+    /// (issue 62), so the set does not keep both.
     order: Vec<u32>,
+    /// The labels longer than [`INLINE`] (a shorter one lives in its
+    /// entry); artifacts store every label, in node order.
     labels: String,
     /// Each slot's deny and allow groups, packed (issue 62): artifacts
     /// store them as full [`Slot`]s.
@@ -201,15 +202,16 @@ pub struct StoredTrie {
 
 impl From<DomainTrie> for StoredTrie {
     fn from(t: DomainTrie) -> StoredTrie {
+        let (nodes, labels) = t.nodes();
         StoredTrie {
-            nodes: t.nodes(),
+            nodes,
             slots: (t.slots.iter())
                 .map(|[d, a]| Slot {
                     deny: d.unpack(&t.split),
                     allow: a.unpack(&t.split),
                 })
                 .collect(),
-            labels: t.labels,
+            labels,
             star: t.star,
             ports: t.ports,
         }
@@ -257,7 +259,7 @@ impl TryFrom<StoredTrie> for DomainTrie {
             .collect();
         let mut t = DomainTrie {
             order: Vec::new(),
-            labels,
+            labels: String::new(),
             slots,
             split,
             star: s.star,
@@ -265,7 +267,7 @@ impl TryFrom<StoredTrie> for DomainTrie {
             table: Vec::new(),
             home: 0,
         };
-        t.index(&nodes);
+        t.index(&nodes, &labels);
         Ok(t)
     }
 }
@@ -357,24 +359,26 @@ impl DomainTrie {
                 node.flags |= pos;
             }
         }
-        t.labels.shrink_to_fit();
         t.slots.shrink_to_fit();
         t.split.shrink_to_fit();
         t.ports.shrink();
-        t.index(&nodes);
+        let labels = std::mem::take(&mut t.labels);
+        t.index(&nodes, &labels);
         t
     }
 
     /// Builds the lookup table from the node list (parents first), at a
     /// load of three fifths.
-    fn index(&mut self, nodes: &[Node]) {
+    /// `labels` holds every node's label (`nodes` name them there); the
+    /// long ones are kept, in `self.labels`.
+    fn index(&mut self, nodes: &[Node], labels: &str) {
         let cap = (nodes.len() * 5 / 3 + 1).max(8);
         self.home = cap;
         // One empty entry past the home range; more are added if a probe
         // runs past it.
         self.table = vec![Entry::default(); cap + 1];
         let mut pos_of: Vec<(u32, u64)> = Vec::with_capacity(nodes.len());
-        let labels = self.labels.as_bytes();
+        let mut long = String::new();
         for n in nodes {
             let (parent, parent_hash) = if n.parent == NONE {
                 (ROOT, ROOT_HASH)
@@ -385,7 +389,11 @@ impl DomainTrie {
                     .unwrap_or((ROOT, ROOT_HASH))
             };
             let (start, len) = (n.label_start as usize, n.label_len as usize);
-            let k = key(labels, start, len);
+            let k = key(labels.as_bytes(), start, len);
+            let at = long.len() as u64;
+            if len > INLINE {
+                long.push_str(labels.get(start..start + len).unwrap_or(""));
+            }
             let x = edge(parent_hash, &k);
             let mut pos = self.home(x);
             while self.table.get(pos).is_some_and(|e| e.len != 0) {
@@ -397,7 +405,7 @@ impl DomainTrie {
             if let Some(e) = self.table.get_mut(pos) {
                 *e = Entry {
                     w0: k.w0,
-                    w1: if len > INLINE { start as u64 } else { k.w1 },
+                    w1: if len > INLINE { at } else { k.w1 },
                     tag: (x >> 32) as u32,
                     parent,
                     first_slot: n.first_slot,
@@ -410,21 +418,31 @@ impl DomainTrie {
         // Growing into overflow room may have doubled the allocation.
         self.table.shrink_to_fit();
         self.order = pos_of.into_iter().map(|(p, _)| p).collect();
+        long.shrink_to_fit();
+        self.labels = long;
     }
 
-    /// The node list, in insertion order, rebuilt from the table (what
-    /// artifacts store): each node's parent as its index, its label where
-    /// it lies in `labels`.
-    fn nodes(&self) -> Vec<Node> {
+    /// The node list, in insertion order, rebuilt from the table, and
+    /// every label in that order (what artifacts store): each node's parent
+    /// as its index, its label where it lies in the labels.
+    fn nodes(&self) -> (Vec<Node>, String) {
         let index: HashMap<u32, u32> = (self.order.iter().enumerate())
             .map(|(i, &p)| (p, u32::try_from(i).unwrap_or(NONE)))
             .collect();
         let mut start = 0u32;
         let mut nodes = Vec::with_capacity(self.order.len());
+        let mut labels: Vec<u8> = Vec::new();
         for &p in &self.order {
             let Some(e) = self.table.get(p as usize) else {
                 continue;
             };
+            let len = usize::from(e.len);
+            if len > INLINE {
+                labels.extend_from_slice(self.long_label(e).unwrap_or_default());
+            } else {
+                let b = [e.w0.to_le_bytes(), e.w1.to_le_bytes()].concat();
+                labels.extend_from_slice(b.get(..len).unwrap_or_default());
+            }
             nodes.push(Node {
                 label_start: start,
                 label_len: e.len,
@@ -434,7 +452,9 @@ impl DomainTrie {
             });
             start = start.saturating_add(u32::from(e.len));
         }
-        nodes
+        let labels = String::from_utf8(labels)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+        (nodes, labels)
     }
 
     /// The child of `parent` (whose suffix hash is `*hash`, updated to the
