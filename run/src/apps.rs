@@ -56,17 +56,8 @@ pub fn denial(set: &PolicySet, policy: &Policy, program: &str) -> Option<String>
     if d.outcome != Outcome::Deny {
         return None;
     }
-    let report = serde_json::to_value(set.report(policy, &d)).unwrap_or_default();
-    let rule = report
-        .get("rule")
-        .and_then(|r| {
-            Some(format!(
-                ", rule {}:{}:{}",
-                r.get("file")?.as_str()?,
-                r.get("line")?,
-                r.get("column")?
-            ))
-        })
+    let rule = (d.rule.and_then(|r| set.rule(r)))
+        .map(|r| format!(", rule {}:{}:{}", r.file, r.line, r.column))
         .unwrap_or_default();
     Some(format!(
         "{program} is denied by the policy (app, reason {}{rule})",

@@ -78,6 +78,18 @@ impl Import {
     }
 }
 
+/// The line of the first `"needle"` (quoted as JSON writes it) at or
+/// after line `from` of a JSON text, else `from`: best effort, as a parsed
+/// JSON value keeps no positions (the srt and Claude Code importers).
+pub(crate) fn json_line_of(text: &str, needle: &str, from: usize) -> usize {
+    let quoted = serde_json::to_string(needle).unwrap_or_default();
+    text.lines()
+        .enumerate()
+        .skip(from.saturating_sub(1))
+        .find(|(_, l)| l.contains(&quoted))
+        .map_or(from, |(i, _)| i + 1)
+}
+
 /// Checks an importer's output as `policyc check` would and returns the
 /// import with the checker's findings added as notes: errors refuse the
 /// import. An output line that names its source as `(line N)` in its

@@ -58,13 +58,7 @@ impl Doc<'_> {
     /// The line of the first `"needle"` at or after line `from` (best
     /// effort: JSON values keep no positions).
     fn line_of(&self, needle: &str, from: usize) -> usize {
-        let quoted = serde_json::to_string(needle).unwrap_or_default();
-        self.text
-            .lines()
-            .enumerate()
-            .skip(from.saturating_sub(1))
-            .find(|(_, l)| l.contains(&quoted))
-            .map_or(from, |(i, _)| i + 1)
+        super::json_line_of(self.text, needle, from)
     }
     fn note(&mut self, severity: Severity, line: usize, message: String) {
         self.notes

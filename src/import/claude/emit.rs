@@ -103,21 +103,9 @@ pub(super) fn policy(m: &Merged, labels: &[String], layers: &[Layer], notes: &mu
         );
         mode = "default";
     }
-    if mode == "bypassPermissions"
-        && let Some(d) = &m.disable_bypass
-        && d.value == "disable"
-    {
-        notes.add(
-            Severity::Warning,
-            d.file,
-            d.line,
-            "`permissions.defaultMode` is bypassPermissions, but `disableBypassPermissionsMode` is \"disable\": imported as the default mode, as Claude Code starts".into(),
-        );
-        mode = "default";
-    }
     let sandbox_on = m.sandbox_enabled.as_ref().is_some_and(|a| a.value);
     let auto_allow = m.auto_allow.as_ref().is_none_or(|a| a.value);
-    let mut on_request = mode == "bypassPermissions" || sandbox_on && auto_allow;
+    let mut on_request = sandbox_on && auto_allow;
 
     for (e, a) in &sets {
         let rule = match rules::parse(&a.value) {
@@ -136,12 +124,6 @@ pub(super) fn policy(m: &Merged, labels: &[String], layers: &[Layer], notes: &mu
     }
     if o.allow_every_command.is_some() {
         on_request = true;
-    }
-    // bypassPermissions fetches every host without asking; the sandbox's
-    // network list (when on) still holds commands, and so this list.
-    if mode == "bypassPermissions" && !sandbox_on && o.fetch_denied.is_none() {
-        o.default_allow
-            .get_or_insert_with(|| "bypassPermissions: WebFetch asks for no host".into());
     }
     if o.ask_every_command.is_some() || o.ask_every_write {
         on_request = false;
@@ -221,7 +203,7 @@ pub(super) fn policy(m: &Merged, labels: &[String], layers: &[Layer], notes: &mu
             notes.add(Severity::Warning, a.file, a.line, "`defaultMode` acceptEdits: gatehouse cannot let edits through while commands ask; every write asks (stricter)".into());
         }
     }
-    if on_request && mode != "bypassPermissions" {
+    if on_request {
         let why = if o.allow_every_command.is_some() {
             "`Bash` is allowed"
         } else {
@@ -279,9 +261,7 @@ pub(super) fn policy(m: &Merged, labels: &[String], layers: &[Layer], notes: &mu
         let _ = writeln!(
             out,
             "  approvals on-request  # commands run unless a rule stops them ({})",
-            if mode == "bypassPermissions" {
-                "bypassPermissions"
-            } else if o.allow_every_command.is_some() {
+            if o.allow_every_command.is_some() {
                 "`Bash` allowed"
             } else {
                 "sandbox.autoAllowBashIfSandboxed"
@@ -314,7 +294,6 @@ pub(super) fn policy(m: &Merged, labels: &[String], layers: &[Layer], notes: &mu
     mcp_block(&o, &mut out);
     let (live, why) = match &o.web_search {
         Some((live, why)) => (*live, why.clone()),
-        None if mode == "bypassPermissions" => (true, "bypassPermissions".into()),
         None => (
             false,
             "no rule allows WebSearch: Claude Code asks, gatehouse refuses".into(),

@@ -176,7 +176,6 @@ pub(super) struct Merged {
     pub(super) ask: Vec<At<String>>,
     pub(super) deny: Vec<At<String>>,
     pub(super) default_mode: Option<At<String>>,
-    pub(super) disable_bypass: Option<At<String>>,
     pub(super) additional: Vec<At<String>>,
     pub(super) sandbox_enabled: Option<At<bool>>,
     pub(super) auto_allow: Option<At<bool>>,
@@ -196,6 +195,15 @@ pub(super) struct Merged {
     pub(super) skipped: Vec<String>,
 }
 
+impl Merged {
+    /// A key that decides nothing here, for the header (once).
+    fn skip(&mut self, key: String) {
+        if !self.skipped.contains(&key) {
+            self.skipped.push(key);
+        }
+    }
+}
+
 /// One file being read.
 pub(super) struct Doc<'t> {
     pub(super) index: usize,
@@ -207,13 +215,7 @@ impl Doc<'_> {
     /// The line of the first `"needle"` at or after line `from` (best
     /// effort: JSON values keep no positions).
     fn line_of(&self, needle: &str, from: usize) -> usize {
-        let quoted = serde_json::to_string(needle).unwrap_or_default();
-        self.text
-            .lines()
-            .enumerate()
-            .skip(from.saturating_sub(1))
-            .find(|(_, l)| l.contains(&quoted))
-            .map_or(from, |(i, _)| i + 1)
+        crate::import::json_line_of(self.text, needle, from)
     }
 }
 
@@ -335,9 +337,7 @@ fn read_file(doc: &Doc<'_>, m: &mut Merged, notes: &mut Notes) {
                 }
             }
             k if SKIPPED.contains(&k) => {
-                if !m.skipped.iter().any(|s| s == k) {
-                    m.skipped.push(k.to_string());
-                }
+                m.skip(k.to_string());
             }
             other => {
                 let known: Vec<&str> = ["permissions", "sandbox"]
@@ -450,6 +450,21 @@ fn string(
     }
 }
 
+/// A `true`/`false` setting with where it was set.
+fn flag_at(
+    doc: &Doc<'_>,
+    v: &Value,
+    key: &str,
+    line: usize,
+    notes: &mut Notes,
+) -> Option<At<bool>> {
+    boolean(doc, v, key, line, notes).map(|value| At {
+        value,
+        file: doc.index,
+        line,
+    })
+}
+
 fn permissions(doc: &Doc<'_>, v: &Value, line: usize, m: &mut Merged, notes: &mut Notes) {
     let Some(p) = object(doc, v, "permissions", line, notes) else {
         return;
@@ -490,16 +505,11 @@ fn permissions(doc: &Doc<'_>, v: &Value, line: usize, m: &mut Merged, notes: &mu
                     }
                 }
             }
-            "disableBypassPermissionsMode" => {
-                if let Some(s) = string(doc, v, &key, l, notes) {
-                    m.disable_bypass = Some(s);
-                }
-            }
-            "disableAutoMode" | "skipDangerousModePermissionPrompt" => {
-                if !m.skipped.iter().any(|s| s == &key) {
-                    m.skipped.push(key);
-                }
-            }
+            // bypassPermissions from a settings file is imported as the
+            // default mode (emit.rs), so switching it off changes nothing.
+            "disableBypassPermissionsMode"
+            | "disableAutoMode"
+            | "skipDangerousModePermissionPrompt" => m.skip(key),
             other => notes.unknown(doc.index, &format!("permissions.{other}"), l, PERMISSIONS),
         }
     }
@@ -513,13 +523,7 @@ fn sandbox(doc: &Doc<'_>, v: &Value, line: usize, m: &mut Merged, notes: &mut No
     for (k, v) in s {
         let l = doc.line_of(k, line);
         let key = format!("sandbox.{k}");
-        let flag = |notes: &mut Notes| {
-            boolean(doc, v, &key, l, notes).map(|b| At {
-                value: b,
-                file: f,
-                line: l,
-            })
-        };
+        let flag = |notes: &mut Notes| flag_at(doc, v, &key, l, notes);
         match k.as_str() {
             "enabled" => m.sandbox_enabled = flag(notes).or(m.sandbox_enabled.take()),
             "autoAllowBashIfSandboxed" => m.auto_allow = flag(notes).or(m.auto_allow.take()),
@@ -532,13 +536,7 @@ fn sandbox(doc: &Doc<'_>, v: &Value, line: usize, m: &mut Merged, notes: &mut No
                 for (nk, nv) in n {
                     let nl = doc.line_of(nk, l);
                     let nkey = format!("sandbox.network.{nk}");
-                    let nflag = |notes: &mut Notes| {
-                        boolean(doc, nv, &nkey, nl, notes).map(|b| At {
-                            value: b,
-                            file: f,
-                            line: nl,
-                        })
-                    };
+                    let nflag = |notes: &mut Notes| flag_at(doc, nv, &nkey, nl, notes);
                     match nk.as_str() {
                         "allowedDomains" => {
                             m.allowed_domains.extend(strings(doc, nv, &nkey, nl, notes))
@@ -554,9 +552,7 @@ fn sandbox(doc: &Doc<'_>, v: &Value, line: usize, m: &mut Merged, notes: &mut No
                             m.local_binding = nflag(notes).or(m.local_binding.take())
                         }
                         "httpProxyPort" | "socksProxyPort" | "allowManagedDomainsOnly" => {
-                            if !m.skipped.iter().any(|s| s == &nkey) {
-                                m.skipped.push(nkey);
-                            }
+                            m.skip(nkey)
                         }
                         other => notes.unknown(f, &format!("sandbox.network.{other}"), nl, NETWORK),
                     }
@@ -591,11 +587,7 @@ fn sandbox(doc: &Doc<'_>, v: &Value, line: usize, m: &mut Merged, notes: &mut No
             "ignoreViolations"
             | "enableWeakerNestedSandbox"
             | "enableWeakerNetworkIsolation"
-            | "failIfUnavailable" => {
-                if !m.skipped.iter().any(|s| s == &key) {
-                    m.skipped.push(key);
-                }
-            }
+            | "failIfUnavailable" => m.skip(key),
             other => notes.unknown(f, &format!("sandbox.{other}"), l, SANDBOX),
         }
     }
