@@ -288,7 +288,7 @@ struct RuleEntry {
 /// The rule table as artifacts hold it: one arena with each rule's text
 /// and then its `because` text, and 28 bytes a rule.
 #[derive(Serialize, Deserialize)]
-struct WireTable {
+pub(crate) struct WireTable {
     files: Vec<String>,
     text: String,
     entries: Vec<WireEntry>,

@@ -135,4 +135,32 @@ pub mod testing {
         TAILS, partly_quoted,
     };
     pub use crate::syntax::{ast, parse_file};
+
+    /// An artifact's payload (the set's binary encoding, inflated): what the
+    /// revision digests. `None` for bytes that are not a sound artifact.
+    pub fn artifact_payload(artifact: &[u8]) -> Option<Vec<u8>> {
+        crate::artifact::inflate(artifact.get(52..)?).ok()
+    }
+
+    /// What [`PolicySet::from_artifact`](crate::PolicySet::from_artifact)
+    /// does with a payload once it is inflated (the fuzz target's way past
+    /// the checksum and the compression).
+    pub fn load_payload(
+        payload: &[u8],
+    ) -> Result<crate::PolicySet, crate::artifact::ArtifactError> {
+        crate::artifact::load_payload(payload)
+    }
+
+    /// An artifact's payload in its serde form as JSON, to be changed and
+    /// sealed again by [`forge_artifact`] (tests of what a load refuses).
+    pub fn artifact_json(artifact: &[u8]) -> Option<serde_json::Value> {
+        crate::compile::PolicySet::payload_json(&artifact_payload(artifact)?).ok()
+    }
+
+    /// An artifact with a correct header and checksum around the payload
+    /// whose serde form is `json`, however inconsistent its tables.
+    pub fn forge_artifact(json: serde_json::Value) -> Option<Vec<u8>> {
+        let payload = crate::compile::PolicySet::json_payload(json).ok()?;
+        Some(crate::artifact::seal(&payload))
+    }
 }

@@ -132,15 +132,12 @@ fn a_newer_format_is_refused_with_a_clear_error() {
 
 /// An artifact with a correct header and checksum around any payload.
 fn forge(json: &serde_json::Value) -> Vec<u8> {
-    use sha2::Digest;
-    let payload = serde_json::to_vec(json).unwrap();
-    let mut forged = Vec::new();
-    forged.extend_from_slice(b"GATEHSE\0");
-    forged.extend_from_slice(&gatehouse::artifact::FORMAT_VERSION.to_le_bytes());
-    forged.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    forged.extend_from_slice(&sha2::Sha256::digest(&payload));
-    forged.extend_from_slice(&payload);
-    forged
+    gatehouse::testing::forge_artifact(json.clone()).unwrap()
+}
+
+/// An artifact's payload as JSON.
+fn payload_json(set: &PolicySet) -> serde_json::Value {
+    gatehouse::testing::artifact_json(&set.to_artifact().unwrap()).unwrap()
 }
 
 /// A checksummed payload whose indices lie is caught by validation.
@@ -151,8 +148,7 @@ fn a_well_checksummed_but_forged_payload_is_refused() {
         "policy p { network { allow domain a.example } }",
     )
     .unwrap();
-    let mut json: serde_json::Value =
-        serde_json::from_slice(&set.to_artifact().unwrap()[52..]).unwrap();
+    let mut json: serde_json::Value = payload_json(&set);
     // Point a node of the domain automaton at a slot that does not exist.
     json["inner"]["policies"][0]["net"]["domains"]["nodes"][1]["first_slot"] =
         serde_json::json!(999);
@@ -162,8 +158,7 @@ fn a_well_checksummed_but_forged_payload_is_refused() {
         "{e}"
     );
     // A rule whose text range runs past the arena.
-    let mut json: serde_json::Value =
-        serde_json::from_slice(&set.to_artifact().unwrap()[52..]).unwrap();
+    let mut json: serde_json::Value = payload_json(&set);
     json["inner"]["rules"]["entries"][0]["source"] = serde_json::json!([0, 1_000_000]);
     let e = PolicySet::from_artifact(&forge(&json)).unwrap_err();
     assert!(
@@ -178,8 +173,7 @@ fn a_well_checksummed_but_forged_payload_is_refused() {
         "policy p { commands { allow git status\n forbid rm } }",
     )
     .unwrap();
-    let mut json: serde_json::Value =
-        serde_json::from_slice(&set.to_artifact().unwrap()[52..]).unwrap();
+    let mut json: serde_json::Value = payload_json(&set);
     let index = &mut json["inner"]["policies"][0]["agent"]["commands"]["by_program"];
     assert!(index.is_object(), "{json}");
     index["rm"] = serde_json::json!([0]);
@@ -188,6 +182,72 @@ fn a_well_checksummed_but_forged_payload_is_refused() {
         matches!(e, ArtifactError::Inconsistent(ref m) if m.to_string().contains("command index")),
         "{e}"
     );
+}
+
+/// An artifact whose checksum is right around any stored bytes (the
+/// payload's stated length, then what should be its DEFLATE stream).
+fn sealed(stored: &[u8]) -> Vec<u8> {
+    use sha2::Digest;
+    let mut out = Vec::new();
+    out.extend_from_slice(b"GATEHSE\0");
+    out.extend_from_slice(&gatehouse::artifact::FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&(stored.len() as u64).to_le_bytes());
+    out.extend_from_slice(&sha2::Sha256::digest(stored));
+    out.extend_from_slice(stored);
+    out
+}
+
+/// The compressed payload is hostile input too: with a correct checksum,
+/// a stated length that lies either way, a stream that does not inflate,
+/// bytes after the stream, a bomb, are all refused before or while
+/// inflating, never a panic and never more memory than the limit.
+#[test]
+fn a_lying_compressed_payload_is_refused() {
+    let bytes = PolicySet::from_source(
+        "p.policy",
+        "policy p { network { allow domain a.example; deny cidr 10.0.0.0/8 } }",
+    )
+    .unwrap()
+    .to_artifact()
+    .unwrap();
+    let stored = &bytes[52..];
+    let len = u64::from_le_bytes(stored[..8].try_into().unwrap());
+    let deflated = &stored[8..];
+    // The artifact as written loads.
+    assert!(PolicySet::from_artifact(&sealed(stored)).is_ok());
+    let with_len = |l: u64, rest: &[u8]| {
+        let mut s = l.to_le_bytes().to_vec();
+        s.extend_from_slice(rest);
+        sealed(&s)
+    };
+    let refused = |a: &[u8], why: &str| match PolicySet::from_artifact(a) {
+        Err(ArtifactError::Invalid(m)) => assert!(m.contains(why), "{m}"),
+        other => panic!("expected a refusal naming {why:?}, got {other:?}"),
+    };
+    refused(&with_len(len + 1, deflated), "not the length");
+    refused(&with_len(len - 1, deflated), "not the length");
+    let mut longer = deflated.to_vec();
+    longer.extend_from_slice(b"junk");
+    refused(&with_len(len, &longer), "bytes follow");
+    refused(&with_len(len, b"\xff\xff\xff\xff"), "does not inflate");
+    refused(
+        &with_len(len, &[]),
+        "more than its compressed bytes can hold",
+    );
+    refused(&sealed(&[1, 2, 3]), "no payload length");
+    // A stated size past the limit is refused before anything is allocated.
+    refused(
+        &with_len(gatehouse::artifact::MAX_PAYLOAD + 1, deflated),
+        "over the limit",
+    );
+    refused(&with_len(u64::MAX, deflated), "over the limit");
+    // A real bomb: 64 MiB of zeros in about 64 KiB, stated as such, is
+    // inflated (it is under the limit) and then refused as no set.
+    let zeros = vec![0u8; 64 << 20];
+    let bomb = miniz_oxide::deflate::compress_to_vec(&zeros, 6);
+    refused(&with_len(zeros.len() as u64, &bomb), "");
+    // Stated as 1 KiB, the same stream stops at 1 KiB and is refused.
+    refused(&with_len(1024, &bomb), "not the length");
 }
 
 #[test]
@@ -301,9 +361,9 @@ fn the_same_source_always_gives_the_same_bytes_and_revision() {
         assert_eq!(back.revision(), a.revision());
     }
     // The revision is the digest of exactly the artifact's payload.
-    let payload = &bytes[52..];
+    let payload = gatehouse::testing::artifact_payload(&bytes).unwrap();
     assert_eq!(
         a.revision(),
-        &gatehouse::artifact::sha256_hex(payload)[..16]
+        &gatehouse::artifact::sha256_hex(&payload)[..16]
     );
 }

@@ -15,6 +15,7 @@ pub(crate) mod domains;
 pub(crate) mod guardian;
 mod lower;
 mod netrules;
+mod payload;
 pub(crate) mod ports;
 pub(crate) mod prefixes;
 mod view;
@@ -349,39 +350,6 @@ impl PolicySet {
                     format!("unserialisable-{n}")
                 }
             })
-    }
-
-    /// The set serialised canonically: fields in declaration order and
-    /// every hash map in key order ([`sorted`]), so the same set always
-    /// gives the same bytes.
-    pub(crate) fn canonical_bytes(&self) -> Result<Vec<u8>, serde_json::Error> {
-        let mut out = Vec::new();
-        self.write_canonical(&mut out)?;
-        Ok(out)
-    }
-
-    /// The SHA-256 of [`PolicySet::canonical_bytes`], streamed: the bytes
-    /// are hashed as they are written and never held.
-    fn canonical_digest(&self) -> Result<String, serde_json::Error> {
-        let mut hasher = crate::digest::Hasher::default();
-        self.write_canonical(&mut hasher)?;
-        Ok(hasher.hex())
-    }
-
-    /// Writes the canonical form. One writer type (`dyn Write`) for both
-    /// callers, so the serialiser of the whole set is compiled once (the
-    /// WASM build's size budget).
-    fn write_canonical(&self, out: &mut dyn std::io::Write) -> Result<(), serde_json::Error> {
-        serde_json::to_writer(out, &SetOut { inner: &self.inner })
-    }
-
-    /// The set an artifact's payload holds, unchecked: call
-    /// [`PolicySet::validate`] before using it.
-    pub(crate) fn from_payload(payload: &[u8]) -> Result<PolicySet, serde_json::Error> {
-        let set: SetIn = serde_json::from_slice(payload)?;
-        Ok(PolicySet {
-            inner: Arc::new(set.inner),
-        })
     }
 
     /// Checks every internal index (a set loaded from an artifact).

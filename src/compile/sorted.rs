@@ -9,11 +9,12 @@ use std::hash::BuildHasher;
 
 use serde::{Serialize, Serializer};
 
-/// The keys of `map`, in order.
-fn keys<V, H>(map: &HashMap<String, V, H>) -> Vec<&String> {
-    let mut keys: Vec<&String> = map.keys().collect();
-    keys.sort_unstable();
-    keys
+/// The entries of `map`, in key order (a list of known length: binary
+/// encodings write the length first).
+fn entries<V, H>(map: &HashMap<String, V, H>) -> Vec<(&String, &V)> {
+    let mut entries: Vec<(&String, &V)> = map.iter().collect();
+    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    entries
 }
 
 /// A map, keys in order.
@@ -23,11 +24,7 @@ where
     H: BuildHasher,
     S: Serializer,
 {
-    s.collect_map(
-        keys(map)
-            .into_iter()
-            .filter_map(|k| map.get(k).map(|v| (k, v))),
-    )
+    s.collect_map(entries(map))
 }
 
 /// A map written in key order, as a value of another map.
@@ -51,8 +48,8 @@ where
     S: Serializer,
 {
     s.collect_map(
-        keys(outer)
+        entries(outer)
             .into_iter()
-            .filter_map(|k| outer.get(k).map(|inner| (k, InOrder(inner)))),
+            .map(|(k, inner)| (k, InOrder(inner))),
     )
 }

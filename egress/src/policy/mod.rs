@@ -142,9 +142,10 @@ pub enum PolicyError {
 
 /// The largest policy text read (the engine's own source limit).
 const MAX_POLICY_BYTES: u64 = 8 * 1024 * 1024;
-/// The largest compiled artifact or bundle read from the policy path: a
-/// policy at the text limit compiles to about 104 MB (docs/artifacts-and-logs.md).
-const MAX_COMPILED_BYTES: u64 = 256 * 1024 * 1024;
+/// The largest compiled artifact or bundle read from the policy path (the
+/// fleet download's limit too): a policy at the text limit compiles to
+/// about 10 MB (docs/artifacts-and-logs.md).
+const MAX_COMPILED_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Reads the policy file: a regular file of at most [`MAX_POLICY_BYTES`]
 /// of text, or [`MAX_COMPILED_BYTES`] of compiled artifact or bundle (a
@@ -654,7 +655,7 @@ mod tests {
     }
 
     /// Text over 8 MiB is refused; a compiled artifact or bundle may be
-    /// larger (a policy at the text cap compiles to about 104 MB), up to
+    /// larger (a policy at the text cap compiles to about 10 MB), up to
     /// its own cap.
     #[test]
     fn text_and_compiled_files_have_their_own_caps() {
