@@ -18,11 +18,13 @@
 //! [revision](PolicySet::revision) is the digest of the payload, so it does
 //! not depend on the compressor.
 //!
-//! Loading checks the header, the length and the checksum, inflates into
-//! exactly the payload's stated length (at most [`MAX_PAYLOAD`], and at most
-//! what DEFLATE can expand the stored bytes to), decodes, then validates
-//! every internal index; anything wrong is a clear error, never a panic and
-//! never a partly loaded set.
+//! Loading checks the header, the length and the checksum and bounds the
+//! payload's stated length (at most [`MAX_PAYLOAD`], and at most what
+//! DEFLATE can expand the stored bytes to); then it decodes the set while
+//! inflating, through a 64 KiB window (the payload is never held whole),
+//! requires the stream to end exactly where the set does at the stated
+//! length, and validates every internal index; anything wrong is a clear
+//! error, never a panic and never a partly loaded set.
 
 use sha2::{Digest, Sha256};
 
@@ -42,7 +44,8 @@ pub const MAGIC: &[u8; 8] = b"GATEHSE\0";
 /// payload's digest.
 /// 6 (2026-12-04): file rules (`read`/`none` with globs) in each policy.
 /// 7 (2026-12-07): the payload is binary (postcard) instead of JSON, and
-/// stored compressed (issue 62: 433 → 40 bytes a rule at 200 000 rules).
+/// stored compressed (issue 62: 433 → 38 bytes a rule at 200 000 rules),
+/// decoded while it is inflated.
 pub const FORMAT_VERSION: u32 = 7;
 const HEADER: usize = 8 + 4 + 8 + 32;
 
@@ -160,7 +163,11 @@ impl PolicySet {
         if Sha256::digest(stored).as_slice() != sum {
             return Err(ArtifactError::Checksum);
         }
-        load_payload(&inflate(stored)?)
+        let (len, deflated) = stated(stored)?;
+        let set = PolicySet::from_deflated(deflated, len)
+            .map_err(|e| ArtifactError::Invalid(e.to_string()))?;
+        set.validate().map_err(ArtifactError::Inconsistent)?;
+        Ok(set)
     }
 }
 
@@ -188,15 +195,14 @@ pub(crate) fn seal(payload: &[u8]) -> Vec<u8> {
 
 /// miniz's compression level: the output is fixed by the level and the
 /// crate's version (pinned by `Cargo.lock`); the revision does not depend
-/// on it. Level 1: at 200 000 rules 39.6 bytes a rule in 0.15 s, where
-/// level 6 gives 34.7 in 1.6 s (`policyc compile`, BENCHMARKS.md).
+/// on it. Level 1: at 200 000 rules 38–40 bytes a rule for about 0.15 s,
+/// where level 6 gives 35 for 1.6 s (`policyc compile`, BENCHMARKS.md).
 const LEVEL: u8 = 1;
 
-/// The payload of an artifact's stored bytes (after the checksum): exactly
-/// its stated length, the whole DEFLATE stream consumed, nothing after it.
-pub(crate) fn inflate(stored: &[u8]) -> Result<Vec<u8>, ArtifactError> {
-    use miniz_oxide::inflate::TINFLStatus;
-    use miniz_oxide::inflate::core::{DecompressorOxide, decompress, inflate_flags};
+/// The payload's stated length and the DEFLATE stream, the length
+/// bounded: at most [`MAX_PAYLOAD`] and at most what the stream can expand
+/// to, refused before anything is allocated.
+fn stated(stored: &[u8]) -> Result<(usize, &[u8]), ArtifactError> {
     let invalid = |m: &str| ArtifactError::Invalid(m.to_string());
     let (len, deflated) = stored
         .split_first_chunk::<8>()
@@ -213,6 +219,18 @@ pub(crate) fn inflate(stored: &[u8]) -> Result<Vec<u8>, ArtifactError> {
         ));
     }
     let len = usize::try_from(len).map_err(|_| invalid("payload length"))?;
+    Ok((len, deflated))
+}
+
+/// The payload of an artifact's stored bytes (after the checksum), whole:
+/// exactly its stated length, the whole DEFLATE stream consumed, nothing
+/// after it. Loads decode while inflating instead; this is for tests and
+/// the fuzz target.
+pub(crate) fn inflate(stored: &[u8]) -> Result<Vec<u8>, ArtifactError> {
+    use miniz_oxide::inflate::TINFLStatus;
+    use miniz_oxide::inflate::core::{DecompressorOxide, decompress, inflate_flags};
+    let invalid = |m: &str| ArtifactError::Invalid(m.to_string());
+    let (len, deflated) = stated(stored)?;
     let mut out = vec![0u8; len];
     let mut state = Box::<DecompressorOxide>::default();
     let (status, read, written) = decompress(

@@ -259,9 +259,10 @@ pub struct RuleRef<'a> {
 /// The rule table of a compiled set, compact (issue 62): file names
 /// interned and named by runs of rules, every statement's text in one
 /// arena in rule order (a rule's text ends where the next one's starts),
-/// the few `because` texts beside it, and 12 bytes a rule. Its wire form
-/// (artifacts) is the earlier one, [`WireTable`], byte for byte.
-#[derive(Clone, Debug, Default)]
+/// the few `because` texts beside it, and 12 bytes a rule. Artifacts
+/// (format 7) hold it as it is, decoded in place; [`RuleTable::is_valid`]
+/// checks every range and order a load relies on.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub(crate) struct RuleTable {
     files: Vec<String>,
     /// `(first rule, file)`: the rules from `first` on, up to the next run,
@@ -272,101 +273,14 @@ pub(crate) struct RuleTable {
     /// `(rule, range in because_text)`, by rule.
     because: Vec<(u32, [u32; 2])>,
     because_text: String,
-    /// Loaded from an artifact whose table does not resolve (a text range
-    /// outside its arena): refused by [`RuleTable::is_valid`].
-    broken: bool,
 }
 
 /// One rule: its line and column and where its text starts.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 struct RuleEntry {
     line: u32,
     column: u32,
     start: u32,
-}
-
-/// The rule table as artifacts hold it: one arena with each rule's text
-/// and then its `because` text, and 28 bytes a rule.
-#[derive(Serialize, Deserialize)]
-pub(crate) struct WireTable {
-    files: Vec<String>,
-    text: String,
-    entries: Vec<WireEntry>,
-}
-
-/// One rule: file index, line, column, and `[start, end)` byte ranges of its
-/// text and `because` text in the arena ([`NO_TEXT`] when there is none).
-#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
-struct WireEntry {
-    file: u32,
-    line: u32,
-    column: u32,
-    source: [u32; 2],
-    because: [u32; 2],
-}
-
-/// The `because` range of a rule without one.
-const NO_TEXT: [u32; 2] = [u32::MAX, u32::MAX];
-
-impl Serialize for RuleTable {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut w = WireTable {
-            files: self.files.clone(),
-            text: String::with_capacity(self.text.len() + self.because_text.len()),
-            entries: Vec::with_capacity(self.entries.len()),
-        };
-        for i in 0..self.entries.len() {
-            let id = RuleId(u32::try_from(i).unwrap_or(u32::MAX));
-            let (Some(r), Some(file)) = (self.get(id), self.file_of(id)) else {
-                return Err(serde::ser::Error::custom(
-                    "a rule table entry does not resolve",
-                ));
-            };
-            let mut push = |t: &str| {
-                let start = u32::try_from(w.text.len()).unwrap_or(u32::MAX);
-                w.text.push_str(t);
-                [start, u32::try_from(w.text.len()).unwrap_or(u32::MAX)]
-            };
-            let source = push(r.source);
-            let because = r.because.map_or(NO_TEXT, &mut push);
-            w.entries.push(WireEntry {
-                file,
-                line: u32::try_from(r.line).unwrap_or(u32::MAX),
-                column: u32::try_from(r.column).unwrap_or(u32::MAX),
-                source,
-                because,
-            });
-        }
-        w.serialize(s)
-    }
-}
-
-impl<'de> Deserialize<'de> for RuleTable {
-    /// Rebuilt from the wire form; an entry that does not resolve (a range
-    /// outside the arena, an unknown file) stays unresolvable, so that
-    /// [`RuleTable::is_valid`] refuses the artifact.
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let w = WireTable::deserialize(d)?;
-        let mut t = RuleTable {
-            files: w.files,
-            ..RuleTable::default()
-        };
-        let text = |r: [u32; 2]| w.text.get(r[0] as usize..r[1] as usize);
-        for e in &w.entries {
-            let source = text(e.source);
-            let because = match e.because {
-                NO_TEXT => Some(None),
-                r => text(r).map(Some),
-            };
-            let (Some(source), Some(because)) = (source, because) else {
-                t.broken = true;
-                t.push_at(e.file, e.line, e.column, "", None);
-                continue;
-            };
-            t.push_at(e.file, e.line, e.column, source, because);
-        }
-        Ok(t)
-    }
 }
 
 impl RuleTable {
@@ -467,9 +381,38 @@ impl RuleTable {
         })
     }
 
-    /// Whether every entry resolves (a table loaded from an artifact).
+    /// Whether the table is as [`RuleTable::push`] builds it (one loaded
+    /// from an artifact): every entry resolves, texts start in order from
+    /// the arena's start, file runs and `because` ranges are in rule order
+    /// and name what exists.
     pub(crate) fn is_valid(&self) -> bool {
-        !self.broken && (0..self.entries.len()).all(|i| self.get(RuleId(i as u32)).is_some())
+        let n = self.entries.len();
+        let Ok(n32) = u32::try_from(n) else {
+            return false;
+        };
+        let starts_ok = self.entries.first().is_none_or(|e| e.start == 0)
+            && self
+                .entries
+                .windows(2)
+                .all(|w| matches!(w, [a, b] if a.start <= b.start));
+        let runs_ok = self.file_runs.first().is_none_or(|&(first, _)| first == 0)
+            && (n == 0 || !self.file_runs.is_empty())
+            && self
+                .file_runs
+                .windows(2)
+                .all(|w| matches!(w, [a, b] if a.0 < b.0))
+            && self
+                .file_runs
+                .iter()
+                .all(|&(first, f)| first < n32.max(1) && (f as usize) < self.files.len());
+        let because_ok = self
+            .because
+            .windows(2)
+            .all(|w| matches!(w, [a, b] if a.0 < b.0))
+            && self.because.iter().all(|&(r, [from, to])| {
+                r < n32 && self.because_text.get(from as usize..to as usize).is_some()
+            });
+        starts_ok && runs_ok && because_ok && (0..n).all(|i| self.get(RuleId(i as u32)).is_some())
     }
 }
 
@@ -510,31 +453,65 @@ mod rule_table_tests {
     }
 
     #[test]
-    fn the_wire_form_is_the_earlier_one_and_reads_back() {
+    fn the_wire_form_is_the_table_and_every_lie_is_refused() {
         let t = table();
         let json = serde_json::to_value(&t).unwrap();
-        // One arena, each rule's text then its because text; 28-byte entries.
         assert_eq!(
             json["text"],
-            "allow domain x.exampleforbid rm -rfnever wipedeny cidr 10.0.0.0/8prompt git pusha person"
+            "allow domain x.exampleforbid rm -rfdeny cidr 10.0.0.0/8prompt git push"
         );
-        assert_eq!(json["files"], serde_json::json!(["a.policy", "b.policy"]));
+        assert_eq!(json["because_text"], "never wipea person");
         assert_eq!(
-            json["entries"][1],
-            serde_json::json!({"file": 0, "line": 4, "column": 5, "source": [22, 35], "because": [35, 45]})
-        );
-        assert_eq!(json["entries"][2]["file"], 1);
-        assert_eq!(
-            json["entries"][0]["because"],
-            serde_json::json!([u32::MAX, u32::MAX])
+            json["file_runs"],
+            serde_json::json!([[0, 0], [2, 1], [3, 0]])
         );
         let back: RuleTable = serde_json::from_value(json.clone()).unwrap();
         assert_eq!(serde_json::to_value(&back).unwrap(), json);
         assert!(back.is_valid());
-        // A range outside the arena loads, and is refused.
-        let mut bad = json;
-        bad["entries"][1]["source"] = serde_json::json!([22, 9999]);
-        let back: RuleTable = serde_json::from_value(bad).unwrap();
-        assert!(!back.is_valid());
+        let refused = |path: &[&str], index: Option<usize>, v: serde_json::Value| {
+            let mut bad = json.clone();
+            let mut at = &mut bad;
+            for p in path {
+                at = &mut at[*p];
+            }
+            if let Some(i) = index {
+                at = &mut at[i];
+            }
+            *at = v;
+            let back: RuleTable = serde_json::from_value(bad).unwrap();
+            assert!(!back.is_valid(), "{path:?} {index:?}");
+        };
+        // A text past the arena, texts out of order, not from 0.
+        refused(
+            &["entries"],
+            Some(3),
+            serde_json::json!({"line": 9, "column": 7, "start": 9999}),
+        );
+        refused(
+            &["entries"],
+            Some(1),
+            serde_json::json!({"line": 4, "column": 5, "start": 60}),
+        );
+        refused(
+            &["entries"],
+            Some(0),
+            serde_json::json!({"line": 3, "column": 5, "start": 1}),
+        );
+        // A text split inside a character.
+        let mut t2 = RuleTable::default();
+        t2.push("a.policy", 1, 1, "allow domain é.example", None);
+        t2.push("a.policy", 2, 1, "deny cidr 10.0.0.0/8", None);
+        let mut j2 = serde_json::to_value(&t2).unwrap();
+        j2["entries"][1]["start"] = serde_json::json!(14);
+        assert!(!serde_json::from_value::<RuleTable>(j2).unwrap().is_valid());
+        // File runs: an unknown file, out of order, not from rule 0.
+        refused(&["file_runs"], Some(1), serde_json::json!([2, 7]));
+        refused(&["file_runs"], Some(1), serde_json::json!([3, 1]));
+        refused(&["file_runs"], Some(0), serde_json::json!([1, 0]));
+        refused(&["file_runs"], None, serde_json::json!([]));
+        // Because: past its arena, a rule that does not exist, out of order.
+        refused(&["because"], Some(0), serde_json::json!([1, [0, 999]]));
+        refused(&["because"], Some(1), serde_json::json!([9, [10, 18]]));
+        refused(&["because"], Some(1), serde_json::json!([0, [10, 18]]));
     }
 }

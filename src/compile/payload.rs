@@ -2,10 +2,12 @@
 //! (what an artifact stores compressed and what the revision digests), and
 //! its JSON form for the tests that forge artifacts.
 
-use serde::{Deserialize, Serialize};
-
-use super::{Policy, PolicySet, SetIn, SetOut, policy_wire};
 use std::sync::Arc;
+
+use serde::Deserialize;
+
+use super::inflating::{Inflating, Undecodable};
+use super::{PolicySet, SetIn, SetOut};
 
 impl PolicySet {
     /// The set serialised canonically: fields in declaration order and
@@ -44,6 +46,28 @@ impl PolicySet {
         })
     }
 
+    /// The set a compressed payload holds, decoded as it is inflated (the
+    /// payload is never held whole), unchecked: call
+    /// [`PolicySet::validate`] before using it.
+    pub(crate) fn from_deflated(deflated: &[u8], len: usize) -> Result<PolicySet, Undecodable> {
+        let mut de = postcard::Deserializer::from_flavor(Inflating::new(deflated, len));
+        let set = SetIn::deserialize(&mut de);
+        let stream = de.finalize().map_err(Undecodable::Content)?;
+        let set = match set {
+            Ok(set) => set,
+            Err(e) => {
+                return Err(match stream.fault {
+                    Some(f) => Undecodable::Stream(f),
+                    None => Undecodable::Content(e),
+                });
+            }
+        };
+        stream.finish().map_err(Undecodable::Stream)?;
+        Ok(PolicySet {
+            inner: Arc::new(set.inner),
+        })
+    }
+
     /// An artifact's payload as JSON (its serde form), for tests that
     /// forge one: see [`crate::testing::artifact_json`].
     pub(crate) fn payload_json(payload: &[u8]) -> Result<serde_json::Value, String> {
@@ -51,21 +75,11 @@ impl PolicySet {
         serde_json::to_value(SetOut { inner: &set.inner }).map_err(|e| e.to_string())
     }
 
-    /// The payload whose serde form is `json` (unvalidated; the rule
-    /// table is written as given, however inconsistent).
+    /// The payload whose serde form is `json`, unvalidated (decoding
+    /// checks nothing a load's validation checks, so a forged table stays
+    /// as forged).
     pub(crate) fn json_payload(json: serde_json::Value) -> Result<Vec<u8>, String> {
-        /// [`SetOut`] with the rule table in its wire form.
-        #[derive(Serialize, Deserialize)]
-        struct Forged {
-            inner: ForgedInner,
-        }
-        #[derive(Serialize, Deserialize)]
-        struct ForgedInner {
-            #[serde(with = "policy_wire")]
-            policies: Vec<Policy>,
-            rules: crate::decision::WireTable,
-        }
-        let set: Forged = serde_json::from_value(json).map_err(|e| e.to_string())?;
-        postcard::to_allocvec(&set).map_err(|e| e.to_string())
+        let set: SetIn = serde_json::from_value(json).map_err(|e| e.to_string())?;
+        postcard::to_allocvec(&SetOut { inner: &set.inner }).map_err(|e| e.to_string())
     }
 }
