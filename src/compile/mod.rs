@@ -374,8 +374,15 @@ impl PolicySet {
                 rid(e.deny)?;
                 rid(e.allow)?;
             }
+            let mut read = 0;
             for r in n.rules.iter() {
                 rid(Some(r.rule))?;
+                read += 1;
+            }
+            if read != n.rules.len() {
+                return Err(Inconsistency::Table(
+                    "the network rule list does not read back",
+                ));
             }
             for s in [
                 p.proxy.socks5,

@@ -1,9 +1,10 @@
 //! A network section's rules in source order, as [`Policy::network`]
 //! shows them — kept packed (issue 62): a decision never reads them, so a
 //! compiled set holds each as a few bytes (its effect and kind, its rule,
-//! its target's bytes, its ports) and unpacks the list the first time an
-//! exporter or embedder asks for it. Artifacts hold the list as before,
-//! byte for byte.
+//! its target's bytes, its ports; rule ids as differences), DEFLATE-
+//! compressed once the list is complete when it is long, and unpacks the
+//! list the first time an exporter or embedder asks for it. Artifacts hold
+//! the list itself.
 //!
 //! [`Policy::network`]: super::Policy::network
 
@@ -30,11 +31,21 @@ const KIND: u8 = 7 << 2;
 /// The rules, packed; the unpacked list made once, on demand.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct NetRules {
+    /// The packed rules; DEFLATE-compressed once the list is complete
+    /// ([`NetRules::shrink`]) when `raw` is `Some(their length)`.
     packed: Vec<u8>,
+    raw: Option<usize>,
     /// How many rules `packed` holds.
     count: usize,
+    /// The id of the rule pushed last.
+    last: u32,
     view: OnceLock<Vec<NetworkRule>>,
 }
+
+/// Lists packed into fewer bytes than this stay uncompressed (a
+/// compressed list is inflated whenever it is read whole).
+#[cfg(not(target_arch = "wasm32"))]
+const COMPRESS_FROM: usize = 4096;
 
 fn varint(out: &mut Vec<u8>, mut v: u64) {
     loop {
@@ -52,6 +63,20 @@ fn varint(out: &mut Vec<u8>, mut v: u64) {
 struct Reader<'a> {
     bytes: &'a [u8],
     at: usize,
+    /// The rule id read last (ids are written as the difference).
+    prev: u32,
+}
+
+/// A rule id as the difference from the one before, zigzagged: rules come
+/// in source order, so nearly every id is one byte, and compresses away.
+fn delta(prev: u32, id: u32) -> u64 {
+    let d = i64::from(id) - i64::from(prev);
+    ((d << 1) ^ (d >> 63)) as u64
+}
+
+fn undelta(prev: u32, z: u64) -> Option<u32> {
+    let d = ((z >> 1) as i64) ^ -((z & 1) as i64);
+    u32::try_from(i64::from(prev).checked_add(d)?).ok()
 }
 
 impl Reader<'_> {
@@ -84,7 +109,8 @@ impl Reader<'_> {
     }
     fn rule(&mut self) -> Option<NetworkRule> {
         let head = self.byte()?;
-        let rule = RuleId(u32::try_from(self.varint()?).ok()?);
+        let rule = RuleId(undelta(self.prev, self.varint()?)?);
+        self.prev = rule.0;
         let target = match head & KIND {
             DOMAIN => NetworkTarget::Domain(self.text()?),
             IP4 => NetworkTarget::Ip(IpAddr::V4(Ipv4Addr::from(self.take::<4>()?))),
@@ -129,11 +155,21 @@ impl Reader<'_> {
 impl NetRules {
     /// Adds a rule after the others.
     pub(crate) fn push(&mut self, r: &NetworkRule) {
+        if self.raw.is_some() {
+            // Never: rules are pushed before the list is compressed; a
+            // list is rebuilt rather than grown after.
+            let all = self.unpacked();
+            *self = NetRules::default();
+            for r in &all {
+                self.push(r);
+            }
+        }
         self.count += 1;
         let out = &mut self.packed;
         let head_at = out.len();
         out.push(0);
-        varint(out, u64::from(r.rule.0));
+        varint(out, delta(self.last, r.rule.0));
+        self.last = r.rule.0;
         let kind = match &r.target {
             NetworkTarget::Domain(d) => {
                 varint(out, d.len() as u64);
@@ -180,9 +216,54 @@ impl NetRules {
         self.view = OnceLock::new();
     }
 
-    /// Gives back the growth room.
+    /// The list is complete: compressed when it is long (the domain names
+    /// it holds are most of it; at 200 000 rules 16 bytes a rule become
+    /// about 6), and its growth room given back.
     pub(crate) fn shrink(&mut self) {
+        // Not in the browser build: the compressor is 12 KB of its size
+        // budget, and the playground's policies are small.
+        #[cfg(not(target_arch = "wasm32"))]
+        if self.raw.is_none() && self.packed.len() >= COMPRESS_FROM {
+            let raw = self.packed.len();
+            self.packed = miniz_oxide::deflate::compress_to_vec(&self.packed, 1);
+            self.raw = Some(raw);
+        }
         self.packed.shrink_to_fit();
+    }
+
+    /// The packed bytes (the browser build never compresses them).
+    #[cfg(target_arch = "wasm32")]
+    fn bytes(&self) -> std::borrow::Cow<'_, [u8]> {
+        // Never compressed here (`shrink`); a list that says it is reads
+        // as none, which validation refuses (the count differs).
+        match self.raw {
+            None => std::borrow::Cow::Borrowed(&self.packed),
+            Some(_) => std::borrow::Cow::Owned(Vec::new()),
+        }
+    }
+
+    /// The packed bytes, inflated when they are compressed. They were
+    /// compressed here, into exactly `raw` bytes: a failure (which would
+    /// be a bug) gives no bytes, and every reader checks the count.
+    #[cfg(not(target_arch = "wasm32"))]
+    fn bytes(&self) -> std::borrow::Cow<'_, [u8]> {
+        use miniz_oxide::inflate::core::{DecompressorOxide, decompress, inflate_flags};
+        let Some(raw) = self.raw else {
+            return std::borrow::Cow::Borrowed(&self.packed);
+        };
+        let mut out = vec![0u8; raw];
+        let mut state = Box::<DecompressorOxide>::default();
+        let (_, read, written) = decompress(
+            &mut state,
+            &self.packed,
+            &mut out,
+            0,
+            inflate_flags::TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF,
+        );
+        if read != self.packed.len() || written != raw {
+            out.clear();
+        }
+        std::borrow::Cow::Owned(out)
     }
 
     /// The rules, unpacked anew (the list is not kept).
@@ -192,12 +273,24 @@ impl NetRules {
 
     /// The rules, unpacked one at a time.
     pub(crate) fn iter(&self) -> impl Iterator<Item = NetworkRule> + '_ {
-        let mut r = Reader {
-            bytes: &self.packed,
-            at: 0,
-        };
+        let bytes = self.bytes();
+        let (mut at, mut prev) = (0, 0);
         // `rule` gives `None` only at the end: only `push` writes the bytes.
-        std::iter::from_fn(move || if r.at < r.bytes.len() { r.rule() } else { None })
+        std::iter::from_fn(move || {
+            let mut r = Reader {
+                bytes: &bytes,
+                at,
+                prev,
+            };
+            let rule = if at < bytes.len() { r.rule() } else { None };
+            (at, prev) = (r.at, r.prev);
+            rule
+        })
+    }
+
+    /// How many rules the list holds.
+    pub(crate) fn len(&self) -> usize {
+        self.count
     }
 
     /// The rules, unpacked the first time they are asked for and kept.
@@ -314,5 +407,58 @@ mod tests {
         assert_eq!(json, serde_json::to_string(&rules).unwrap());
         let back: NetRules = serde_json::from_str(&json).unwrap();
         assert_eq!(back.unpacked(), rules);
+    }
+
+    #[test]
+    fn a_long_list_is_compressed_and_reads_back_the_same() {
+        let rules: Vec<NetworkRule> = (0..3_000u32)
+            .map(|i| NetworkRule {
+                allow: i % 3 != 0,
+                target: if i % 2 == 0 {
+                    NetworkTarget::Domain(format!("*.host{i}.example.com"))
+                } else {
+                    NetworkTarget::Cidr(format!("10.{}.{}.0/24", i % 256, i / 256).parse().unwrap())
+                },
+                ports: (i % 5 == 0).then(|| vec![PortSpan { lo: 443, hi: 443 }]),
+                rule: RuleId(if i == 1_500 { 7 } else { i * 2 }),
+            })
+            .collect();
+        let mut packed = NetRules::default();
+        for r in &rules {
+            packed.push(r);
+        }
+        let raw = packed.packed.len();
+        packed.shrink();
+        assert_eq!(packed.raw, Some(raw));
+        assert!(
+            packed.packed.len() * 2 < raw,
+            "{} of {raw}",
+            packed.packed.len()
+        );
+        assert_eq!(packed.len(), rules.len());
+        assert_eq!(packed.iter().count(), rules.len());
+        assert_eq!(packed.unpacked(), rules);
+        assert_eq!(packed.all(), rules.as_slice());
+        // Its wire form is still the list; a rule pushed after is kept.
+        assert_eq!(
+            serde_json::to_string(&packed).unwrap(),
+            serde_json::to_string(&rules).unwrap()
+        );
+        let more = NetworkRule {
+            allow: false,
+            target: NetworkTarget::AnySocket,
+            ports: None,
+            rule: RuleId(1),
+        };
+        packed.push(&more);
+        packed.shrink();
+        let mut all = rules.clone();
+        all.push(more);
+        assert_eq!(packed.unpacked(), all);
+        // A short list stays as it is.
+        let mut short = NetRules::default();
+        short.push(rules.first().unwrap());
+        short.shrink();
+        assert_eq!(short.raw, None);
     }
 }
