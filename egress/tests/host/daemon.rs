@@ -140,7 +140,7 @@ fn a_relative_table_keeps_what_the_api_stores() {
                 .args(["--transparent-port", "0", "--dns-port", "0"])
                 .args(["--upstream-dns", "127.0.0.1:9", "--control", "c.sock"])
                 .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
+                .stderr(std::fs::File::create(dir.join("daemon.err")).unwrap())
                 .spawn()
                 .unwrap(),
         )
@@ -170,18 +170,28 @@ fn a_relative_table_keeps_what_the_api_stores() {
             .unwrap();
         String::from_utf8_lossy(&out.stdout).parse().unwrap_or(0)
     };
-    let wait = || {
-        for _ in 0..200 {
+    // Up to 30 s: on a loaded CI machine a start has taken over 10.
+    let wait = |d: &mut Daemon| {
+        for _ in 0..600 {
             if dir.join("c.sock").exists() && call("GET", "/v1/sandboxes", "") == 200 {
                 return;
             }
+            if let Ok(Some(status)) = d.0.try_wait() {
+                panic!(
+                    "the daemon ended ({status}): {}",
+                    std::fs::read_to_string(dir.join("daemon.err")).unwrap_or_default()
+                );
+            }
             std::thread::sleep(Duration::from_millis(50));
         }
-        panic!("the daemon did not start");
+        panic!(
+            "the daemon did not start in 30 s: {}",
+            std::fs::read_to_string(dir.join("daemon.err")).unwrap_or_default()
+        );
     };
     let policy = "policy p {\n  network {\n    allow domain a.test\n  }\n}\n";
-    let d = start();
-    wait();
+    let mut d = start();
+    wait(&mut d);
     let add = r#"{"id":"s1","addresses":["10.1.0.2"],"policy":"policy p {\n  network off\n}\n"}"#;
     assert_eq!(call("POST", "/v1/sandboxes", add), 201);
     assert_eq!(call("PUT", "/v1/sandboxes/s1/policy", policy), 200);
@@ -193,8 +203,8 @@ fn a_relative_table_keeps_what_the_api_stores() {
     // A restarted daemon adopts it.
     drop(d);
     let _ = std::fs::remove_file(dir.join("c.sock"));
-    let d = start();
-    wait();
+    let mut d = start();
+    wait(&mut d);
     assert_eq!(call("PUT", "/v1/sandboxes/s1/policy", policy), 200);
     drop(d);
     let _ = std::fs::remove_dir_all(&dir);
