@@ -134,7 +134,7 @@ pub mod testing {
         CIDRS, COMMAND_RULES, COMMAND_WRAPPERS, GUARDIAN, IPS, MCP_RULES, NAMES, REQUIREMENTS,
         TAILS, partly_quoted,
     };
-    pub use crate::syntax::{ast, parse_file};
+    pub use crate::syntax::{ast, parse_file, parse_file_by_grammar};
 
     /// An artifact's payload (the set's binary encoding, inflated): what the
     /// revision digests. `None` for bytes that are not a sound artifact.

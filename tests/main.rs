@@ -27,6 +27,7 @@ mod limits;
 mod live_update;
 mod log;
 mod no_alloc;
+mod parse_plain;
 mod properties;
 mod rulings;
 mod shell_words;

@@ -11,7 +11,7 @@ mod parse;
 pub(crate) mod scan;
 
 pub(crate) use parse::{DECISION_WORDS, QUERY_KINDS, block_keywords};
-pub use parse::{parse_file, parse_file_with};
+pub use parse::{parse_file, parse_file_by_grammar, parse_file_with};
 pub(crate) use scan::{Lexeme, Raw, scan};
 
 #[derive(pest_derive::Parser)]

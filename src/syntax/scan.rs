@@ -95,12 +95,37 @@ fn token_start(bytes: &[u8], at: usize) -> bool {
             .is_some_and(|b| b" \t\r\n;{}#\",[]~=".contains(b))
 }
 
+/// The bytes a lexeme can start with: 1 for `"`, `#`, `{` and `}`, 2 for
+/// the `r` of a raw string.
+// Indexing in a constant: an index out of range fails the build, never a run.
+#[allow(clippy::indexing_slicing)]
+static STARTS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    t[b'"' as usize] = 1;
+    t[b'#' as usize] = 1;
+    t[b'{' as usize] = 1;
+    t[b'}' as usize] = 1;
+    t[b'r' as usize] = 2;
+    t
+};
+
 /// Scans `text`, calling `f` for every lexeme in order. (`dyn`: one copy of
 /// the scanner in the browser module, whoever calls it.)
 pub(crate) fn scan(text: &str, raw: Raw, f: &mut dyn FnMut(Lexeme)) {
     let bytes = text.as_bytes();
+    let starts = if raw == Raw::Never { 1 } else { 3 };
     let mut i = 0;
-    while let Some(&b) = bytes.get(i) {
+    while let Some(rest) = bytes.get(i..) {
+        // Past the bytes no lexeme starts with, most of a policy, in one
+        // tight loop (a whole file is scanned before it is parsed).
+        match rest
+            .iter()
+            .position(|&b| STARTS.get(usize::from(b)).is_some_and(|s| s & starts != 0))
+        {
+            Some(n) => i += n,
+            None => break,
+        }
+        let Some(&b) = bytes.get(i) else { break };
         let raw_here = b == b'r'
             && bytes.get(i + 1) == Some(&b'"')
             && match raw {
@@ -161,8 +186,15 @@ pub(crate) fn comments(file: FileId, text: &str) -> Vec<super::ast::Comment> {
 /// recursive, so the check must never count fewer braces than the grammar
 /// will open, whichever view it takes of a line.
 pub(crate) fn too_deep(text: &str, limit: usize) -> Option<usize> {
-    [Raw::Never, Raw::AtTokenStart, Raw::Anywhere]
-        .into_iter()
+    // Without an `r"` the three views are one.
+    let views: &[Raw] = if text.contains("r\"") {
+        &[Raw::Never, Raw::AtTokenStart, Raw::Anywhere]
+    } else {
+        &[Raw::Never]
+    };
+    views
+        .iter()
+        .copied()
         .filter_map(|raw| {
             let mut depth = 0usize;
             let mut at = None;

@@ -13,6 +13,7 @@
 //! helpers (ports, escapes).
 
 mod lex;
+mod plain;
 mod property;
 mod query;
 mod recover;
@@ -55,6 +56,17 @@ pub fn parse_file(file: FileId, text: &str) -> (File, Vec<Diagnostic>) {
 /// grammar's recovery rule for braces is recursive, and pest guards its
 /// stack only on some native targets.
 pub fn parse_file_with(file: FileId, text: &str, limits: &Limits) -> (File, Vec<Diagnostic>) {
+    parse(file, text, limits, true)
+}
+
+/// [`parse_file`] with every `network` block's statements read by the
+/// grammar, none by the hand reader (`plain.rs`): the oracle the reader is
+/// tested against.
+pub fn parse_file_by_grammar(file: FileId, text: &str) -> (File, Vec<Diagnostic>) {
+    parse(file, text, &Limits::default(), false)
+}
+
+fn parse(file: FileId, text: &str, limits: &Limits, plain: bool) -> (File, Vec<Diagnostic>) {
     let refuse = |code: &'static str, message: String, at: usize, help: &str| {
         let diag = Diagnostic::error(code, message, Span::new(file, at, at.saturating_add(1)))
             .with_help(Some(help.into()));
@@ -84,6 +96,7 @@ pub fn parse_file_with(file: FileId, text: &str, limits: &Limits) -> (File, Vec<
         file,
         diags: Vec::new(),
         base: 0,
+        plain,
     };
     let comments = scan::comments(file, text);
     let items = match PolicyParser::parse(Rule::file, text) {
@@ -125,6 +138,7 @@ pub fn parse_query(text: &str) -> Result<Query, SyntaxError> {
         file: FileId(0),
         diags: Vec::new(),
         base: 0,
+        plain: true,
     };
     let pairs = match PolicyParser::parse(Rule::query_line, text) {
         Ok(p) => p,
@@ -145,6 +159,8 @@ pub(super) struct Builder {
     diags: Vec<Diagnostic>,
     /// Offset added to spans (non-zero while re-parsing a statement).
     base: usize,
+    /// Whether plain `network` bodies are read by hand (`plain.rs`).
+    plain: bool,
 }
 
 impl Builder {
@@ -410,7 +426,7 @@ impl Builder {
                 self.bad(c, ctx);
             } else if matches!(
                 r,
-                Rule::network_block | Rule::sandbox_block | Rule::granular_block
+                Rule::net_stmts | Rule::sandbox_block | Rule::granular_block
             ) {
                 out.extend(self.stmts(c, ctx, rule, f));
             }

@@ -8,12 +8,17 @@ impl Builder {
     pub(super) fn network(&mut self, p: P<'_>) -> Option<Network> {
         let mode = p.into_inner().nth(1)?;
         match mode.as_rule() {
-            Rule::network_block => Some(Network::Block(self.stmts(
-                mode,
-                &NETWORK_CTX,
-                Rule::net_stmt,
-                Self::net_stmt,
-            ))),
+            Rule::network_block => {
+                let mut out = Vec::new();
+                for body in mode.into_inner() {
+                    if body.as_rule() == Rule::net_plain {
+                        out.extend(self.net_plain(body));
+                    } else {
+                        out.extend(self.stmts(body, &NETWORK_CTX, Rule::net_stmt, Self::net_stmt));
+                    }
+                }
+                Some(Network::Block(out))
+            }
             _ => match mode.as_str() {
                 "off" => Some(Network::Off),
                 "unrestricted" => Some(Network::Unrestricted),
