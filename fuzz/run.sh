@@ -61,7 +61,7 @@ ans += name('b.test') + struct.pack('>HHIH', 1, 1, 30, 4) + bytes([192, 0, 2, 1]
 open('corpus/wire_dns/answer', 'wb').write(ans)
 "
 
-declare -A ci_runs=([parse]=15000 [fmt_roundtrip]=15000 [query]=300000 [artifact]=150000 [host]=500000 [differential]=30000 [wire_http]=500000 [wire_tls]=3000000 [wire_socks]=3000000 [wire_dns]=500000)
+declare -A ci_runs=([parse]=10000 [fmt_roundtrip]=15000 [query]=300000 [artifact]=150000 [host]=500000 [differential]=30000 [wire_http]=500000 [wire_tls]=3000000 [wire_socks]=3000000 [wire_dns]=500000)
 # The grammar's tokens, for the targets that read policy text.
 declare -A dict=([parse]=-dict=policy.dict [fmt_roundtrip]=-dict=policy.dict)
 # Every target built at once (one cargo run, both cores), then run two at a

@@ -96,11 +96,38 @@ impl SourceFile {
 
     /// Line and column of a byte offset (clamped to the text).
     pub fn line_col(&self, offset: u32) -> LineCol {
+        self.line_col_near(offset, &mut 0)
+    }
+
+    /// [`SourceFile::line_col`] for offsets asked in increasing order (a
+    /// compiler naming every rule): `near` is the line index of the last
+    /// answer, walked forward a line or two instead of a binary search over
+    /// every line; an earlier offset searches. The same answer either way.
+    pub(crate) fn line_col_near(&self, offset: u32, near: &mut usize) -> LineCol {
         let offset = (offset as usize).min(self.text.len());
-        let line = self
-            .line_starts
-            .partition_point(|&s| s <= offset)
-            .saturating_sub(1);
+        let start_of = |l: usize| self.line_starts.get(l).copied();
+        let mut line = *near;
+        if start_of(line).is_none_or(|s| s > offset) {
+            line = self
+                .line_starts
+                .partition_point(|&s| s <= offset)
+                .saturating_sub(1);
+        } else {
+            // Forward at most a few lines, then search the rest.
+            let mut steps = 0;
+            while start_of(line + 1).is_some_and(|s| s <= offset) {
+                line += 1;
+                steps += 1;
+                if steps == 8 {
+                    line = self
+                        .line_starts
+                        .partition_point(|&s| s <= offset)
+                        .saturating_sub(1);
+                    break;
+                }
+            }
+        }
+        *near = line;
         let start = self.line_starts.get(line).copied().unwrap_or(0);
         let column = self
             .text
@@ -193,6 +220,30 @@ mod tests {
         assert_eq!(f.line_col(5), LineCol { line: 2, column: 2 });
         assert_eq!(f.line_text(2), "çd e");
         assert_eq!(f.line_text(9), "");
+    }
+
+    #[test]
+    fn line_col_near_agrees_with_a_search() {
+        let text = "a\n\nbc d\n".repeat(20) + "çé\nlast";
+        let f = SourceFile::new("x", text.as_str());
+        let offsets: Vec<u32> = (0..=text.len() as u32 + 2).collect();
+        // Increasing, decreasing, and jumping (a fresh hint each time too).
+        let mut near = 0;
+        for &o in offsets
+            .iter()
+            .chain(offsets.iter().rev())
+            .chain([3, 70, 1, 90, 0].iter())
+        {
+            let mut fresh = 0;
+            assert_eq!(
+                f.line_col_near(o, &mut near),
+                f.line_col_near(o, &mut fresh)
+            );
+            let line = f
+                .line_starts
+                .partition_point(|&s| s <= (o as usize).min(text.len()));
+            assert_eq!(f.line_col_near(o, &mut 0).line, line);
+        }
     }
 
     #[test]

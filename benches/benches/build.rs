@@ -25,6 +25,15 @@ fn stages(c: &mut Criterion) {
         g.bench_with_input(BenchmarkId::new("compile", 2 * n), &n, |b, _| {
             b.iter(|| gatehouse::testing::compile(&sources, black_box(&files)))
         });
+        // The three in one: issue 62's figure (200 000 rules in 500 ms).
+        g.bench_with_input(BenchmarkId::new("all", 2 * n), &n, |b, _| {
+            b.iter(|| {
+                let (ast, _) = gatehouse::testing::parse_file(FileId(0), black_box(&text));
+                let files = vec![ast];
+                let diags = gatehouse::testing::check(&files);
+                (diags, gatehouse::testing::compile(&sources, &files))
+            })
+        });
     }
     g.finish();
 }

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 use super::{CheckError, Once, error};
 use crate::diag::Diagnostic;
+use crate::digest::FastHash;
 use crate::normalize::pattern::DomainPattern;
 use crate::normalize::{canonical_ip, is_localhost_name, is_non_public, is_normal_absolute_path};
 use crate::source::Span;
@@ -134,11 +135,25 @@ fn lints(
     // Rules by target, and the prefix lengths that occur per family: a
     // rule's covering prefixes are looked up only at lengths some rule has
     // (a handful, against 33 or 129 for every length), with a fast hash.
-    let mut by_target: HashMap<&Target, Vec<usize>, FastHash> = HashMap::default();
+    // Each target's rules in source order: the first and last in the map,
+    // the rest chained through `next` (no list allocated a target).
+    let mut by_target: HashMap<Key<'_>, (usize, usize), FastHash> = HashMap::default();
+    let mut next = vec![usize::MAX; rules.len()];
     let mut lengths = [0u128; 2];
     let mut any_128 = false;
     for (i, r) in rules.iter().enumerate() {
-        by_target.entry(&r.target).or_default().push(i);
+        match by_target.entry(Key::of(&r.target)) {
+            std::collections::hash_map::Entry::Occupied(mut e) => {
+                let (_, last) = e.get_mut();
+                if let Some(n) = next.get_mut(*last) {
+                    *n = i;
+                }
+                *last = i;
+            }
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert((i, i));
+            }
+        }
         if let Target::Net(n, _) = &r.target {
             let len = n.prefix_len();
             match n {
@@ -173,13 +188,17 @@ fn lints(
             }
         }
     }
+    let mut cands = Vec::new();
     for (i, r) in rules.iter().enumerate() {
         let exception = !local_allow && is_local_exception(r);
         let mut covered_by_same = None;
         let mut covered_by_deny = None;
-        for cand in candidates(&r.target, lengths, any_128) {
-            for &j in by_target.get(&cand).map(Vec::as_slice).unwrap_or(&[]) {
-                let Some(o) = rules.get(j) else { continue };
+        candidates(&r.target, lengths, any_128, &mut cands);
+        for cand in &cands {
+            let mut at = by_target.get(cand).map_or(usize::MAX, |&(first, _)| first);
+            while let Some(o) = rules.get(at) {
+                let j = at;
+                at = next.get(j).copied().unwrap_or(usize::MAX);
                 if j == i
                     || !covers(&o.target, &r.target)
                     || !ports_cover(o.rule.ports.as_deref(), r.rule.ports.as_deref())
@@ -268,70 +287,46 @@ fn lints(
     }
 }
 
-/// A hasher for the lint's index (FxHash's multiply-rotate): the keys are
-/// the policy's own rules, so there is no adversary to resist, and SipHash
-/// was a tenth of `check` on large policies.
-#[derive(Clone, Copy, Default)]
-struct FastHash;
+/// A target as the lint's index keys it, borrowing the name (a domain
+/// pattern's kind and name; an address or prefix as [`Target::Net`]).
+#[derive(Clone, Copy, Debug, Eq, PartialEq, Hash)]
+enum Key<'a> {
+    Exact(&'a str),
+    Sub(&'a str),
+    SelfAndSub(&'a str),
+    Any,
+    Net(IpNet, bool),
+}
 
-struct FastHasher(u64);
-
-impl std::hash::BuildHasher for FastHash {
-    type Hasher = FastHasher;
-    fn build_hasher(&self) -> FastHasher {
-        FastHasher(0)
+impl<'a> Key<'a> {
+    fn of(t: &'a Target) -> Key<'a> {
+        match t {
+            Target::Domain(DomainPattern::Exact(n)) => Key::Exact(n),
+            Target::Domain(DomainPattern::Sub(n)) => Key::Sub(n),
+            Target::Domain(DomainPattern::SelfAndSub(n)) => Key::SelfAndSub(n),
+            Target::Domain(DomainPattern::Any) => Key::Any,
+            Target::Net(n, exact) => Key::Net(*n, *exact),
+        }
     }
 }
 
-impl std::hash::Hasher for FastHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(c);
-            self.write_u64(u64::from_le_bytes(w));
-        }
-        for &b in chunks.remainder() {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn write_u8(&mut self, n: u8) {
-        self.write_u64(u64::from(n));
-    }
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(u64::from(n));
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64);
-    }
-}
-
-/// Targets that could cover `t`: itself, its suffix patterns, its supernets
-/// (at the prefix `lengths` some rule has, per family: bit `l` of
-/// `lengths[0]` for IPv4, of `lengths[1]` for IPv6 below 128; `any_128` for
-/// IPv6 /128).
-fn candidates(t: &Target, lengths: [u128; 2], any_128: bool) -> Vec<Target> {
-    let mut out = vec![t.clone(), Target::Domain(DomainPattern::Any)];
+/// Targets that could cover `t`, into `out`: itself, its suffix patterns,
+/// its supernets (at the prefix `lengths` some rule has, per family: bit
+/// `l` of `lengths[0]` for IPv4, of `lengths[1]` for IPv6 below 128;
+/// `any_128` for IPv6 /128).
+fn candidates<'a>(t: &'a Target, lengths: [u128; 2], any_128: bool, out: &mut Vec<Key<'a>>) {
+    out.clear();
+    out.extend([Key::of(t), Key::Any]);
     match t {
         Target::Domain(p) => {
             let name = match p {
                 DomainPattern::Exact(n) | DomainPattern::Sub(n) | DomainPattern::SelfAndSub(n) => n,
-                DomainPattern::Any => return out,
+                DomainPattern::Any => return,
             };
-            out.push(Target::Domain(DomainPattern::Sub(name.clone())));
-            out.push(Target::Domain(DomainPattern::SelfAndSub(name.clone())));
+            out.extend([Key::Sub(name), Key::SelfAndSub(name)]);
             let mut rest = name.as_str();
             while let Some((_, suffix)) = rest.split_once('.') {
-                out.push(Target::Domain(DomainPattern::Sub(suffix.to_string())));
-                out.push(Target::Domain(DomainPattern::SelfAndSub(
-                    suffix.to_string(),
-                )));
+                out.extend([Key::Sub(suffix), Key::SelfAndSub(suffix)]);
                 rest = suffix;
             }
         }
@@ -343,15 +338,14 @@ fn candidates(t: &Target, lengths: [u128; 2], any_128: bool) -> Vec<Target> {
             };
             for len in (0..=n.prefix_len()).filter(|&l| present(l)) {
                 if let Ok(s) = IpNet::new(n.addr(), len) {
-                    out.push(Target::Net(s.trunc(), false));
+                    out.push(Key::Net(s.trunc(), false));
                     if s.prefix_len() == s.max_prefix_len() {
-                        out.push(Target::Net(s.trunc(), true));
+                        out.push(Key::Net(s.trunc(), true));
                     }
                 }
             }
         }
     }
-    out
 }
 
 fn covers(outer: &Target, inner: &Target) -> bool {

@@ -27,6 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ports::{Group, Packed, PortArena, PortQ, id};
 use crate::decision::RuleId;
+use crate::digest::FastHash;
 use crate::normalize::pattern::DomainPattern;
 use crate::normalize::{Labels, word};
 use crate::syntax::ast::{Effect, PortRange};
@@ -217,9 +218,9 @@ impl DomainTrie {
             home: 0,
         };
         // The trie's nodes, found by (parent, label) while building.
-        let mut children: HashMap<(u32, &str), u32> = HashMap::new();
+        let mut children: HashMap<(u32, &str), u32, FastHash> = HashMap::default();
         // Group the rules by (node, position), preserving source order.
-        let mut groups: HashMap<(u32, u8), Vec<usize>> = HashMap::new();
+        let mut groups: HashMap<(u32, u8), Vec<usize>, FastHash> = HashMap::default();
         let mut star = Vec::new();
         for (i, r) in rules.iter().enumerate() {
             let (name, pos) = match &r.pattern {
@@ -347,7 +348,7 @@ impl DomainTrie {
     /// every label in that order (what artifacts store): each node's parent
     /// as its index, its label where it lies in the labels.
     fn nodes(&self) -> (Vec<Node>, String) {
-        let index: HashMap<u32, u32> = (self.order.iter().enumerate())
+        let index: HashMap<u32, u32, FastHash> = (self.order.iter().enumerate())
             .map(|(i, &p)| (p, u32::try_from(i).unwrap_or(NONE)))
             .collect();
         let mut start = 0u32;

@@ -482,6 +482,7 @@ pub fn compile_with(
     let mut c = Compiler {
         sources,
         rules: RuleTable::default(),
+        near_line: 0,
         limits: *limits,
     };
     let requirements = requirements_of(files);
@@ -515,6 +516,23 @@ struct Compiler<'s> {
     limits: crate::Limits,
     sources: &'s SourceMap,
     rules: RuleTable,
+    /// The line of the rule last named (`SourceFile::line_col_near`).
+    near_line: usize,
+}
+
+/// A statement's text with its blanks folded to single spaces, as
+/// decisions and `explain` name it: borrowed when it is already so (most
+/// statements, one line of printable ASCII).
+pub(in crate::compile) fn folded(text: &str) -> std::borrow::Cow<'_, str> {
+    let plain = text.bytes().all(|b| b.is_ascii_graphic() || b == b' ')
+        && !text.starts_with(' ')
+        && !text.ends_with(' ')
+        && !text.contains("  ");
+    if plain {
+        std::borrow::Cow::Borrowed(text)
+    } else {
+        std::borrow::Cow::Owned(text.split_whitespace().collect::<Vec<_>>().join(" "))
+    }
 }
 
 impl Compiler<'_> {
@@ -527,12 +545,8 @@ impl Compiler<'_> {
     fn rule_because(&mut self, span: Span, because: Option<String>) -> RuleId {
         match self.sources.get(span.file) {
             Some(f) => {
-                let lc = f.line_col(span.start);
-                let text = f
-                    .slice(span)
-                    .split_whitespace()
-                    .collect::<Vec<_>>()
-                    .join(" ");
+                let lc = f.line_col_near(span.start, &mut self.near_line);
+                let text = folded(f.slice(span));
                 self.rules
                     .push(&f.name, lc.line, lc.column, &text, because.as_deref())
             }
@@ -649,4 +663,24 @@ pub(crate) fn app_key(name: &str) -> String {
         }
     }
     lower
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn folded_is_the_words_joined_by_one_space() {
+        for text in [
+            "allow domain a.com",
+            " allow  domain\ta.com ",
+            "allow\ndomain a.com",
+            "a\u{a0}b c",
+            "a\u{3000}b",
+            "",
+            " ",
+            "x",
+        ] {
+            let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            assert_eq!(super::folded(text), words, "{text:?}");
+        }
+    }
 }

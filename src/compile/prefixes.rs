@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ports::{Group, Packed, PortArena, PortQ};
 use crate::decision::RuleId;
+use crate::digest::FastHash;
 use crate::syntax::ast::{Effect, PortRange};
 
 const NONE: u32 = u32::MAX;
@@ -251,7 +252,7 @@ impl Intervals {
         }
         let mut next = 0;
         let mut active: Vec<usize> = Vec::new();
-        let mut dedup: HashMap<Vec<usize>, u32> = HashMap::new();
+        let mut dedup: HashMap<Vec<usize>, u32, FastHash> = HashMap::default();
         for &cut in &cuts {
             while let Some(&i) = by_start.get(next) {
                 match rules.get(i) {
@@ -313,7 +314,7 @@ impl Intervals {
     /// code itself below [`INLINE`], else the one slot (slots are unique by
     /// their rules) whose inline code it is.
     pub(crate) fn slots(&self) -> Vec<u32> {
-        let inline: std::collections::HashMap<u32, u32> = (0..self.table.len())
+        let inline: HashMap<u32, u32, FastHash> = (0..self.table.len())
             .filter_map(|k| {
                 let k = u32::try_from(k).ok()?;
                 let c = code(&self.table, k);

@@ -13,11 +13,7 @@ impl Compiler<'_> {
                     file: f.name.clone(),
                     line: lc.line,
                     column: lc.column,
-                    source: f
-                        .slice(span)
-                        .split_whitespace()
-                        .collect::<Vec<_>>()
-                        .join(" "),
+                    source: folded(f.slice(span)).into_owned(),
                 }
             }
             None => Place {
