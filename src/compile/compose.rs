@@ -9,8 +9,15 @@
 
 use crate::syntax::ast::*;
 
-/// The policy with every requirements block applied.
-pub(crate) fn compose(policy: &Block, requirements: &[&Block]) -> Block {
+/// The policy with every requirements block applied: the policy itself
+/// when the set has none (no copy of a large policy's AST).
+pub(crate) fn compose<'p>(
+    policy: &'p Block,
+    requirements: &[&Block],
+) -> std::borrow::Cow<'p, Block> {
+    if requirements.is_empty() {
+        return std::borrow::Cow::Borrowed(policy);
+    }
     let mut p = policy.clone();
     let agreed = Agreed::of(requirements);
     for r in requirements {
@@ -18,7 +25,7 @@ pub(crate) fn compose(policy: &Block, requirements: &[&Block]) -> Block {
             apply(&mut p, rs, &agreed);
         }
     }
-    p
+    std::borrow::Cow::Owned(p)
 }
 
 /// The default of each listed setting under several requirements blocks:

@@ -298,7 +298,10 @@ impl DomainTrie {
         self.home = cap;
         // One empty entry past the home range; more are added if a probe
         // runs past it.
-        self.table = vec![Entry::default(); cap + 1];
+        // Room for probes that run past the home range without the table
+        // doubling as it grows (it is shrunk to fit once built).
+        self.table = Vec::with_capacity(cap + 1 + cap / 32 + 16);
+        self.table.resize(cap + 1, Entry::default());
         let mut pos_of: Vec<(u32, u64)> = Vec::with_capacity(nodes.len());
         let mut long = String::new();
         for n in nodes {

@@ -44,9 +44,23 @@ impl Compiler<'_> {
             }
             Network::Block(stmts) => stmts,
         };
-        let mut domain_rules = Vec::new();
-        let mut v4_rules = Vec::new();
-        let mut v6_rules = Vec::new();
+        // Sized before they fill: a large policy's rule lists would
+        // otherwise be copied as they grow, at the build's peak.
+        let (mut domains, mut v4, mut v6) = (0, 0, 0);
+        for s in stmts {
+            if let NetStmt::Rule(r) = s {
+                match &r.target {
+                    NetTarget::Domain(_) => domains += 1,
+                    NetTarget::Ip(std::net::IpAddr::V4(_)) => v4 += 1,
+                    NetTarget::Cidr(c) if c.addr().is_ipv4() => v4 += 1,
+                    NetTarget::Ip(_) | NetTarget::Cidr(_) => v6 += 1,
+                    NetTarget::Socket(_) => {}
+                }
+            }
+        }
+        let mut domain_rules = Vec::with_capacity(domains);
+        let mut v4_rules = Vec::with_capacity(v4);
+        let mut v6_rules = Vec::with_capacity(v6);
         for s in stmts {
             match s {
                 // A statement becomes a rule only where a decision can

@@ -12,7 +12,13 @@ impl Builder {
                 let mut out = Vec::new();
                 for body in mode.into_inner() {
                     if body.as_rule() == Rule::net_plain {
-                        out.extend(self.net_plain(body));
+                        // The only body there is: taken whole, not copied.
+                        let stmts = self.net_plain(body);
+                        if out.is_empty() {
+                            out = stmts;
+                        } else {
+                            out.extend(stmts);
+                        }
                     } else {
                         out.extend(self.stmts(body, &NETWORK_CTX, Rule::net_stmt, Self::net_stmt));
                     }
