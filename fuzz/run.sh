@@ -8,16 +8,16 @@ set -euo pipefail
 cd "$(dirname "$0")"
 seconds="${1:-30}"; shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(parse fmt_roundtrip query artifact host differential wire_http wire_tls wire_socks wire_dns)
+[ ${#targets[@]} -gt 0 ] || targets=(parse plain fmt_roundtrip query artifact host differential wire_http wire_tls wire_socks wire_dns)
 if ! cargo fuzz --version >/dev/null 2>&1; then cargo install cargo-fuzz; fi
 if ! rustup toolchain list | grep -q nightly; then rustup toolchain install nightly --profile minimal; fi
 
 # Seed corpora (rebuilt each run; corpus/ is not committed).
-mkdir -p corpus/parse corpus/fmt_roundtrip corpus/query corpus/artifact corpus/host corpus/differential corpus/wire_http corpus/wire_tls corpus/wire_socks corpus/wire_dns
+mkdir -p corpus/parse corpus/plain corpus/fmt_roundtrip corpus/query corpus/artifact corpus/host corpus/differential corpus/wire_http corpus/wire_tls corpus/wire_socks corpus/wire_dns
 for f in ../policies/*.policy ../policies/*/*.policy ../tests/data/*.policy ../tests/data/*/*.policy; do
   [ -f "$f" ] || continue
   name=$(echo "$f" | tr '/.' '__')
-  cp "$f" "corpus/parse/$name"; cp "$f" "corpus/fmt_roundtrip/$name"
+  cp "$f" "corpus/parse/$name"; cp "$f" "corpus/plain/$name"; cp "$f" "corpus/fmt_roundtrip/$name"
 done
 grep -h "^\s*expect" ../policies/*.policy ../tests/data/*.policy | sed -E 's/^\s*expect\s+\w+\s+//; s/\s+because\s+\w+\s*$//' \
   | awk 'NR <= 400' | split -l 1 - corpus/query/q_  # awk reads to the end: head would close the pipe (SIGPIPE under pipefail)
@@ -61,9 +61,9 @@ ans += name('b.test') + struct.pack('>HHIH', 1, 1, 30, 4) + bytes([192, 0, 2, 1]
 open('corpus/wire_dns/answer', 'wb').write(ans)
 "
 
-declare -A ci_runs=([parse]=10000 [fmt_roundtrip]=15000 [query]=300000 [artifact]=150000 [host]=500000 [differential]=30000 [wire_http]=500000 [wire_tls]=3000000 [wire_socks]=3000000 [wire_dns]=500000)
+declare -A ci_runs=([parse]=15000 [plain]=5000 [fmt_roundtrip]=15000 [query]=300000 [artifact]=150000 [host]=500000 [differential]=30000 [wire_http]=500000 [wire_tls]=3000000 [wire_socks]=3000000 [wire_dns]=500000)
 # The grammar's tokens, for the targets that read policy text.
-declare -A dict=([parse]=-dict=policy.dict [fmt_roundtrip]=-dict=policy.dict)
+declare -A dict=([parse]=-dict=policy.dict [plain]=-dict=policy.dict [fmt_roundtrip]=-dict=policy.dict)
 # Every target built at once (one cargo run, both cores), then run two at a
 # time (each libFuzzer process uses one core); each target's lines are
 # printed when it ends.

@@ -1,16 +1,10 @@
 //! Any bytes through the whole pipeline: no panic, no hang, and a set that
-//! compiles decides without panicking; and the hand reader of plain
-//! `network` bodies builds exactly what the grammar builds (AST, spans and
-//! diagnostics).
+//! compiles decides without panicking.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
-    let id = gatehouse::source::FileId(0);
-    let fast = format!("{:?}", gatehouse::testing::parse_file(id, text));
-    let slow = format!("{:?}", gatehouse::testing::parse_file_by_grammar(id, text));
-    assert_eq!(fast, slow, "the hand reader and the grammar differ");
     let mut sources = gatehouse::source::SourceMap::new();
     sources.add("fuzz.policy", text);
     let b = gatehouse::build(sources);
