@@ -5,16 +5,17 @@
 //! The grammar hands this reader a block's whole body only when the body
 //! has no string, no brace and ends at its `}` (`net_plain` in
 //! grammar/policy.pest): there the body's extent is the grammar's for
-//! certain, and every statement is one line of keywords and bare words.
+//! certain, and every statement is keywords and bare words up to a line
+//! break, a `;` or a comment.
 //! The reader accepts a body only when every statement in it is one the
 //! grammar would accept and build without a diagnostic, and builds exactly
 //! what the grammar's builder builds, spans included. Anything else — an
 //! unknown word, a bad address, a port out of range, a character it does
 //! not expect — and the whole body goes through the grammar instead
 //! (`net_stmts`, the same rule the block uses otherwise), so every
-//! diagnostic comes from the one place it always came from. The test
-//! `plain_reader_agrees_with_the_grammar` (tests/parse_plain.rs) holds the
-//! two to each other on mutated policies.
+//! diagnostic comes from the one place it always came from. The tests
+//! `plain_reader_agrees_with_the_grammar_on_*` (tests/parse_plain.rs) and
+//! the fuzz target `plain` hold the two to each other.
 
 use super::*;
 
