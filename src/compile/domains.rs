@@ -297,9 +297,8 @@ impl DomainTrie {
         let cap = (nodes.len() * 5 / 3 + 1).max(8);
         self.home = cap;
         // One empty entry past the home range; more are added if a probe
-        // runs past it.
-        // Room for probes that run past the home range without the table
-        // doubling as it grows (it is shrunk to fit once built).
+        // runs past it, in room reserved here so that the table does not
+        // double as it grows (it is shrunk to fit once built).
         self.table = Vec::with_capacity(cap + 1 + cap / 32 + 16);
         self.table.resize(cap + 1, Entry::default());
         let mut pos_of: Vec<(u32, u64)> = Vec::with_capacity(nodes.len());

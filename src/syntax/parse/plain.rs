@@ -226,3 +226,42 @@ fn port_item(piece: &str) -> bool {
         Some((a, b)) => digits(a) && digits(b),
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn read(body: &str) -> Option<usize> {
+        let mut b = Builder {
+            file: FileId(0),
+            diags: Vec::new(),
+            base: 0,
+            plain: true,
+        };
+        let out = b.read_plain(body, 0);
+        assert!(b.diags.is_empty() || out.is_none());
+        out.map(|v| v.len())
+    }
+
+    /// The reader takes the plain statements itself (the agreement tests
+    /// in tests/parse_plain.rs would pass if it handed every body to the
+    /// grammar), and leaves to the grammar what it must.
+    #[test]
+    fn the_reader_reads_plain_bodies_and_hands_over_the_rest() {
+        let body = "\n    default deny\n    dns on; local allow\n    allow domain *.a.test port 443, 8000-8999 # c; x\n    deny cidr 10.0.0.0/8\n    allow ip fd00::1\n    allow socket *\r\n  ";
+        assert_eq!(read(body), Some(7));
+        assert_eq!(read(""), Some(0));
+        for bad in [
+            "allow domain a.com port 443 80",
+            "default allw",
+            "allow cidr 10.0.0.1/8",
+            "allow domain a[1].com",
+            "allow domain bücher.example",
+            "alow domain a.com",
+            "allow socket * port 1",
+        ] {
+            assert_eq!(read(bad), None, "{bad}");
+        }
+    }
+}
