@@ -16,7 +16,7 @@ use std::path::Path;
 /// or a folder kept as one room (`policy`, `resolve`, `exchange`).
 const STAGES: &[(&str, &[&str])] = &[
     (
-        "words and plumbing: what became of a request, counters, byte relays, buffered connections, nftables parts, file notifications, the control API's client, nf_tables elements over netlink",
+        "words and plumbing: what became of a request, counters, byte relays, buffered connections, nftables parts, file notifications, the control API's client, nf_tables elements over netlink, the sandbox table's shared pieces",
         &[
             "notify",
             "outcome",
@@ -28,6 +28,7 @@ const STAGES: &[(&str, &[&str])] = &[
             "host::ports",
             "host::client",
             "host::netlink",
+            "host::shards",
         ],
     ),
     (
@@ -60,10 +61,12 @@ const STAGES: &[(&str, &[&str])] = &[
             "exchange",
             "tunnel",
             "host::table",
+            "host::table_file",
             "host::passes",
             "host::kernel",
             "host::state",
             "host::state_files",
+            "host::state_write",
         ],
     ),
     (

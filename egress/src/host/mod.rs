@@ -30,6 +30,7 @@ pub mod passes;
 mod ports;
 pub mod resolver;
 mod run;
+mod shards;
 pub mod state;
 mod table;
 pub mod transparent;

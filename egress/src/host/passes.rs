@@ -41,7 +41,7 @@ use std::time::{Duration, Instant};
 use arc_swap::ArcSwap;
 
 use super::nft::{self, Pass};
-use super::table::SandboxTable;
+use super::table::{Sandbox, SandboxTable};
 use crate::policy::stderr_line;
 
 pub use super::nft::PASS_MARK;
@@ -367,12 +367,16 @@ impl Registry {
         self.save(&inner, true);
         let cut = if self.conntrack {
             let mut sources: Vec<IpAddr> = before.to_vec();
-            sources.extend(
-                table
-                    .sandboxes()
-                    .filter(|s| touched(&s.id))
-                    .flat_map(|s| s.addresses.iter().copied()),
-            );
+            let addresses = |s: &Arc<Sandbox>| s.addresses.clone();
+            match only {
+                // The sandboxes touched, by id: not a look at every one.
+                Some(ids) => sources.extend(
+                    ids.iter()
+                        .filter_map(|id| table.get(id))
+                        .flat_map(addresses),
+                ),
+                None => sources.extend(table.sandboxes().flat_map(addresses)),
+            }
             cut_flows(&sources, |k| inner.entries.contains_key(&k))
         } else {
             0

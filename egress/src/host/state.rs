@@ -5,7 +5,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
@@ -20,6 +20,11 @@ use crate::watch::FileWatch;
 /// Host mode's watch on its files: the reload thread's poll, SIGHUP.
 #[path = "state_files.rs"]
 mod files;
+
+/// How a change is written to the table file and put in force.
+#[path = "state_write.rs"]
+mod write;
+pub(crate) use write::write_whole;
 
 /// Why a change through the control API was refused; nothing of it was
 /// put in force.
@@ -92,43 +97,23 @@ pub(crate) struct Host {
     /// The DNS-fed passes: revised after every change in force.
     pub(crate) kernel: Arc<super::kernel::Kernel>,
     key: Option<[i128; 5]>,
-    /// One watch a policy file, however many sandboxes name it.
-    files: HashMap<PathBuf, FileWatch>,
+    /// One watch a policy file, however many sandboxes name it, and how
+    /// many do.
+    files: HashMap<PathBuf, (FileWatch, usize)>,
     /// What the nftables table holds, as last written.
     installed: Installed,
     /// The `stat` key of the table file the table in force was built
     /// from. While the file's key is this, the table in force is what the
     /// file says, and a change through the API starts from the table
-    /// ([`File::of`]) rather than reading and parsing the file again; a
+    /// ([`Host::write_edit`]) rather than reading and parsing the file again; a
     /// file that moved since (an edit by hand, refused or not yet seen)
     /// is read.
     built: Option<[i128; 5]>,
-}
-
-/// Writes `bytes` to `path` whole: a temporary file beside it, then a
-/// rename, so a reader sees the old file or the new one. The file keeps
-/// the mode it had; a new one is readable by its owner only (0600): the
-/// table and the policies it stores are not for every user of the host.
-fn write_whole(path: &Path, bytes: &[u8]) -> Result<(), ChangeError> {
-    use std::io::Write as _;
-    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
-    let write = |source| ChangeError::Write {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mode = std::fs::metadata(path).map_or(0o600, |m| m.permissions().mode() & 0o7777);
-    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    let _ = std::fs::remove_file(&tmp);
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .map_err(write)?;
-    f.write_all(bytes).map_err(write)?;
-    drop(f);
-    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode)).map_err(write)?;
-    std::fs::rename(&tmp, path).map_err(write)
+    /// The `stat` key of the table file as this daemon last wrote it
+    /// whole or added to it (its own spelling: `[[sandbox]]` entries
+    /// only). While the file is that, a sandbox added through the API is
+    /// added at its end ([`Host::append`]) instead of the file rewritten.
+    written: Option<[i128; 5]>,
 }
 
 /// A sandbox's place in the kernel layer, from its policy in force
@@ -202,6 +187,7 @@ impl Host {
         let mut h = Host {
             installed: Installed::default(),
             built: None,
+            written: None,
             kernel,
             ports,
             key: stat_key(&path),
@@ -295,31 +281,36 @@ impl Host {
         self.key = stat_key(&self.path);
         self.built = None;
         let file = File::read(&self.path)?;
-        self.reload_file(file, None)
+        self.reload_file(file)
     }
 
-    /// The table file as it is now: written from the table in force when
-    /// the file has not moved since it was built from it (and then `true`),
-    /// else read again.
-    fn table_file(&self) -> Result<(File, bool), ChangeError> {
-        if self.built.is_some() && stat_key(&self.path) == self.built {
-            return Ok((File::of(&self.table.load(), &self.path), true));
-        }
-        Ok((File::read(&self.path)?, false))
+    /// Whether the table in force is what the table file says (it has
+    /// not moved since the table was built from it or written): a change
+    /// through the API then edits the table in force and writes the file
+    /// from it ([`Host::write_edit`]); else the file is read and the
+    /// change made to what it says ([`Host::write_table`]).
+    fn in_force(&self) -> bool {
+        self.built.is_some() && stat_key(&self.path) == self.built
     }
 
-    /// [`Host::reload`] of the table file as read (or just written). With
-    /// `edit`, the file is the table in force with only that sandbox's
-    /// entry changed, and only that entry is read ([`SandboxTable::edit`]).
-    fn reload_file(&mut self, file: File, edit: Option<&str>) -> Result<usize, ChangeError> {
+    /// [`Host::reload`] of the table file as read (or just written).
+    fn reload_file(&mut self, file: File) -> Result<usize, ChangeError> {
         let old = self.table.load_full();
-        let table = match edit {
-            Some(id) => {
-                let entry = file.sandbox.iter().find(|e| e.id == id);
-                old.edit(&self.path, id, entry, &self.shared)?
-            }
-            None => SandboxTable::build(&self.path, &file, &self.shared, Some(&old))?,
-        };
+        let table = SandboxTable::build(&self.path, &file, &self.shared, Some(&old))?;
+        self.put_in_force(&old, table, None)
+    }
+
+    /// Puts `table` in force in place of `old` (the table in force): its
+    /// nftables sets, the swap, the passes and flows of what changed
+    /// revised, the sandboxes that left retired, the watches. With `edit`,
+    /// `table` is `old` with only that sandbox changed
+    /// ([`SandboxTable::edit`]), and only it is looked at.
+    fn put_in_force(
+        &mut self,
+        old: &Arc<SandboxTable>,
+        table: SandboxTable,
+        edit: Option<&str>,
+    ) -> Result<usize, ChangeError> {
         // A sandbox that left or changed keeps only what the table in force
         // allows it: its passes and flows are revised; the others' (the
         // same `Sandbox`, kept as it was) are not looked at.
@@ -341,13 +332,13 @@ impl Host {
                     .collect(),
             }
         };
-        let changed = differing(&old, &table);
+        let changed = differing(old, &table);
         if self.nftables {
             if table.interfaces().is_empty() {
                 return Err(ChangeError::Invalid(super::table::NO_INTERFACES.into()));
             }
             // Written: the sandboxes new or changed; taken out: those gone.
-            let touched = differing(&table, &old);
+            let touched = differing(&table, old);
             let gone: Vec<String> = changed
                 .iter()
                 .filter(|id| table.get(id).is_none())
@@ -355,13 +346,13 @@ impl Host {
                 .collect();
             self.write_layer(&table, Some(&touched), &gone)?;
         }
-        let n = table.sandboxes().count();
+        let n = table.len();
         self.table.store(Arc::new(table));
         self.built = self.key;
         let now = self.table.load();
-        let before: Vec<IpAddr> = old
-            .sandboxes()
-            .filter(|o| changed.contains(&o.id))
+        let before: Vec<IpAddr> = changed
+            .iter()
+            .filter_map(|id| old.get(id))
             .flat_map(|s| s.addresses.iter().copied())
             .collect();
         self.kernel.revise(&before, Some(&changed));
@@ -384,7 +375,7 @@ impl Host {
             }
         }
         match edit {
-            Some(id) => self.watch_edited(&old, id),
+            Some(id) => self.watch_edited(old, id),
             None => self.watch_files(),
         }
         stderr_line(format!(
@@ -392,32 +383,6 @@ impl Host {
             self.path.display()
         ));
         Ok(n)
-    }
-
-    /// Rewrites the table file and puts it in force; on a
-    /// refusal the file is put back as it was.
-    fn write_table(&mut self, file: File, edit: Option<&str>) -> Result<(), ChangeError> {
-        let before = std::fs::read(&self.path).unwrap_or_default();
-        let text = file.to_toml().ok_or_else(|| {
-            ChangeError::Invalid("a policy path is not UTF-8: the table cannot hold it".into())
-        })?;
-        let header =
-            "# The sandboxes of gatehouse-egress host mode; the control API rewrites this file.\n";
-        write_whole(&self.path, format!("{header}{text}").as_bytes())?;
-        self.key = stat_key(&self.path);
-        let done = self.reload_file(file, edit);
-        if let Err(e) = done {
-            write_whole(&self.path, &before)?;
-            self.key = stat_key(&self.path);
-            self.built = None;
-            return Err(e);
-        }
-        // The copies a rewrite makes (the file's entries, its text, the
-        // maps of the table before) go back to the system: 3 MB at 10 000
-        // sandboxes otherwise stays with the daemon. Off the answer's path
-        // (8 ms at 10 000), one at a time.
-        crate::watch::give_back_free_memory_soon();
-        Ok(())
     }
 
     /// Where the API keeps a sandbox's policy.
@@ -457,12 +422,21 @@ impl Host {
                 super::table::MAX_ID
             )));
         }
-        let (mut file, in_force) = self.table_file()?;
-        if file.sandbox.iter().any(|e| e.id == id) {
-            return Err(ChangeError::Exists(id.into()));
-        }
-        // Another sandbox's address is a conflict (409), as a taken id is.
+        let in_force = self.in_force();
         let table = self.table.load();
+        let file = if in_force {
+            if table.get(id).is_some() {
+                return Err(ChangeError::Exists(id.into()));
+            }
+            None
+        } else {
+            let file = File::read(&self.path)?;
+            if file.sandbox.iter().any(|e| e.id == id) {
+                return Err(ChangeError::Exists(id.into()));
+            }
+            Some(file)
+        };
+        // Another sandbox's address is a conflict (409), as a taken id is.
         for text in &addresses {
             if let Some(other) = text.parse().ok().and_then(|ip| table.lookup(ip)) {
                 return Err(ChangeError::Taken {
@@ -476,13 +450,19 @@ impl Host {
         let policy = self.policy_file(id);
         write_whole(&policy, text.as_bytes())?;
         let _ = std::fs::remove_file(self.zoo_file(id));
-        file.sandbox.push(Entry {
+        let entry = Entry {
             id: id.into(),
             addresses,
             policy: policy.clone(),
             policy_name: name,
-        });
-        let done = self.write_table(file, in_force.then_some(id));
+        };
+        let done = match file {
+            None => self.write_edit(id, Some(entry)),
+            Some(mut file) => {
+                file.sandbox.push(entry);
+                self.write_table(file)
+            }
+        };
         if done.is_err() {
             // Refused: nothing of it stays behind.
             let _ = std::fs::remove_file(&policy);
@@ -492,19 +472,28 @@ impl Host {
 
     /// Removes a sandbox; its open connections close.
     pub(crate) fn remove(&mut self, id: &str) -> Result<(), ChangeError> {
-        let (mut file, in_force) = self.table_file()?;
         let table = self.table.load();
         if let Some(s) = table.get(id)
             && !s.addresses.iter().all(|ip| table.covers(*ip))
         {
             return Err(ChangeError::Uncovered(id.into()));
         }
-        let before = file.sandbox.len();
-        file.sandbox.retain(|e| e.id != id);
-        if file.sandbox.len() == before {
-            return Err(ChangeError::NotFound(id.into()));
+        if self.in_force() {
+            if table.get(id).is_none() {
+                return Err(ChangeError::NotFound(id.into()));
+            }
+            drop(table);
+            self.write_edit(id, None)?;
+        } else {
+            let mut file = File::read(&self.path)?;
+            let before = file.sandbox.len();
+            file.sandbox.retain(|e| e.id != id);
+            if file.sandbox.len() == before {
+                return Err(ChangeError::NotFound(id.into()));
+            }
+            drop(table);
+            self.write_table(file)?;
         }
-        self.write_table(file, in_force.then_some(id))?;
         let _ = std::fs::remove_file(self.policy_file(id));
         let _ = std::fs::remove_file(self.zoo_file(id));
         Ok(())
@@ -530,44 +519,54 @@ impl Host {
         // The table in force says where the sandbox's policy is: the file
         // is read (and rewritten) only when the entry must point elsewhere,
         // so a change costs the same whatever the number of sandboxes.
-        let pointed = {
+        let (pointed, addresses) = {
             let table = self.table.load();
             let s = table
                 .get(id)
                 .ok_or_else(|| ChangeError::NotFound(id.into()))?;
-            (s.policies().path.clone(), s.policies().name.clone())
+            (
+                (s.policies().path.clone(), s.policies().name.clone()),
+                s.addresses.iter().map(IpAddr::to_string).collect(),
+            )
         };
         self.check(text, name.as_deref())?;
         self.make_state_dir()?;
         let policy = self.policy_file(id);
         let repoint = pointed != (policy.clone(), name.clone());
         let mut file = None;
-        if repoint {
-            let (read, in_force) = self.table_file()?;
+        if repoint && !self.in_force() {
+            let read = File::read(&self.path)?;
             if read.sandbox.iter().all(|e| e.id != id) {
                 return Err(ChangeError::NotFound(id.into()));
             }
-            file = Some((read, in_force));
+            file = Some(read);
         }
         write_whole(&policy, text.as_bytes())?;
         // A policy put whole starts the Zoo document afresh: the next Zoo
         // call builds on nothing a PUT replaced (`zoo` writes its document
         // back after this returns).
         let _ = std::fs::remove_file(self.zoo_file(id));
-        if let Some((mut file, in_force)) = file {
+        if let Some(mut file) = file {
             if let Some(entry) = file.sandbox.iter_mut().find(|e| e.id == id) {
                 entry.policy = policy;
                 entry.policy_name = name;
             }
-            self.write_table(file, in_force.then_some(id))?;
+            self.write_table(file)?;
+        } else if repoint {
+            let entry = Entry {
+                id: id.into(),
+                addresses,
+                policy,
+                policy_name: name,
+            };
+            self.write_edit(id, Some(entry))?;
         } else {
             let table = self.table.load();
             let s = table
                 .get(id)
                 .ok_or_else(|| ChangeError::NotFound(id.into()))?;
             s.policies().reload();
-            self.files
-                .insert(s.policies().path.clone(), FileWatch::new(s.policies()));
+            self.rewatch(s.policies());
             self.refresh_layer(Some(&HashSet::from([id.to_string()])));
         }
         let table = self.table.load();

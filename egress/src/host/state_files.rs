@@ -6,6 +6,8 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
+use crate::policy::Policies;
+
 use crate::host::state::Host;
 use crate::host::table::SandboxTable;
 use crate::policy::{stat_key, stderr_line};
@@ -19,28 +21,44 @@ impl Host {
         for s in table.sandboxes() {
             self.files
                 .entry(s.policies().path.clone())
-                .or_insert_with(|| FileWatch::new(s.policies()));
+                .or_insert_with(|| (FileWatch::new(s.policies()), 0))
+                .1 += 1;
+        }
+    }
+
+    /// The watch on `policies`' file started afresh from what it read
+    /// (how many sandboxes name the file unchanged).
+    pub(super) fn rewatch(&mut self, policies: &Policies) {
+        match self.files.get_mut(&policies.path) {
+            Some(w) => w.0 = FileWatch::new(policies),
+            None => {
+                self.files
+                    .insert(policies.path.clone(), (FileWatch::new(policies), 1));
+            }
         }
     }
 
     /// [`Host::watch_files`] after sandbox `id` alone changed (`old`: the
     /// table before): its file watched from what its policy read, the
-    /// file it left unwatched when no other sandbox names it.
+    /// file it left unwatched when no other sandbox names it (the count
+    /// says so: no look at the other sandboxes).
     pub(super) fn watch_edited(&mut self, old: &SandboxTable, id: &str) {
         let table = self.table.load();
-        let now = table.get(id);
-        if let Some(s) = now {
-            self.files
-                .insert(s.policies().path.clone(), FileWatch::new(s.policies()));
+        if let Some(s) = table.get(id) {
+            let w = self
+                .files
+                .entry(s.policies().path.clone())
+                .or_insert_with(|| (FileWatch::new(s.policies()), 0));
+            w.0 = FileWatch::new(s.policies());
+            w.1 += 1;
         }
-        // Compared as bytes: `Path`'s own equality walks components, 6 ms
-        // over 10 000 sandboxes.
-        let same = |a: &Path, b: &Path| a.as_os_str() == b.as_os_str();
         if let Some(was) = old.get(id).map(|o| &o.policies().path)
-            && now.is_none_or(|s| !same(&s.policies().path, was))
-            && table.sandboxes().all(|s| !same(&s.policies().path, was))
+            && let Some(w) = self.files.get_mut(was)
         {
-            self.files.remove(was);
+            w.1 = w.1.saturating_sub(1);
+            if w.1 == 0 {
+                self.files.remove(was);
+            }
         }
     }
 
@@ -97,7 +115,7 @@ impl Host {
                     let read = self
                         .files
                         .get_mut(path)
-                        .and_then(|file| file.poll_read(s.policies()));
+                        .and_then(|file| file.0.poll_read(s.policies()));
                     let c = read.is_some();
                     changed.insert(path, (read, 0, 0));
                     c
@@ -141,8 +159,7 @@ impl Host {
         let table = self.table.load();
         for s in table.sandboxes() {
             s.policies().reload();
-            self.files
-                .insert(s.policies().path.clone(), FileWatch::new(s.policies()));
+            self.rewatch(s.policies());
         }
         self.refresh_layer(None);
     }

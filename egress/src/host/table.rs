@@ -2,7 +2,6 @@
 //! policy each one is decided with (the file format is in [`super`]'s
 //! documentation and docs/host.md).
 
-use std::collections::HashMap;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -15,6 +14,11 @@ use crate::policy::{Policies, PolicyError, PolicyOptions};
 use crate::resolve::Upstream;
 
 pub use super::addr::canonical;
+use super::shards::{Chunks, ShardedMap};
+/// The table's file: its shape, and its text as the control API writes it.
+#[path = "table_file.rs"]
+mod file;
+pub(crate) use file::{Entry, File, splice_entry};
 
 /// One sandbox: its id, its source addresses, its policy in force (in the
 /// gate's context every front door decides with), and what its resolver
@@ -93,14 +97,16 @@ impl DecisionSink for Tagged {
     }
 }
 
-/// Every sandbox of the host, by source address.
-#[derive(Default)]
+/// Every sandbox of the host, by source address. Its list and maps are
+/// in pieces a copy shares ([`super::shards`]): an edit of one sandbox
+/// copies what it touches, not the table.
+#[derive(Default, Clone)]
 pub struct SandboxTable {
     networks: Vec<ipnet::IpNet>,
     interfaces: Vec<String>,
-    sandboxes: Vec<Arc<Sandbox>>,
-    by_address: HashMap<IpAddr, Arc<Sandbox>>,
-    by_id: HashMap<Arc<str>, Arc<Sandbox>>,
+    sandboxes: Chunks<Arc<Sandbox>>,
+    by_address: ShardedMap<IpAddr, Arc<Sandbox>>,
+    by_id: ShardedMap<Arc<str>, Arc<Sandbox>>,
 }
 
 /// Why a sandbox table was refused. Each variant names the file, and the
@@ -162,140 +168,6 @@ pub enum HostError {
         /// Why its policy was refused.
         source: PolicyError,
     },
-}
-
-/// The file's shape.
-#[derive(Clone, Default, serde::Deserialize, serde::Serialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct File {
-    /// The prefixes sandboxes live in (`10.200.0.0/16`): a source in them
-    /// that is no sandbox's is denied everything, so a sandbox removed
-    /// from the table loses its network rather than leaving host mode.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) networks: Vec<String>,
-    /// The host-side interfaces sandbox traffic arrives on (`veth*`, a TAP,
-    /// a bridge and its ports): whatever arrives on them is held as a
-    /// sandbox's, whatever its source address says (docs/host.md).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) interfaces: Vec<String>,
-    #[serde(default)]
-    pub(crate) sandbox: Vec<Entry>,
-}
-
-impl File {
-    /// The file that builds `table` (whose file is at `path`), as the
-    /// control API writes it back: each sandbox's entry in the table's
-    /// order, its addresses in canonical form, its policy path relative
-    /// to the table's folder when it is inside it, the networks as
-    /// prefixes. The same table, spelled canonically (comments were never
-    /// kept), without holding a copy of the file in memory.
-    pub(crate) fn of(table: &SandboxTable, path: &Path) -> File {
-        let base = path.parent().unwrap_or(Path::new("."));
-        File {
-            networks: table.networks.iter().map(ToString::to_string).collect(),
-            interfaces: table.interfaces.clone(),
-            sandbox: table
-                .sandboxes
-                .iter()
-                .map(|s| {
-                    let p = &s.policies().path;
-                    Entry {
-                        id: s.id.clone(),
-                        addresses: s.addresses.iter().map(ToString::to_string).collect(),
-                        policy: p
-                            .strip_prefix(base)
-                            .map_or_else(|_| p.clone(), Path::to_path_buf),
-                        policy_name: s.policies().name.clone(),
-                    }
-                })
-                .collect(),
-        }
-    }
-}
-
-/// One sandbox as the file writes it.
-#[derive(Clone, serde::Deserialize, serde::Serialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct Entry {
-    pub(crate) id: String,
-    pub(crate) addresses: Vec<String>,
-    pub(crate) policy: PathBuf,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) policy_name: Option<String>,
-}
-
-/// `s` as a TOML basic string.
-fn toml_string(out: &mut String, s: &str) {
-    use std::fmt::Write as _;
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if c.is_control() => {
-                let _ = write!(out, "\\u{:04X}", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
-fn toml_array(out: &mut String, items: &[String]) {
-    out.push('[');
-    for (i, item) in items.iter().enumerate() {
-        if i > 0 {
-            out.push_str(", ");
-        }
-        toml_string(out, item);
-    }
-    out.push(']');
-}
-
-impl File {
-    /// The table as TOML, written by hand (its shape is fixed): the
-    /// `toml` crate's writer takes tens of milliseconds at 10 000
-    /// sandboxes, this one a millisecond. `None` for a policy path that is
-    /// not UTF-8 (TOML cannot hold it).
-    pub(crate) fn to_toml(&self) -> Option<String> {
-        let mut out = String::with_capacity(64 + self.sandbox.len() * 96);
-        if !self.networks.is_empty() {
-            out.push_str("networks = ");
-            toml_array(&mut out, &self.networks);
-            out.push('\n');
-        }
-        if !self.interfaces.is_empty() {
-            out.push_str("interfaces = ");
-            toml_array(&mut out, &self.interfaces);
-            out.push('\n');
-        }
-        for e in &self.sandbox {
-            out.push_str("\n[[sandbox]]\nid = ");
-            toml_string(&mut out, &e.id);
-            out.push_str("\naddresses = ");
-            toml_array(&mut out, &e.addresses);
-            out.push_str("\npolicy = ");
-            toml_string(&mut out, e.policy.to_str()?);
-            if let Some(name) = &e.policy_name {
-                out.push_str("\npolicy_name = ");
-                toml_string(&mut out, name);
-            }
-            out.push('\n');
-        }
-        Some(out)
-    }
-
-    /// Reads and parses the table at `path`.
-    pub(crate) fn read(path: &Path) -> Result<File, HostError> {
-        let text = std::fs::read_to_string(path).map_err(|source| HostError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        toml::from_str(&text).map_err(|e| HostError::Syntax {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })
-    }
 }
 
 /// Whether `name` is an interface name the kernel could have (1 to 15
@@ -453,8 +325,9 @@ impl SandboxTable {
     /// when it had none; `None`: removed), as [`SandboxTable::build`]
     /// would make it from the file with that one entry changed: every
     /// other sandbox is kept as it is (the same `Arc`) and in its place,
-    /// without reading its entry again, so a change costs the same
-    /// whatever the number of sandboxes but for copying the maps.
+    /// without reading its entry again, and the pieces of the maps and
+    /// list it does not touch are shared, so a change costs the same
+    /// whatever the number of sandboxes.
     pub(crate) fn edit(
         &self,
         path: &Path,
@@ -462,23 +335,16 @@ impl SandboxTable {
         entry: Option<&Entry>,
         shared: &Shared,
     ) -> Result<SandboxTable, HostError> {
-        let mut table = SandboxTable {
-            networks: self.networks.clone(),
-            interfaces: self.interfaces.clone(),
-            sandboxes: self.sandboxes.clone(),
-            by_address: self.by_address.clone(),
-            by_id: self.by_id.clone(),
-        };
-        let place = table.sandboxes.iter().position(|s| s.id == id);
-        if let Some(old) = table.by_id.remove(id) {
+        let mut table = self.clone();
+        let old = table.by_id.remove(id);
+        if let Some(old) = &old {
             for ip in &old.addresses {
                 table.by_address.remove(ip);
             }
         }
+        let is_old = |s: &Arc<Sandbox>| old.as_ref().is_some_and(|o| Arc::ptr_eq(o, s));
         let Some(entry) = entry else {
-            if let Some(i) = place {
-                table.sandboxes.remove(i);
-            }
+            table.sandboxes.remove(is_old);
             return Ok(table);
         };
         if entry.id != id {
@@ -490,9 +356,8 @@ impl SandboxTable {
         }
         let base = path.parent().unwrap_or(Path::new("."));
         let sandbox = table.enter(path, base, entry, shared, Some(self))?;
-        match place.and_then(|i| table.sandboxes.get_mut(i)) {
-            Some(slot) => *slot = sandbox,
-            None => table.sandboxes.push(sandbox),
+        if !table.sandboxes.replace(is_old, sandbox.clone()) {
+            table.sandboxes.push(sandbox);
         }
         Ok(table)
     }
@@ -559,6 +424,16 @@ impl SandboxTable {
     /// Every sandbox, in the table's order.
     pub fn sandboxes(&self) -> impl Iterator<Item = &Arc<Sandbox>> {
         self.sandboxes.iter()
+    }
+
+    /// How many sandboxes the table holds.
+    pub fn len(&self) -> usize {
+        self.sandboxes.len()
+    }
+
+    /// Whether the table holds no sandbox.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 

@@ -308,9 +308,15 @@ fn an_edit_of_one_entry_is_the_build_of_the_edited_file() {
             }
         }
     };
-    // The file written from the table builds the same table.
+    // The file written from the table builds the same table, and the
+    // table writes the text its file's entries write.
     let rebuilt = SandboxTable::build(&path, &super::File::of(&old, &path), &shared, Some(&old));
     same(&old, &rebuilt.unwrap());
+    let written = old.to_toml(&path).unwrap();
+    assert_eq!(
+        Some(written.clone()),
+        super::File::of(&old, &path).to_toml()
+    );
     assert!(
         super::File::of(&old, &path)
             .sandbox
@@ -340,6 +346,16 @@ fn an_edit_of_one_entry_is_the_build_of_the_edited_file() {
         let built = SandboxTable::build(&path, &changed, &shared, Some(&old)).unwrap();
         let edited = old.edit(&path, id, e.as_ref(), &shared).unwrap();
         same(&built, &edited);
+        // The file as the API changes it — the entry cut out or replaced
+        // in the text written before, or added at its end — is the text
+        // the edited table writes whole.
+        let whole = edited.to_toml(&path).unwrap();
+        let entry = edited.entry_toml(id, &path);
+        let changed_text = match old.get(id) {
+            Some(_) => super::splice_entry(&written, id, entry.as_deref()).unwrap(),
+            None => format!("{written}{}", entry.unwrap()),
+        };
+        assert_eq!(changed_text, whole, "{id}");
         for s in edited.sandboxes() {
             let kept = old.get(&s.id).is_some_and(|o| Arc::ptr_eq(o, s));
             let kept_built = built
@@ -365,4 +381,52 @@ fn an_edit_of_one_entry_is_the_build_of_the_edited_file() {
             edited.map_err(|e| e.to_string())
         );
     }
+}
+
+/// Issue 58: an entry is found by its own lines only — not inside another
+/// entry's strings (a policy name that spells an entry), not as a prefix
+/// of a longer id — and cut out whole, first, middle or last.
+#[test]
+fn an_entry_is_spliced_by_its_own_lines_only() {
+    let entry = |id: &str, name: Option<&str>| Entry {
+        id: id.into(),
+        addresses: vec!["10.1.0.1".into()],
+        policy: PathBuf::from(format!("{id}.policy")),
+        policy_name: name.map(str::to_string),
+    };
+    let decoy = "x\"\n\n[[sandbox]]\nid = \"s1\"\n";
+    let file = |ids: &[(&str, Option<&str>)]| File {
+        networks: vec!["10.0.0.0/8".into()],
+        interfaces: Vec::new(),
+        sandbox: ids.iter().map(|(id, n)| entry(id, *n)).collect(),
+    };
+    let all = [
+        ("s10", Some(decoy)),
+        ("s1", None),
+        ("s11", None),
+        ("s2", Some("n")),
+    ];
+    let text = file(&all).to_toml().unwrap();
+    for (i, (id, _)) in all.iter().enumerate() {
+        let mut rest = all.to_vec();
+        rest.remove(i);
+        assert_eq!(
+            super::splice_entry(&text, id, None),
+            file(&rest).to_toml(),
+            "{id} cut out"
+        );
+        let mut replaced = all.to_vec();
+        if let Some(slot) = replaced.get_mut(i) {
+            *slot = (id, Some("new"));
+        }
+        let new = file(&[(id, Some("new"))]).to_toml().unwrap();
+        let new = new.trim_start_matches("networks = [\"10.0.0.0/8\"]\n");
+        assert_eq!(
+            super::splice_entry(&text, id, Some(new)),
+            file(&replaced).to_toml(),
+            "{id} replaced"
+        );
+    }
+    assert_eq!(super::splice_entry(&text, "s3", None), None);
+    assert_eq!(super::splice_entry(&text, "s\"", None), None);
 }

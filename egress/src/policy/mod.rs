@@ -604,15 +604,19 @@ impl DecisionSink for Discard {
 /// What tells the watcher (crate::watch) a file may have changed: device, inode, size,
 /// modification and change times (`stat`, which never opens the path).
 pub(crate) fn stat_key(path: &Path) -> Option<[i128; 5]> {
+    Some(metadata_key(&std::fs::metadata(path).ok()?))
+}
+
+/// [`stat_key`] of a file's metadata as already read (of an open file).
+pub(crate) fn metadata_key(m: &std::fs::Metadata) -> [i128; 5] {
     use std::os::unix::fs::MetadataExt as _;
-    let m = std::fs::metadata(path).ok()?;
-    Some([
+    [
         i128::from(m.dev()),
         i128::from(m.ino()),
         i128::from(m.size()),
         i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
         i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec()),
-    ])
+    ]
 }
 
 #[cfg(test)]

@@ -116,38 +116,173 @@ fn the_control_api_keeps_modes_leaves_nothing_behind_and_keeps_counts() {
 /// relative to the table's folder, `sub/sub/...`, and refused).
 #[test]
 fn a_relative_table_keeps_what_the_api_stores() {
-    let dir = std::env::temp_dir().join(format!("gatehouse-host-relative-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("sub")).unwrap();
-    std::fs::write(
-        dir.join("sub/sandboxes.toml"),
-        "networks = [\"10.0.0.0/8\"]\n",
-    )
-    .unwrap();
-    /// The daemon, killed however the test ends.
-    struct Daemon(std::process::Child);
-    impl Drop for Daemon {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
+    let api = Api::new("relative", "networks = [\"10.0.0.0/8\"]\n");
+    let policy = "policy p {\n  network {\n    allow domain a.test\n  }\n}\n";
+    let d = api.start();
+    let add = r#"{"id":"s1","addresses":["10.1.0.2"],"policy":"policy p {\n  network off\n}\n"}"#;
+    assert_eq!(api.call("POST", "/v1/sandboxes", add), 201);
+    assert_eq!(api.call("PUT", "/v1/sandboxes/s1/policy", policy), 200);
+    assert_eq!(api.call("PUT", "/v1/sandboxes/s1/policy", policy), 200);
+    let table = api.table();
+    let kept = api.dir.join("sub/gatehouse-state/s1.policy");
+    assert!(table.contains(&kept.display().to_string()), "{table}");
+    assert_eq!(std::fs::read_to_string(&kept).unwrap(), policy);
+    // A restarted daemon adopts it.
+    drop(d);
+    let _d = api.start();
+    assert_eq!(api.call("PUT", "/v1/sandboxes/s1/policy", policy), 200);
+}
+
+/// Issue 58: the API changes the table file as little as it can — a
+/// sandbox added is added at its end, one changed or removed is cut out
+/// of the file as the daemon wrote it — and the file is always the table
+/// in force: the same entries, in order, as a rewrite would spell them; a
+/// file edited by hand since is read and rewritten whole; a restarted
+/// daemon adopts every change.
+#[test]
+fn the_table_file_follows_every_change_added_cut_out_or_rewritten() {
+    let api = Api::new(
+        "splice",
+        "networks = [\"10.0.0.0/8\"]\n# by hand\n[[sandbox]]\nid = \"s0\"\naddresses = [\"10.1.0.1\"]\npolicy = \"p0.policy\"\n",
+    );
+    let policy =
+        |name: &str| format!("policy p {{\n  network {{\n    allow domain {name}.test\n  }}\n}}\n");
+    std::fs::write(api.dir.join("sub/p0.policy"), policy("zero")).unwrap();
+    let d = api.start();
+    let add = |id: &str, k: u8| {
+        let body = serde_json::json!({"id": id, "addresses": [format!("10.1.0.{k}")], "policy": policy(id)});
+        assert_eq!(
+            api.call("POST", "/v1/sandboxes", &body.to_string()),
+            201,
+            "POST {id}"
+        );
+    };
+    // The ids in the file, in order, and the file read as TOML.
+    let ids = || -> Vec<String> {
+        let text = api.table();
+        let v: toml::Value = toml::from_str(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        v.get("sandbox")
+            .and_then(|s| s.as_array())
+            .map(|a| {
+                a.iter()
+                    .map(|e| e["id"].as_str().unwrap().to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    add("s1", 2); // the file was written by hand: rewritten whole
+    assert!(!api.table().contains("# by hand"));
+    add("s10", 3); // added at the end
+    add("s11", 4);
+    assert_eq!(ids(), ["s0", "s1", "s10", "s11"]);
+    // s0's policy moves into the state directory: its entry replaced in place.
+    assert_eq!(
+        api.call("PUT", "/v1/sandboxes/s0/policy", &policy("moved")),
+        200
+    );
+    assert!(
+        api.table().contains("gatehouse-state/s0.policy"),
+        "{}",
+        api.table()
+    );
+    assert_eq!(ids(), ["s0", "s1", "s10", "s11"]);
+    // Cut out: the middle one, then the last (never a longer id it prefixes).
+    assert_eq!(api.call("DELETE", "/v1/sandboxes/s1", ""), 204);
+    assert_eq!(api.call("DELETE", "/v1/sandboxes/s11", ""), 204);
+    assert_eq!(ids(), ["s0", "s10"]);
+    // Edited by hand since: read and rewritten whole, the edit kept.
+    let edited = api.table()
+        + "\n[[sandbox]]\nid = \"s5\"\naddresses = [\"10.1.0.5\"]\npolicy = \"p0.policy\"\n";
+    std::fs::write(api.dir.join("sub/sandboxes.toml"), edited).unwrap();
+    add("s6", 6);
+    assert_eq!(ids(), ["s0", "s10", "s5", "s6"]);
+    assert_eq!(api.call("DELETE", "/v1/sandboxes/s10", ""), 204);
+    assert_eq!(ids(), ["s0", "s5", "s6"]);
+    // The file as written is the table a restarted daemon puts in force.
+    drop(d);
+    let _d = api.start();
+    for (id, code) in [
+        ("s0", 200),
+        ("s5", 200),
+        ("s6", 200),
+        ("s1", 404),
+        ("s10", 404),
+        ("s11", 404),
+    ] {
+        assert_eq!(
+            api.call(
+                "PUT",
+                &format!("/v1/sandboxes/{id}/policy"),
+                &policy("again")
+            ),
+            code,
+            "{id}"
+        );
     }
-    let start = || {
-        Daemon(
+}
+
+/// A host-mode daemon without nftables in a folder of its own, its table
+/// at `sub/sandboxes.toml` (relative), its control socket `c.sock`.
+struct Api {
+    dir: std::path::PathBuf,
+}
+
+/// The daemon, killed however the test ends.
+struct Daemon(std::process::Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Api {
+    fn new(name: &str, table: &str) -> Api {
+        let dir =
+            std::env::temp_dir().join(format!("gatehouse-host-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        std::fs::write(dir.join("sub/sandboxes.toml"), table).unwrap();
+        Api { dir }
+    }
+
+    fn table(&self) -> String {
+        std::fs::read_to_string(self.dir.join("sub/sandboxes.toml")).unwrap()
+    }
+
+    /// Starts the daemon and waits until its API answers (up to 30 s: on
+    /// a loaded CI machine a start has taken over 10).
+    fn start(&self) -> Daemon {
+        let _ = std::fs::remove_file(self.dir.join("c.sock"));
+        let mut d = Daemon(
             std::process::Command::new(env!("CARGO_BIN_EXE_gatehouse-egress"))
-                .current_dir(&dir)
+                .current_dir(&self.dir)
                 .args(["host", "--sandboxes", "sub/sandboxes.toml", "--no-nftables"])
                 .args(["--transparent-port", "0", "--dns-port", "0"])
                 .args(["--upstream-dns", "127.0.0.1:9", "--control", "c.sock"])
                 .stdout(std::process::Stdio::null())
-                .stderr(std::fs::File::create(dir.join("daemon.err")).unwrap())
+                .stderr(std::fs::File::create(self.dir.join("daemon.err")).unwrap())
                 .spawn()
                 .unwrap(),
-        )
-    };
-    let call = |method: &str, path: &str, body: &str| -> u16 {
+        );
+        let err = || std::fs::read_to_string(self.dir.join("daemon.err")).unwrap_or_default();
+        for _ in 0..600 {
+            if self.dir.join("c.sock").exists() && self.call("GET", "/v1/sandboxes", "") == 200 {
+                return d;
+            }
+            if let Ok(Some(status)) = d.0.try_wait() {
+                panic!("the daemon ended ({status}): {}", err());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("the daemon did not start in 30 s: {}", err());
+    }
+
+    /// One call of the control API; its HTTP status.
+    fn call(&self, method: &str, path: &str, body: &str) -> u16 {
         let out = std::process::Command::new("curl")
-            .current_dir(&dir)
+            .current_dir(&self.dir)
             .args([
                 "-s",
                 "-o",
@@ -169,45 +304,13 @@ fn a_relative_table_keeps_what_the_api_stores() {
             .output()
             .unwrap();
         String::from_utf8_lossy(&out.stdout).parse().unwrap_or(0)
-    };
-    // Up to 30 s: on a loaded CI machine a start has taken over 10.
-    let wait = |d: &mut Daemon| {
-        for _ in 0..600 {
-            if dir.join("c.sock").exists() && call("GET", "/v1/sandboxes", "") == 200 {
-                return;
-            }
-            if let Ok(Some(status)) = d.0.try_wait() {
-                panic!(
-                    "the daemon ended ({status}): {}",
-                    std::fs::read_to_string(dir.join("daemon.err")).unwrap_or_default()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        panic!(
-            "the daemon did not start in 30 s: {}",
-            std::fs::read_to_string(dir.join("daemon.err")).unwrap_or_default()
-        );
-    };
-    let policy = "policy p {\n  network {\n    allow domain a.test\n  }\n}\n";
-    let mut d = start();
-    wait(&mut d);
-    let add = r#"{"id":"s1","addresses":["10.1.0.2"],"policy":"policy p {\n  network off\n}\n"}"#;
-    assert_eq!(call("POST", "/v1/sandboxes", add), 201);
-    assert_eq!(call("PUT", "/v1/sandboxes/s1/policy", policy), 200);
-    assert_eq!(call("PUT", "/v1/sandboxes/s1/policy", policy), 200);
-    let table = std::fs::read_to_string(dir.join("sub/sandboxes.toml")).unwrap();
-    let kept = dir.join("sub/gatehouse-state/s1.policy");
-    assert!(table.contains(&kept.display().to_string()), "{table}");
-    assert_eq!(std::fs::read_to_string(&kept).unwrap(), policy);
-    // A restarted daemon adopts it.
-    drop(d);
-    let _ = std::fs::remove_file(dir.join("c.sock"));
-    let mut d = start();
-    wait(&mut d);
-    assert_eq!(call("PUT", "/v1/sandboxes/s1/policy", policy), 200);
-    drop(d);
-    let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+impl Drop for Api {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
 /// Item 9: `--control PATH` never replaces a file that is not a socket,
