@@ -207,6 +207,7 @@ impl Host {
     pub(crate) fn with_key(mut self, key: Option<[i128; 5]>) -> Host {
         self.key = key;
         self.built = key;
+        self.adopt_written();
         self
     }
 
@@ -281,7 +282,9 @@ impl Host {
         self.key = stat_key(&self.path);
         self.built = None;
         let file = File::read(&self.path)?;
-        self.reload_file(file)
+        let n = self.reload_file(file)?;
+        self.adopt_written();
+        Ok(n)
     }
 
     /// Whether the table in force is what the table file says (it has

@@ -181,6 +181,35 @@ impl Host {
         splice_entry(&text, id, new.as_deref())
     }
 
+    /// Takes the table file as this daemon's own spelling when it is
+    /// exactly what a rewrite of the table in force would write (a file
+    /// the API wrote before a restart, or a SIGHUP of an unchanged file):
+    /// the next change then adds to it or splices it instead of writing it
+    /// whole. Read through the open file, whose `stat` must be the one the
+    /// table was built from.
+    pub(crate) fn adopt_written(&mut self) {
+        use std::io::Read as _;
+        let Some(built) = self.built else { return };
+        let Ok(mut file) = std::fs::File::open(&self.path) else {
+            return;
+        };
+        let same = file
+            .metadata()
+            .is_ok_and(|m| crate::policy::metadata_key(&m) == built);
+        let mut text = String::new();
+        if !same || file.read_to_string(&mut text).is_err() {
+            return;
+        }
+        if self
+            .table
+            .load()
+            .to_toml(&self.path)
+            .is_some_and(|t| with_header(&t) == text)
+        {
+            self.written = Some(built);
+        }
+    }
+
     /// Adds `text` at the end of the table file when the file is as this
     /// daemon last wrote it (checked on the open file, so a file replaced
     /// since is never added to), in one write; the open file and its

@@ -170,10 +170,22 @@ fn the_table_file_follows_every_change_added_cut_out_or_rewritten() {
             })
             .unwrap_or_default()
     };
+    // A file is rewritten whole by a rename (a new inode); added to, it
+    // keeps its inode.
+    let inode = || {
+        use std::os::unix::fs::MetadataExt as _;
+        std::fs::metadata(api.dir.join("sub/sandboxes.toml"))
+            .unwrap()
+            .ino()
+    };
+    let by_hand = inode();
     add("s1", 2); // the file was written by hand: rewritten whole
     assert!(!api.table().contains("# by hand"));
+    assert_ne!(inode(), by_hand);
+    let written = inode();
     add("s10", 3); // added at the end
     add("s11", 4);
+    assert_eq!(inode(), written, "added to, not rewritten");
     assert_eq!(ids(), ["s0", "s1", "s10", "s11"]);
     // s0's policy moves into the state directory: its entry replaced in place.
     assert_eq!(
@@ -198,9 +210,14 @@ fn the_table_file_follows_every_change_added_cut_out_or_rewritten() {
     assert_eq!(ids(), ["s0", "s10", "s5", "s6"]);
     assert_eq!(api.call("DELETE", "/v1/sandboxes/s10", ""), 204);
     assert_eq!(ids(), ["s0", "s5", "s6"]);
-    // The file as written is the table a restarted daemon puts in force.
+    // The file as written is the table a restarted daemon puts in force,
+    // and takes as its own: the next sandbox is added to it.
     drop(d);
     let _d = api.start();
+    let written = inode();
+    add("s7", 7);
+    assert_eq!(inode(), written, "added to after a restart");
+    assert_eq!(ids(), ["s0", "s5", "s6", "s7"]);
     for (id, code) in [
         ("s0", 200),
         ("s5", 200),
