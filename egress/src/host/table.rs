@@ -98,7 +98,7 @@ impl DecisionSink for Tagged {
 }
 
 /// Every sandbox of the host, by source address. Its list and maps are
-/// in pieces a copy shares ([`super::shards`]): an edit of one sandbox
+/// in pieces a copy shares (`host/shards.rs`): an edit of one sandbox
 /// copies what it touches, not the table.
 #[derive(Default, Clone)]
 pub struct SandboxTable {
