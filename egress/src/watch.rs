@@ -99,6 +99,19 @@ impl FileWatch {
         self.poll_read(p).is_some()
     }
 
+    /// Whether the file at `path` (this watch's) moved since it was last
+    /// looked at, or is still settling after a move: a `stat`, no read.
+    /// [`FileWatch::poll_read`] then reads it.
+    pub(crate) fn moved(&mut self, path: &std::path::Path) -> bool {
+        let now_key = stat_key(path);
+        if now_key != self.key {
+            self.key = now_key;
+            self.changed_at = std::time::Instant::now();
+            return true;
+        }
+        self.changed_at.elapsed() <= SETTLE
+    }
+
     /// [`FileWatch::poll`], with what was read when the file changed: what
     /// it was, and its bytes when they could be read (for other policies
     /// naming the same file, [`Policies::reload_quiet`]).

@@ -409,12 +409,12 @@ fn reload_thread(host: &Mutex<Host>) {
                 .to_string(),
         );
     }
-    let watch_all = |h: &Host, notifier: &mut Option<Notifier>, polling: &mut bool| {
+    let watch_all = |paths: Vec<PathBuf>, notifier: &mut Option<Notifier>, polling: &mut bool| {
         if *polling {
             return;
         }
         let Some(n) = notifier.as_mut() else { return };
-        for path in h.watched_files() {
+        for path in paths {
             if !n.watch_file(&path) {
                 *polling = true;
                 stderr_line(format!(
@@ -426,7 +426,7 @@ fn reload_thread(host: &Mutex<Host>) {
         }
     };
     match host.lock() {
-        Ok(h) => watch_all(&h, &mut notifier, &mut polling),
+        Ok(mut h) => watch_all(h.take_unwatched(), &mut notifier, &mut polling),
         Err(_) => return,
     }
     let mut settle = crate::watch::Settle::default();
@@ -479,14 +479,16 @@ fn reload_thread(host: &Mutex<Host>) {
         }
         let Ok(mut h) = host.lock() else { return };
         if look {
-            h.poll();
+            let mut moved = h.poll();
             looked = Instant::now();
             if std::mem::take(&mut rewatch) {
-                // New sandboxes' policies, a link pointing elsewhere: each
-                // comes with an event (a table or a link rewritten), so the
-                // paths are resolved again only then, at most once a look
-                // (10 000 `canonicalize` calls at 10 000 sandboxes).
-                watch_all(&h, &mut notifier, &mut polling);
+                // New sandboxes' policies, and the files that moved (a
+                // link pointing elsewhere moves: its target is another
+                // file): each comes with an event, so only those paths are
+                // resolved again, not every watched one (10 000
+                // `canonicalize` calls at 10 000 sandboxes).
+                moved.extend(h.take_unwatched());
+                watch_all(moved, &mut notifier, &mut polling);
             }
         }
         if evicted.elapsed() > EVICT {

@@ -97,9 +97,11 @@ pub(crate) struct Host {
     /// The DNS-fed passes: revised after every change in force.
     pub(crate) kernel: Arc<super::kernel::Kernel>,
     key: Option<[i128; 5]>,
-    /// One watch a policy file, however many sandboxes name it, and how
-    /// many do.
-    files: HashMap<PathBuf, (FileWatch, usize)>,
+    /// One watch a policy file, however many sandboxes name it; how many
+    /// do; and
+    /// The sandbox's policy it is read through (`None`: that sandbox
+    /// left; the next poll takes another).
+    files: HashMap<PathBuf, (FileWatch, usize, Option<Arc<crate::policy::Policies>>)>,
     /// What the nftables table holds, as last written.
     installed: Installed,
     /// The `stat` key of the table file the table in force was built
@@ -114,6 +116,9 @@ pub(crate) struct Host {
     /// only). While the file is that, a sandbox added through the API is
     /// added at its end ([`Host::append`]) instead of the file rewritten.
     written: Option<[i128; 5]>,
+    /// Files the reload thread has not been handed to watch yet
+    /// ([`Host::take_unwatched`]).
+    unwatched: Vec<PathBuf>,
 }
 
 /// A sandbox's place in the kernel layer, from its policy in force
@@ -188,6 +193,7 @@ impl Host {
             installed: Installed::default(),
             built: None,
             written: None,
+            unwatched: Vec::new(),
             kernel,
             ports,
             key: stat_key(&path),

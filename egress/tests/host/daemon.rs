@@ -238,6 +238,49 @@ fn the_table_file_follows_every_change_added_cut_out_or_rewritten() {
     }
 }
 
+/// Issue 58: a policy file is read through the first sandbox naming it;
+/// when that sandbox leaves, the next change of the file is still put in
+/// force for every other sandbox naming it.
+#[test]
+fn a_shared_file_still_reloads_after_the_sandbox_it_was_read_through_left() {
+    let entry = |id: &str, k: u8| {
+        format!(
+            "\n[[sandbox]]\nid = \"{id}\"\naddresses = [\"10.1.0.{k}\"]\npolicy = \"p0.policy\"\n"
+        )
+    };
+    let api = Api::new(
+        "first-left",
+        &format!(
+            "networks = [\"10.0.0.0/8\"]\n{}{}",
+            entry("s0", 1),
+            entry("s1", 2)
+        ),
+    );
+    let policy =
+        |name: &str| format!("policy p {{\n  network {{\n    allow domain {name}.test\n  }}\n}}\n");
+    std::fs::write(api.dir.join("sub/p0.policy"), policy("zero")).unwrap();
+    let _d = api.start();
+    let decide = |host: &str| {
+        let q = serde_json::json!({"kind": "connect", "host": host, "port": 443}).to_string();
+        api.call("POST", "/v1/sandboxes/s1/decide", &q)
+    };
+    assert_eq!(decide("zero.test"), 200);
+    assert_eq!(decide("other.test"), 403);
+    assert_eq!(api.call("DELETE", "/v1/sandboxes/s0", ""), 204);
+    std::fs::write(api.dir.join("sub/p0.policy"), policy("other")).unwrap();
+    let mut seen = false;
+    for _ in 0..200 {
+        if decide("other.test") == 200 {
+            seen = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let err = std::fs::read_to_string(api.dir.join("daemon.err")).unwrap_or_default();
+    assert!(seen, "s1 never took the edited file: {err}");
+    assert_eq!(decide("zero.test"), 403);
+}
+
 /// A host-mode daemon without nftables in a folder of its own, its table
 /// at `sub/sandboxes.toml` (relative), its control socket `c.sock`.
 struct Api {
