@@ -489,6 +489,9 @@ fn reload_thread(host: &Mutex<Host>) {
                 // `canonicalize` calls at 10 000 sandboxes).
                 moved.extend(h.take_unwatched());
                 watch_all(moved, &mut notifier, &mut polling);
+            } else if polling {
+                // Polled, nothing is watched: the list would only grow.
+                drop(h.take_unwatched());
             }
         }
         if evicted.elapsed() > EVICT {
