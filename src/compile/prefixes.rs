@@ -119,14 +119,21 @@ fn code(table: &[[Packed; 3]], slot: u32) -> u32 {
 impl Starts {
     /// From widened starts and their codes: `None` if a start does not fit
     /// the width.
-    fn new(width: u32, wide: Vec<u128>, codes: Vec<u32>) -> Option<Starts> {
+    ///
+    /// The vectors hold no spare capacity: the build's grew by doubling
+    /// (up to half again the starts, 1.2 MB at 200 000 rules).
+    fn new(width: u32, mut wide: Vec<u128>, mut codes: Vec<u32>) -> Option<Starts> {
         if width == 32 {
-            wide.into_iter()
+            let mut v4 = wide
+                .into_iter()
                 .zip(codes)
                 .map(|(s, c)| u32::try_from(s).ok().map(|s| [s, c]))
-                .collect::<Option<Vec<[u32; 2]>>>()
-                .map(Starts::V4)
+                .collect::<Option<Vec<[u32; 2]>>>()?;
+            v4.shrink_to_fit();
+            Some(Starts::V4(v4))
         } else {
+            wide.shrink_to_fit();
+            codes.shrink_to_fit();
             Some(Starts::V6(wide, codes))
         }
     }
