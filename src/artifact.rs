@@ -46,7 +46,9 @@ pub const MAGIC: &[u8; 8] = b"GATEHSE\0";
 /// 7 (2026-12-07): the payload is binary (postcard) instead of JSON, and
 /// stored compressed (issue 62: 433 → 38 bytes a rule at 200 000 rules),
 /// decoded while it is inflated.
-pub const FORMAT_VERSION: u32 = 7;
+/// 8 (2026-12-08): the rule table holds three bytes a rule (text length,
+/// line difference, column) instead of twelve (issue 62).
+pub const FORMAT_VERSION: u32 = 8;
 const HEADER: usize = 8 + 4 + 8 + 32;
 
 /// The largest payload (uncompressed) a load accepts: 128 MiB, more than

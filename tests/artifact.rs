@@ -159,7 +159,7 @@ fn a_well_checksummed_but_forged_payload_is_refused() {
     );
     // A rule whose text range runs past the arena.
     let mut json: serde_json::Value = payload_json(&set);
-    json["inner"]["rules"]["entries"][0]["start"] = serde_json::json!(1_000_000);
+    json["inner"]["rules"]["lens"][0] = serde_json::json!(200);
     let e = PolicySet::from_artifact(&forge(&json)).unwrap_err();
     assert!(
         matches!(e, ArtifactError::Inconsistent(ref m) if m.to_string().contains("out of range")),
