@@ -90,7 +90,7 @@ live() {  # who, command prefix
   local who=$1; shift
   echo "== as $who: a program denied while it runs"
   sed '/^  apps /d' "$work/deny.policy" > "$work/live.policy"
-  chmod 666 "$work/live.policy"
+  chmod 644 "$work/live.policy"
   mkdir -p "$work/live-$who" && chmod 777 "$work/live-$who"
   local t0 t1
   (cd "$work/live-$who" && "$@" "$run" "$work/live.policy" -- \

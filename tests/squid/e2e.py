@@ -29,7 +29,7 @@ signal.alarm(120)
 work = tempfile.mkdtemp(prefix="gatehouse-squid-")
 # squid drops to its own user when started as root: it must read and
 # write here, and run the helper.
-os.chmod(work, 0o777)
+os.chmod(work, 0o1777)  # sticky, as /tmp: the helper takes no policy from a directory others could swap files in (docs/host.md, "Files the daemon trusts")
 helper = os.path.join(work, "gatehouse-egress")
 shutil.copy(EGRESS, helper)
 os.chmod(helper, 0o755)

@@ -122,6 +122,10 @@ pub enum HostError {
         /// The error reading it.
         source: std::io::Error,
     },
+    /// Another user than root and the daemon's could change the table
+    /// (docs/host.md, "Files the daemon trusts").
+    #[error(transparent)]
+    Untrusted(Box<crate::policy::Untrusted>),
     /// Not a table of this shape (TOML syntax, an unknown key, a wrong type).
     #[error("{path}: {message}")]
     Syntax {

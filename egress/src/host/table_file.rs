@@ -125,8 +125,19 @@ impl File {
         Some(out)
     }
 
-    /// Reads and parses the table at `path`.
+    /// Reads and parses the table at `path`, a file no user but root and
+    /// the daemon's could change.
     pub(crate) fn read(path: &Path) -> Result<File, HostError> {
+        match crate::policy::trusted_check(path) {
+            Ok(()) => {}
+            Err(crate::policy::Untrusted::Io { source, .. }) => {
+                return Err(HostError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                });
+            }
+            Err(e) => return Err(HostError::Untrusted(Box::new(e))),
+        }
         let text = std::fs::read_to_string(path).map_err(|source| HostError::Read {
             path: path.to_path_buf(),
             source,

@@ -37,6 +37,76 @@ fn sighup_reloads_and_never_stops_the_daemon() {
     assert_eq!(out.trim(), "11.0.0.1", "the edited policy is in force");
 }
 
+/// A policy file or a table another user could change is never taken
+/// (`StrictModes`, docs/host.md "Files the daemon trusts"): an edit to a
+/// policy made writable by everyone stays out of force, the policy in
+/// force stays, until the file is the daemon's alone again; a table in a
+/// directory everyone can write stops the daemon at start, saying how to
+/// fix it.
+#[test]
+fn files_another_user_could_change_are_never_taken() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let chmod = |p: &std::path::Path, mode: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    let mut w = World::new("d9");
+    let pid = w.daemon.as_ref().unwrap().id().to_string();
+    let two = w.dir.join("two.policy");
+    let policy = std::fs::read_to_string(&two).unwrap();
+    std::fs::write(
+        &two,
+        policy.replace("allow domain other.test", "allow domain allowed.test"),
+    )
+    .unwrap();
+    chmod(&two, 0o666);
+    let hup = || {
+        let sent = Command::new("kill").args(["-HUP", &pid]).status().unwrap();
+        assert!(sent.success());
+        std::thread::sleep(Duration::from_millis(400));
+    };
+    hup();
+    let dig = |k| {
+        w.sh(k, "dig +short +time=3 +tries=1 @192.0.2.53 allowed.test")
+            .1
+    };
+    assert_eq!(
+        dig(2).trim(),
+        "",
+        "an edit anyone could have made is in force"
+    );
+    assert!(
+        daemon_err(&w).contains("is writable by others"),
+        "{}",
+        daemon_err(&w)
+    );
+    assert_eq!(dig(1).trim(), "11.0.0.1", "the other policy still decides");
+    chmod(&two, 0o644);
+    hup();
+    assert_eq!(dig(2).trim(), "11.0.0.1", "the daemon's own file again");
+    // The table's directory writable by everyone: no start.
+    if let Some(mut d) = w.daemon.take() {
+        let _ = d.kill();
+        let _ = d.wait();
+    }
+    let _ = std::fs::remove_file(w.dir.join("control.sock"));
+    chmod(&w.dir, 0o777);
+    let out = Command::new("ip")
+        .args(["netns", "exec", &w.host.0])
+        .arg(env!("CARGO_BIN_EXE_gatehouse-egress"))
+        .args(["host", "--sandboxes"])
+        .arg(w.dir.join("sandboxes.toml"))
+        .args(["--upstream-dns", "11.0.0.53:53"])
+        .output()
+        .unwrap();
+    chmod(&w.dir, 0o755);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("writable by") && err.contains("chmod +t"),
+        "{err}"
+    );
+}
+
 /// `/metrics` of the daemon, read from inside the host namespace.
 fn metric(w: &World, line_start: &str) -> u64 {
     let out = w.host.exec(
