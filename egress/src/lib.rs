@@ -80,6 +80,10 @@ pub struct Config {
     pub max_connections: Option<usize>,
     /// Where to serve `GET /metrics` (Prometheus text); none: not served.
     pub metrics: Option<SocketAddr>,
+    /// Read the policy file again when it changes or at SIGHUP (the
+    /// default). Off: read once, at start (`--no-reload`; gatehouse-run,
+    /// whose command may be able to write the file it was given).
+    pub reload: bool,
     /// Trusted keys, bundle polling, shipped decision records.
     pub fleet: fleet::Options,
     /// OpenTelemetry export of decisions and metrics (docs/telemetry.md);
@@ -105,6 +109,7 @@ impl Config {
             timeouts: relay::Timeouts::default(),
             max_connections: None,
             metrics: None,
+            reload: true,
             fleet: fleet::Options::default(),
             telemetry: gatehouse_otel::Telemetry::off(),
         }
@@ -306,7 +311,9 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         }
         None => None,
     };
-    watch::watch(policies.clone());
+    if config.reload {
+        watch::watch(policies.clone());
+    }
     config
         .fleet
         .start_polling(&config.policy, config.policy_name.clone(), keys);

@@ -239,6 +239,10 @@ struct ProxyArgs {
     /// Load tests only: decide nothing (every request allowed), log nothing.
     #[arg(long)]
     no_policy: bool,
+    /// Read the policy file once, at start: never again, at a change or a
+    /// SIGHUP (gatehouse-run: its command may be able to write the file).
+    #[arg(long)]
+    no_reload: bool,
     #[command(flatten)]
     policy: PolicyArgs,
     #[command(flatten)]
@@ -368,6 +372,7 @@ impl ProxyArgs {
         c.dns = self.dns;
         c.metrics = self.metrics;
         c.no_policy = self.no_policy;
+        c.reload = !self.no_reload;
         c.max_connections = self.max_connections.map(|n| n as usize);
         c.upstream_proxy = gatehouse_egress::gate::UpstreamProxy::from_env().map(|u| u.addr);
         let t = &mut c.timeouts;

@@ -290,15 +290,21 @@ pub fn record_blocked(log: Option<&Path>, blocked: &[Blocked]) {
 }
 
 /// The live half: a thread that reads the policy file again every 200 ms
-/// and kills the run's processes whose program the policy in force denies.
+/// (when `reload`: the command cannot write the file) and kills the run's
+/// processes whose program the policy in force denies.
 pub struct Watch {
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Watch {
+    /// `text`: the policy as the launch read it; `reload`: whether the
+    /// file is read again (never when the command could write it: it
+    /// would loosen its own rules).
     pub fn start(
         policy_file: PathBuf,
+        text: String,
+        reload: bool,
         name: Option<String>,
         root: i32,
         log: Option<PathBuf>,
@@ -306,12 +312,13 @@ impl Watch {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::spawn(move || {
-            let mut text = std::fs::read_to_string(&policy_file).unwrap_or_default();
+            let mut text = text;
             let label = policy_file.display().to_string();
             let mut set = PolicySet::from_source(&label, &text).ok();
             while !flag.load(Ordering::SeqCst) {
                 std::thread::sleep(Duration::from_millis(200));
-                if let Ok(now) = std::fs::read_to_string(&policy_file)
+                if reload
+                    && let Ok(now) = std::fs::read_to_string(&policy_file)
                     && now != text
                 {
                     text = now;

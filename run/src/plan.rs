@@ -209,6 +209,31 @@ fn access(policy: &Policy, ws: &Workspace, path: &str) -> (bool, bool) {
     (read, write)
 }
 
+/// Whether the command could change `file` under `plan`: write it, or
+/// replace it or a link on its way through a directory it may write —
+/// asked of the file as named and as it resolves. Without file rules
+/// (`danger-full-access`) or a path that does not resolve: yes.
+pub fn writable(policy: &Policy, ws: &Workspace, plan: &Plan, file: &Path) -> bool {
+    if plan.grants.is_none() {
+        return true;
+    }
+    let named = match std::env::current_dir() {
+        Ok(cwd) => cwd.join(file),
+        Err(_) => return true,
+    };
+    let Ok(resolved) = std::fs::canonicalize(file) else {
+        return true;
+    };
+    // Every prefix of the name as given: a link there could be re-pointed.
+    let mut names: Vec<PathBuf> = named.ancestors().map(Path::to_path_buf).collect();
+    names.push(resolved);
+    names.iter().any(|p| match p.to_str() {
+        Some("/") => false,
+        Some(p) => access(policy, ws, p).1,
+        None => true,
+    })
+}
+
 /// `a` gives at least what `b` gives.
 fn covers(a: (bool, bool), b: (bool, bool)) -> bool {
     (a.0 || !b.0) && (a.1 || !b.1)

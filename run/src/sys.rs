@@ -93,7 +93,24 @@ pub fn run(args: &Args) -> Result<u8, RunError> {
     let mut plan = crate::plan::plan(&set, policy, &ws, args.allow_weaker);
     adopt_live_placeholders(&mut plan.mounts);
     crate::apps::add_to(&mut plan, &set, policy);
-    outer(args, &plan, abi)
+    // A policy file the command could change (write it, replace it, or
+    // re-point a link to it) is never read again while it runs: the
+    // command would loosen its own rules.
+    let reload = !crate::plan::writable(policy, &ws, &plan, &args.policy_file);
+    if !reload {
+        eprintln!(
+            "gatehouse-run: note: the command may write {}: its changes are not taken while it runs (the launch's rules stay)",
+            args.policy_file.display()
+        );
+    }
+    outer(args, &plan, abi, Launch { text, reload })
+}
+
+/// What the launch read: the policy's text, and whether the file may be
+/// read again while the command runs.
+struct Launch {
+    text: String,
+    reload: bool,
 }
 
 /// The most a plan may take as JSON between the two processes.
@@ -143,7 +160,7 @@ fn weaker(plan: &Plan, abi: ABI) -> Vec<String> {
     v
 }
 
-fn outer(args: &Args, plan: &Plan, abi: ABI) -> Result<u8, RunError> {
+fn outer(args: &Args, plan: &Plan, abi: ABI, launch: Launch) -> Result<u8, RunError> {
     let signals = catch_signals();
     let weak = weaker(plan, abi);
     for w in &weak {
@@ -181,11 +198,14 @@ fn outer(args: &Args, plan: &Plan, abi: ABI) -> Result<u8, RunError> {
         .port();
     let egress_bin = egress_binary(args);
     let mut cmd = Command::new(&egress_bin);
+    // The network keeps the launch's policy: the proxy never reads the
+    // file again (the command may be able to write it).
     cmd.arg("--quiet")
         .arg("--policy")
         .arg(&args.policy_file)
         .arg("--http")
         .arg(format!("127.0.0.1:{port}"))
+        .arg("--no-reload")
         .stdin(Stdio::null());
     if let Some(n) = &args.policy {
         cmd.arg("--policy-name").arg(n);
@@ -279,6 +299,8 @@ fn outer(args: &Args, plan: &Plan, abi: ABI) -> Result<u8, RunError> {
     let _watch = i32::try_from(child.id()).ok().map(|pid| {
         crate::apps::Watch::start(
             args.policy_file.clone(),
+            launch.text,
+            launch.reload,
             args.policy.clone(),
             pid,
             args.log.clone(),

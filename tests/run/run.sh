@@ -208,5 +208,19 @@ else
   echo "skipped: not root, or no setpriv"
 fi
 
+echo "== a policy file the command can write: its changes are not taken while it runs"
+# The policy inside the workspace: the command rewrites it to allow the
+# loopback server; the proxy (and the apps rules) keep the launch's.
+self=$work/self && mkdir -p "$self"
+printf 'policy self {\n  sandbox workspace-write { exclude "/tmp" }\n  approvals never\n  network {\n    default deny\n  }\n}\n' > "$self/self.policy"
+set +e
+out=$(cd "$self" && env PORT=$port "$run" self.policy -- sh -c 'sed -i "s/default deny/default deny\n    allow ip 127.0.0.1 port $PORT/" self.policy && sleep 1 && curl -s -o /dev/null -w "%{http_code}" "http://127.0.0.1:$PORT/"' 2>"$work/self.err")
+set -e
+if grep -q "allow ip 127.0.0.1 port $port" "$self/self.policy" && [ "$out" = 403 ] && grep -q "the command may write self.policy" "$work/self.err"; then
+  echo "ok: the command rewrote its own policy to allow the server; the proxy still refused it ($out), and said why on stderr"
+else
+  echo "FAIL: a policy the command rewrote: got '$out'; the file: $(tr '\n' ' ' < "$self/self.policy"); stderr: $(cat "$work/self.err")"; fail=1
+fi
+
 if [ "$fail" != 0 ]; then echo "stderr of the run:"; cat "$work/err"; exit 1; fi
 echo "gatehouse-run end to end: all checks hold"
