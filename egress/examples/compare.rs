@@ -272,8 +272,9 @@ fn main() {
     let dir = std::env::temp_dir().join(format!("gatehouse-compare-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     // squid and tinyproxy drop privileges when run as root: they must be
-    // able to read and write here.
-    let _ = Command::new("chmod").arg("0777").arg(&dir).status();
+    // able to read and write here (sticky, as /tmp: gatehouse-egress takes no
+    // policy from a directory others could swap files in).
+    let _ = Command::new("chmod").arg("1777").arg(&dir).status();
     let mut hosts = String::from("127.0.0.1 localhost allowed.test denied.test\n");
     for d in domains() {
         let _ = writeln!(hosts, "127.0.0.1 {d}");

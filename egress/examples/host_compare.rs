@@ -398,8 +398,10 @@ fn main() {
     let n: usize = load::arg(&args, 2, 100, LOADERS, 200);
     let dir = std::env::temp_dir().join(format!("gatehouse-host-compare-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    // squid drops privileges when run as root: it must read and write here.
-    let _ = Command::new("chmod").arg("0777").arg(&dir).status();
+    // squid drops privileges when run as root: it must read and write here (sticky,
+    // as /tmp: gatehouse-egress takes no policy from a directory others
+    // could swap files in).
+    let _ = Command::new("chmod").arg("1777").arg(&dir).status();
     let started = Instant::now();
     let w = World::new(dir, n);
     let _nginx = nginx(&w);

@@ -418,7 +418,7 @@ fn gatehouse(w: &World, bin: &Path, n: usize, seconds: u64) -> Point {
 fn squid(w: &World, n: usize, seconds: u64) -> Point {
     let d = w.dir.join(format!("q{n}"));
     std::fs::create_dir_all(&d).unwrap();
-    let _ = Command::new("chmod").arg("0777").arg(&d).status();
+    let _ = Command::new("chmod").arg("1777").arg(&d).status();
     let mut acls = String::new();
     for k in 1..=n {
         let _ = writeln!(
@@ -522,7 +522,7 @@ fn main() {
     }
     let dir = std::env::temp_dir().join(format!("gatehouse-host-scale-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let _ = Command::new("chmod").arg("0777").arg(&dir).status();
+    let _ = Command::new("chmod").arg("1777").arg(&dir).status();
     let w = World::new(dir);
     let _nginx = nginx(&w);
     let origins = w.origins.0.clone();
